@@ -1,0 +1,47 @@
+"""pse: structured generation for language models.
+
+Build a structure from combinators (`Phrase`, `Character`, `Chain`, `AnyOf`, `Loop`, ...), or
+take `Json()`; it compiles into Cython steppers that consume tokens as bytes.
+"""
+
+import logging
+
+from pse._core.stepper import Stepper, StepperDelta
+from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
+from pse.json_value import Json
+from pse.machines import (
+    AnyOf,
+    Chain,
+    Character,
+    Forward,
+    Loop,
+    Optional,
+    Phrase,
+    StateMachine,
+    Terminal,
+    Whitespace,
+)
+
+logging.getLogger("pse").addHandler(logging.NullHandler())
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AnyOf",
+    "Chain",
+    "Character",
+    "Forward",
+    "GrammarError",
+    "Json",
+    "Loop",
+    "Optional",
+    "PSEError",
+    "Phrase",
+    "SchemaError",
+    "StateMachine",
+    "Stepper",
+    "StepperDelta",
+    "Terminal",
+    "VocabularyError",
+    "Whitespace",
+]

@@ -1,0 +1,1 @@
+"""The Cython core of pse: compiled tables, parser states and steppers."""

@@ -1,0 +1,96 @@
+# The C contract of a compiled structure: read-only tables, the parser state, and the byte step.
+#
+# A structure compiles into rules (recursive transition networks). Inside a rule, a node has
+# precomputed entries: (terminal, target node, frames to push), the closure over calls, so the
+# step never searches. Terminals are byte DFAs, optionally counted (a unit repeated min..max
+# times without unrolling). A parser state (PState) is five ints: the stack is an id into a
+# hash-consed arena of frames, so copying or comparing a state is O(1).
+
+from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t
+
+cdef enum:
+    NO_FRAME = -1
+    SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
+    CHUNK_BITS = 12
+    CHUNK_SIZE = 4096             # frames per arena chunk; chunks never move once allocated
+    MAX_CHUNKS = 65536
+    UNBOUNDED = -1
+
+ctypedef struct PState:
+    int32_t frame     # top of the return stack (NO_FRAME: empty)
+    int32_t node      # node to continue at once the current terminal ends
+    int32_t term      # current terminal, or -1: positioned at `node` with no terminal
+    int32_t dstate    # state of the terminal's DFA
+    int32_t count     # counted terminals: units completed (capped at min when max is unbounded)
+
+ctypedef struct Frame:
+    int32_t node      # where to continue after the called rule ends
+    int32_t parent
+
+ctypedef struct Tables:
+    int32_t n_classes
+    uint8_t byte_class[256]
+    int32_t n_dfa_states
+    int32_t* dfa_trans        # n_dfa_states * n_classes, -1 = no edge
+    uint8_t* dfa_accept
+    uint8_t* dfa_final        # accepting with no outgoing edge
+    int32_t n_terms
+    int32_t* term_start
+    uint8_t* term_counted
+    int32_t* term_min
+    int32_t* term_max         # UNBOUNDED or a count
+    uint32_t* term_first      # 8 words per terminal: bytes its first step accepts
+    int32_t n_nodes
+    int32_t* node_entry_off   # n_nodes + 1
+    uint8_t* node_end         # the node's rule may end here (then the stack is popped)
+    uint32_t* node_first      # 8 words per node: union of its entries' first bytes
+    int32_t n_entries
+    int32_t* entry_term
+    int32_t* entry_target
+    int32_t* entry_push_off   # n_entries + 1, into `pushes`
+    int32_t* pushes           # frames to push, outermost first
+    int32_t root_node
+
+ctypedef struct Arena:
+    Frame** chunks
+    int32_t n_frames
+    int32_t* hash_slots       # open addressing over frame ids, -1 = empty
+    int64_t hash_mask
+
+ctypedef struct Scratch:
+    Frame* frames
+    int32_t n
+    int32_t cap
+
+ctypedef struct StateSet:
+    PState* items
+    int32_t n
+    int32_t cap
+
+cdef struct Ctx:
+    const Tables* t
+    Arena* arena
+    Scratch* scratch          # NULL: pushes are interned into the arena (needs the GIL)
+
+cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil
+cdef void stateset_free(StateSet* s) noexcept nogil
+cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
+
+cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
+cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
+cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
+cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
+
+
+cdef class CompiledStructure:
+    cdef Tables t
+    cdef Arena arena
+    cdef object _buffers        # numpy arrays that own the table memory
+    cdef readonly object machine
+    cdef readonly int n_rules
+
+    cdef PState initial_state(self) noexcept
+    cdef inline void ctx(self, Ctx* c) noexcept:
+        c.t = &self.t
+        c.arena = &self.arena
+        c.scratch = NULL

@@ -1,0 +1,16 @@
+from typing import Any
+
+class CompiledStructure:
+    """The read-only tables of one compiled structure, plus its arena of stack frames."""
+
+    machine: Any
+    n_rules: int
+    def __init__(self, machine: Any, tables: dict[str, Any], n_rules: int) -> None: ...
+    @property
+    def n_nodes(self) -> int: ...
+    @property
+    def n_terminals(self) -> int: ...
+    @property
+    def n_dfa_states(self) -> int: ...
+    @property
+    def n_frames(self) -> int: ...

@@ -1,0 +1,411 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled structures: flat tables, the frame arena and the byte step of the parser."""
+
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memcmp, memset, memcpy
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+# --- state sets -------------------------------------------------------------------------------
+
+cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
+    s.items = <PState*>malloc(cap * sizeof(PState))
+    if s.items == NULL:
+        with gil:
+            raise MemoryError()
+    s.n = 0
+    s.cap = cap
+    return 0
+
+
+cdef void stateset_free(StateSet* s) noexcept nogil:
+    free(s.items)
+    s.items = NULL
+    s.n = s.cap = 0
+
+
+cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
+    """Append `p` unless an identical state is already there (live sets are small)."""
+    cdef int32_t i
+    cdef PState* grown
+    for i in range(s.n):
+        if memcmp(&s.items[i], p, sizeof(PState)) == 0:
+            return 0
+    if s.n == s.cap:
+        grown = <PState*>realloc(s.items, 2 * s.cap * sizeof(PState))
+        if grown == NULL:
+            with gil:
+                raise MemoryError()
+        s.items = grown
+        s.cap *= 2
+    s.items[s.n] = p[0]
+    s.n += 1
+    return 0
+
+
+# --- frames -----------------------------------------------------------------------------------
+
+cdef inline Frame* get_frame(Ctx* c, int32_t f) noexcept nogil:
+    if f & SCRATCH_BIT:
+        return &c.scratch.frames[f & ~SCRATCH_BIT]
+    return &c.arena.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+
+
+cdef inline uint32_t frame_hash(int32_t node, int32_t parent) noexcept nogil:
+    cdef uint32_t h = <uint32_t>node * 0x9E3779B1u
+    h ^= <uint32_t>parent + 0x7F4A7C15u + (h << 6) + (h >> 2)
+    return h * 0x85EBCA77u
+
+
+cdef int arena_init(Arena* a) except -1:
+    a.chunks = <Frame**>calloc(MAX_CHUNKS, sizeof(Frame*))
+    a.hash_slots = <int32_t*>malloc(1024 * sizeof(int32_t))
+    if a.chunks == NULL or a.hash_slots == NULL:
+        raise MemoryError()
+    memset(a.hash_slots, 0xFF, 1024 * sizeof(int32_t))
+    a.hash_mask = 1023
+    a.n_frames = 0
+    return 0
+
+
+cdef void arena_free(Arena* a) noexcept:
+    cdef int32_t i
+    if a.chunks != NULL:
+        for i in range(MAX_CHUNKS):
+            if a.chunks[i] != NULL:
+                free(a.chunks[i])
+        free(a.chunks)
+        a.chunks = NULL
+    free(a.hash_slots)
+    a.hash_slots = NULL
+
+
+cdef int arena_grow_hash(Arena* a) except -1 nogil:
+    cdef int64_t size = (a.hash_mask + 1) * 2
+    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    cdef int32_t i
+    cdef int64_t h
+    cdef Frame* fr
+    if slots == NULL:
+        with gil:
+            raise MemoryError()
+    memset(slots, 0xFF, size * sizeof(int32_t))
+    for i in range(a.n_frames):
+        fr = &a.chunks[i >> CHUNK_BITS][i & (CHUNK_SIZE - 1)]
+        h = frame_hash(fr.node, fr.parent) & (size - 1)
+        while slots[h] >= 0:
+            h = (h + 1) & (size - 1)
+        slots[h] = i
+    free(a.hash_slots)
+    a.hash_slots = slots
+    a.hash_mask = size - 1
+    return 0
+
+
+cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent) except -2 nogil:
+    """The id of frame (node, parent), creating it once: equal stacks get equal ids."""
+    cdef int64_t h = frame_hash(node, parent) & a.hash_mask
+    cdef int32_t f
+    cdef Frame* fr
+    while True:
+        f = a.hash_slots[h]
+        if f < 0:
+            break
+        fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+        if fr.node == node and fr.parent == parent:
+            return f
+        h = (h + 1) & a.hash_mask
+    f = a.n_frames
+    if (f >> CHUNK_BITS) >= MAX_CHUNKS:
+        with gil:
+            raise MemoryError("pse: the parser's stack arena is full")
+    if a.chunks[f >> CHUNK_BITS] == NULL:
+        a.chunks[f >> CHUNK_BITS] = <Frame*>malloc(CHUNK_SIZE * sizeof(Frame))
+        if a.chunks[f >> CHUNK_BITS] == NULL:
+            with gil:
+                raise MemoryError()
+    fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+    fr.node = node
+    fr.parent = parent
+    a.n_frames = f + 1
+    a.hash_slots[h] = f
+    if 2 * a.n_frames > a.hash_mask:
+        arena_grow_hash(a)
+    return f
+
+
+cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil:
+    cdef Scratch* s = c.scratch
+    cdef Frame* grown
+    if s == NULL:
+        return arena_intern(c.arena, node, parent)
+    if s.n == s.cap:
+        grown = <Frame*>realloc(s.frames, (2 * s.cap + 16) * sizeof(Frame))
+        if grown == NULL:
+            with gil:
+                raise MemoryError()
+        s.frames = grown
+        s.cap = 2 * s.cap + 16
+    s.frames[s.n].node = node
+    s.frames[s.n].parent = parent
+    s.n += 1
+    return (s.n - 1) | SCRATCH_BIT
+
+
+# --- terminals --------------------------------------------------------------------------------
+
+cdef inline int32_t dfa_next(const Tables* t, int32_t d, uint8_t b) noexcept nogil:
+    return t.dfa_trans[<int64_t>d * t.n_classes + t.byte_class[b]]
+
+
+cdef inline bint has_bit(const uint32_t* words, uint8_t b) noexcept nogil:
+    return (words[b >> 5] >> (b & 31)) & 1
+
+
+cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt, uint8_t b,
+                           PState* out) noexcept nogil:
+    """Advance terminal `term` from (d, cnt) by byte b into out.dstate/out.count."""
+    cdef int32_t nd
+    if t.term_counted[term]:
+        if d == t.term_start[term] and t.term_max[term] != UNBOUNDED and cnt >= t.term_max[term]:
+            return False
+        nd = dfa_next(t, d, b)
+        if nd < 0:
+            return False
+        if t.dfa_accept[nd]:
+            # a unit is complete (units are prefix-free): count it and start the next one
+            cnt += 1
+            if t.term_max[term] == UNBOUNDED and cnt > t.term_min[term]:
+                cnt = t.term_min[term]
+            nd = t.term_start[term]
+        out.dstate = nd
+        out.count = cnt
+        return True
+    nd = dfa_next(t, d, b)
+    if nd < 0:
+        return False
+    out.dstate = nd
+    out.count = 0
+    return True
+
+
+cdef inline bint term_accepting(const Tables* t, const PState* s) noexcept nogil:
+    if t.term_counted[s.term]:
+        return s.dstate == t.term_start[s.term] and s.count >= t.term_min[s.term]
+    return t.dfa_accept[s.dstate]
+
+
+cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
+    """A terminal that is complete and can take no more bytes hands over to its target node,
+    so that states reached through different terminals merge."""
+    cdef bint done
+    if t.term_counted[s.term]:
+        done = (s.dstate == t.term_start[s.term] and t.term_max[s.term] != UNBOUNDED
+                and s.count >= t.term_max[s.term])
+    else:
+        done = t.dfa_final[s.dstate]
+    if done:
+        s.term = -1
+        s.dstate = 0
+        s.count = 0
+
+
+# --- the byte step ----------------------------------------------------------------------------
+
+cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil:
+    """Start every terminal reachable from `node` (popping the stack where rules end) on b."""
+    cdef const Tables* t = c.t
+    cdef int32_t e, p, f, term
+    cdef int produced = 0
+    cdef PState ns
+    cdef Frame* fr
+    while True:
+        if has_bit(&t.node_first[8 * node], b):
+            for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+                term = t.entry_term[e]
+                if not has_bit(&t.term_first[8 * term], b):
+                    continue
+                f = frame
+                for p in range(t.entry_push_off[e], t.entry_push_off[e + 1]):
+                    f = push_frame(c, t.pushes[p], f)
+                ns.frame = f
+                ns.node = t.entry_target[e]
+                ns.term = term
+                term_step(t, term, t.term_start[term], 0, b, &ns)
+                normalize(t, &ns)
+                stateset_add(out, &ns)
+                produced += 1
+        if t.node_end[node] and frame != NO_FRAME:
+            fr = get_frame(c, frame)
+            node = fr.node
+            frame = fr.parent
+            continue
+        return produced
+
+
+cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil:
+    """Add every successor of `s` on byte b to `out`; returns how many were produced."""
+    cdef const Tables* t = c.t
+    cdef PState ns
+    cdef int produced = 0
+    if s.term >= 0:
+        ns = s[0]
+        if term_step(t, s.term, s.dstate, s.count, b, &ns):
+            normalize(t, &ns)
+            stateset_add(out, &ns)
+            produced = 1
+        if not term_accepting(t, s):
+            return produced
+    return produced + expand(c, s.node, s.frame, b, out)
+
+
+cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
+    cdef int32_t i
+    out.n = 0
+    for i in range(cur.n):
+        step_state(c, &cur.items[i], b, out)
+    return out.n
+
+
+cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
+    cdef int32_t node = s.node
+    cdef int32_t frame = s.frame
+    cdef Frame* fr
+    if s.term >= 0 and not term_accepting(c.t, s):
+        return False
+    while c.t.node_end[node]:
+        if frame == NO_FRAME:
+            return True
+        fr = get_frame(c, frame)
+        node = fr.node
+        frame = fr.parent
+    return False
+
+
+cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
+    """The set of bytes `s` can consume next, as 8 words of bits."""
+    cdef const Tables* t = c.t
+    cdef int32_t node = s.node
+    cdef int32_t frame = s.frame
+    cdef int b, k
+    cdef PState probe
+    cdef Frame* fr
+    memset(out8, 0, 8 * sizeof(uint32_t))
+    if s.term >= 0:
+        for b in range(256):
+            if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
+                out8[b >> 5] |= (<uint32_t>1) << (b & 31)
+        if not term_accepting(t, s):
+            return
+    while True:
+        for k in range(8):
+            out8[k] |= t.node_first[8 * node + k]
+        if t.node_end[node] and frame != NO_FRAME:
+            fr = get_frame(c, frame)
+            node = fr.node
+            frame = fr.parent
+        else:
+            return
+
+
+# --- the compiled structure -------------------------------------------------------------------
+
+_TABLE_FIELDS = {
+    "dfa_trans": np.int32, "dfa_accept": np.uint8, "dfa_final": np.uint8,
+    "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
+    "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
+    "node_end": np.uint8, "node_first": np.uint32, "entry_term": np.int32,
+    "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
+}
+
+
+cdef void* _ptr(dict bufs, str name):
+    cdef cnp.ndarray arr = bufs[name]
+    return cnp.PyArray_DATA(arr)
+
+
+cdef class CompiledStructure:
+    """The read-only tables of one compiled structure, plus its arena of stack frames.
+
+    Built by `pse.compiler`; shared by every stepper and engine of the structure.
+    """
+
+    def __cinit__(self):
+        self.arena.chunks = NULL
+        self.arena.hash_slots = NULL
+
+    def __init__(self, machine, dict tables, int n_rules):
+        cdef dict bufs = {}
+        cdef int i
+        for name, dtype in _TABLE_FIELDS.items():
+            # one extra element keeps empty tables addressable
+            arr = np.ascontiguousarray(tables[name], dtype=dtype)
+            bufs[name] = np.concatenate([arr, np.zeros(1, dtype=dtype)])
+        self._buffers = bufs
+        self.machine = machine
+        self.n_rules = n_rules
+        classes = np.asarray(tables["byte_class"], dtype=np.uint8)
+        for i in range(256):
+            self.t.byte_class[i] = classes[i]
+        self.t.n_classes = int(tables["n_classes"])
+        self.t.n_dfa_states = len(tables["dfa_accept"])
+        self.t.n_terms = len(tables["term_start"])
+        self.t.n_nodes = len(tables["node_end"])
+        self.t.n_entries = len(tables["entry_term"])
+        self.t.root_node = int(tables["root_node"])
+        self.t.dfa_trans = <int32_t*>_ptr(bufs, "dfa_trans")
+        self.t.dfa_accept = <uint8_t*>_ptr(bufs, "dfa_accept")
+        self.t.dfa_final = <uint8_t*>_ptr(bufs, "dfa_final")
+        self.t.term_start = <int32_t*>_ptr(bufs, "term_start")
+        self.t.term_counted = <uint8_t*>_ptr(bufs, "term_counted")
+        self.t.term_min = <int32_t*>_ptr(bufs, "term_min")
+        self.t.term_max = <int32_t*>_ptr(bufs, "term_max")
+        self.t.term_first = <uint32_t*>_ptr(bufs, "term_first")
+        self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
+        self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
+        self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
+        self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
+        self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
+        self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
+        self.t.pushes = <int32_t*>_ptr(bufs, "pushes")
+        arena_init(&self.arena)
+
+    def __dealloc__(self):
+        arena_free(&self.arena)
+
+    cdef PState initial_state(self) noexcept:
+        cdef PState s
+        s.frame = NO_FRAME
+        s.node = self.t.root_node
+        s.term = -1
+        s.dstate = 0
+        s.count = 0
+        return s
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of parser nodes over all rules."""
+        return self.t.n_nodes
+
+    @property
+    def n_terminals(self) -> int:
+        """Number of distinct terminals (byte automata)."""
+        return self.t.n_terms
+
+    @property
+    def n_dfa_states(self) -> int:
+        """Number of DFA states over all terminals."""
+        return self.t.n_dfa_states
+
+    @property
+    def n_frames(self) -> int:
+        """Number of distinct stack frames created so far (grows with nesting seen)."""
+        return self.arena.n_frames
+
+    def __repr__(self):
+        return (f"<CompiledStructure rules={self.n_rules} nodes={self.t.n_nodes} "
+                f"terminals={self.t.n_terms} dfa_states={self.t.n_dfa_states}>")

@@ -1,0 +1,344 @@
+"""Byte-level automata built at compile time: NFA construction, determinization, minimization.
+
+Terminals (phrases, character classes, JSON numbers, later regexes) are described here as
+byte NFAs and turned into small deterministic automata over UTF-8 bytes; the core runs them.
+Nothing here runs per token.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Sequence
+
+MAX_CODE_POINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+CodeRange = tuple[int, int]
+
+
+class NFA:
+    """A byte NFA under construction: states with byte-range edges and epsilon edges."""
+
+    def __init__(self) -> None:
+        self.edges: list[list[tuple[int, int, int]]] = []
+        self.eps: list[list[int]] = []
+
+    def add_state(self) -> int:
+        self.edges.append([])
+        self.eps.append([])
+        return len(self.edges) - 1
+
+    def add_bytes(self, src: int, lo: int, hi: int, dst: int) -> None:
+        self.edges[src].append((lo, hi, dst))
+
+    def add_eps(self, src: int, dst: int) -> None:
+        self.eps[src].append(dst)
+
+
+# A fragment is (start, end) of a piece of NFA with one entry and one exit.
+Fragment = tuple[int, int]
+
+
+def literal(nfa: NFA, data: bytes) -> Fragment:
+    start = cur = nfa.add_state()
+    for b in data:
+        nxt = nfa.add_state()
+        nfa.add_bytes(cur, b, b, nxt)
+        cur = nxt
+    return start, cur
+
+
+def byte_class(nfa: NFA, ranges: Iterable[tuple[int, int]]) -> Fragment:
+    start, end = nfa.add_state(), nfa.add_state()
+    for lo, hi in ranges:
+        nfa.add_bytes(start, lo, hi, end)
+    return start, end
+
+
+def char_class(nfa: NFA, ranges: Sequence[CodeRange]) -> Fragment:
+    """One UTF-8 encoded character whose code point lies in one of `ranges` (surrogates, which
+    UTF-8 cannot encode, are left out)."""
+    start, end = nfa.add_state(), nfa.add_state()
+    for lo, hi in normalize_ranges(ranges):
+        for seq in utf8_sequences(lo, hi):
+            cur = start
+            for i, (blo, bhi) in enumerate(seq):
+                nxt = end if i == len(seq) - 1 else nfa.add_state()
+                nfa.add_bytes(cur, blo, bhi, nxt)
+                cur = nxt
+    return start, end
+
+
+def concat(nfa: NFA, parts: Sequence[Fragment]) -> Fragment:
+    if not parts:
+        s = nfa.add_state()
+        return s, s
+    for (_, e), (s, _) in zip(parts, parts[1:]):
+        nfa.add_eps(e, s)
+    return parts[0][0], parts[-1][1]
+
+
+def alternation(nfa: NFA, parts: Sequence[Fragment]) -> Fragment:
+    start, end = nfa.add_state(), nfa.add_state()
+    for s, e in parts:
+        nfa.add_eps(start, s)
+        nfa.add_eps(e, end)
+    return start, end
+
+
+def optional(nfa: NFA, frag: Fragment) -> Fragment:
+    start, end = nfa.add_state(), nfa.add_state()
+    nfa.add_eps(start, frag[0])
+    nfa.add_eps(frag[1], end)
+    nfa.add_eps(start, end)
+    return start, end
+
+
+def star(nfa: NFA, frag: Fragment) -> Fragment:
+    hub = nfa.add_state()
+    nfa.add_eps(hub, frag[0])
+    nfa.add_eps(frag[1], hub)
+    return hub, hub
+
+
+def plus(nfa: NFA, frag: Fragment) -> Fragment:
+    end = nfa.add_state()
+    nfa.add_eps(frag[1], frag[0])
+    nfa.add_eps(frag[1], end)
+    return frag[0], end
+
+
+class DFA:
+    """A deterministic byte automaton: `trans[s]` is a sorted list of (lo, hi, target).
+
+    State 0 is the start. Every state can reach an accepting state (the automaton is trimmed).
+    """
+
+    def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool]) -> None:
+        self.trans = trans
+        self.accept = accept
+
+    @property
+    def n_states(self) -> int:
+        return len(self.trans)
+
+    def first_bytes(self) -> set[int]:
+        return {b for lo, hi, _ in self.trans[0] for b in range(lo, hi + 1)}
+
+    def matches(self, data: bytes) -> bool:
+        s = 0
+        for b in data:
+            s = self.next(s, b)
+            if s < 0:
+                return False
+        return self.accept[s]
+
+    def next(self, s: int, b: int) -> int:
+        for lo, hi, t in self.trans[s]:
+            if lo <= b <= hi:
+                return t
+        return -1
+
+    def is_prefix_free(self) -> bool:
+        """True when no accepting state has an outgoing edge (a match never extends)."""
+        return all(not (acc and tr) for acc, tr in zip(self.accept, self.trans))
+
+
+def _eps_closure(nfa: NFA, states: Iterable[int]) -> frozenset[int]:
+    seen = set(states)
+    todo = list(seen)
+    while todo:
+        s = todo.pop()
+        for t in nfa.eps[s]:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return frozenset(seen)
+
+
+def determinize(nfa: NFA, frag: Fragment) -> DFA:
+    """Subset construction over byte ranges, then trimming and minimization."""
+    start = _eps_closure(nfa, [frag[0]])
+    index = {start: 0}
+    sets = [start]
+    trans: list[list[tuple[int, int, int]]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(sets):
+        cur = sets[i]
+        i += 1
+        accept.append(frag[1] in cur)
+        edges = [e for s in cur for e in nfa.edges[s]]
+        cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        row: list[tuple[int, int, int]] = []
+        for lo, nxt_cut in zip(cuts, cuts[1:]):
+            hi = nxt_cut - 1
+            targets = [t for elo, ehi, t in edges if elo <= lo and hi <= ehi]
+            if not targets:
+                continue
+            target_set = _eps_closure(nfa, targets)
+            j = index.get(target_set)
+            if j is None:
+                j = index[target_set] = len(sets)
+                sets.append(target_set)
+            if row and row[-1][2] == j and row[-1][1] == lo - 1:
+                row[-1] = (row[-1][0], hi, j)
+            else:
+                row.append((lo, hi, j))
+        trans.append(row)
+    return minimize(trim(DFA(trans, accept)))
+
+
+def trim(dfa: DFA) -> DFA:
+    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached."""
+    n = dfa.n_states
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s, row in enumerate(dfa.trans):
+        for _, _, t in row:
+            rev[t].append(s)
+    alive = {s for s in range(n) if dfa.accept[s]}
+    todo = list(alive)
+    while todo:
+        s = todo.pop()
+        for p in rev[s]:
+            if p not in alive:
+                alive.add(p)
+                todo.append(p)
+    if 0 not in alive:
+        return DFA([[]], [False])  # the empty language; callers check `accept`
+    order = [0]
+    seen = {0}
+    k = 0
+    while k < len(order):
+        for _, _, t in dfa.trans[order[k]]:
+            if t in alive and t not in seen:
+                seen.add(t)
+                order.append(t)
+        k += 1
+    remap = {s: i for i, s in enumerate(order)}
+    trans = [[(lo, hi, remap[t]) for lo, hi, t in dfa.trans[s] if t in remap] for s in order]
+    return DFA(trans, [dfa.accept[s] for s in order])
+
+
+def minimize(dfa: DFA) -> DFA:
+    """Moore partition refinement; state 0 stays the start."""
+    block = [1 if a else 0 for a in dfa.accept]
+    n_blocks = len(set(block))
+    while True:
+        sigs: dict[tuple, int] = {}
+        new_block = []
+        for s, row in enumerate(dfa.trans):
+            sig = (block[s], tuple(_merge_row(row, block)))
+            new_block.append(sigs.setdefault(sig, len(sigs)))
+        if len(sigs) == n_blocks:
+            break
+        block, n_blocks = new_block, len(sigs)
+    # renumber with the start's block first, in BFS order for locality
+    order: list[int] = []
+    rep: dict[int, int] = {}
+    for s in range(dfa.n_states):
+        rep.setdefault(block[s], s)
+    todo = [block[0]]
+    seen = {block[0]}
+    while todo:
+        b = todo.pop(0)
+        order.append(b)
+        for _, _, t in dfa.trans[rep[b]]:
+            if block[t] not in seen:
+                seen.add(block[t])
+                todo.append(block[t])
+    remap = {b: i for i, b in enumerate(order)}
+    trans = [
+        [(lo, hi, remap[bt]) for lo, hi, bt in _merge_row(dfa.trans[rep[b]], block)] for b in order
+    ]
+    return DFA(trans, [dfa.accept[rep[b]] for b in order])
+
+
+def _merge_row(row: list[tuple[int, int, int]], block: list[int]) -> list[tuple[int, int, int]]:
+    """Ranges of `row` with targets replaced by their blocks, adjacent equal ranges merged."""
+    out: list[tuple[int, int, int]] = []
+    for lo, hi, t in row:
+        b = block[t]
+        if out and out[-1][2] == b and out[-1][1] == lo - 1:
+            out[-1] = (out[-1][0], hi, b)
+        else:
+            out.append((lo, hi, b))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Code point sets and their UTF-8 encodings
+
+
+def normalize_ranges(ranges: Iterable[CodeRange]) -> list[CodeRange]:
+    """Sorted, merged, surrogate-free code point ranges."""
+    out: list[CodeRange] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    cut: list[CodeRange] = []
+    for lo, hi in out:
+        if lo < SURROGATES[0] <= hi or lo <= SURROGATES[1] < hi or SURROGATES[0] <= lo <= hi <= SURROGATES[1]:
+            if lo < SURROGATES[0]:
+                cut.append((lo, SURROGATES[0] - 1))
+            if hi > SURROGATES[1]:
+                cut.append((SURROGATES[1] + 1, hi))
+        else:
+            cut.append((lo, hi))
+    return cut
+
+
+def complement(ranges: Sequence[CodeRange]) -> list[CodeRange]:
+    out: list[CodeRange] = []
+    nxt = 0
+    for lo, hi in normalize_ranges(ranges):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODE_POINT:
+        out.append((nxt, MAX_CODE_POINT))
+    return normalize_ranges(out)
+
+
+_LENGTH_LIMITS = (0x7F, 0x7FF, 0xFFFF)
+
+
+def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
+    """Split a surrogate-free code point range into byte-range sequences of equal length.
+
+    Each yielded sequence is a list of (lo, hi) byte ranges, one per byte of the encoding;
+    together the sequences match exactly the UTF-8 encodings of the code points in [lo, hi].
+    """
+    todo = [(lo, hi)]
+    while todo:
+        lo, hi = todo.pop()
+        if lo > hi:
+            continue
+        split = next((b for b in _LENGTH_LIMITS if lo <= b < hi), None)
+        if split is not None:
+            todo.append((split + 1, hi))
+            todo.append((lo, split))
+            continue
+        if hi <= 0x7F:
+            yield [(lo, hi)]
+            continue
+        n = len(chr(lo).encode("utf-8"))
+        done = False
+        for i in range(1, n):
+            m = (1 << (6 * i)) - 1
+            if lo & ~m != hi & ~m:
+                if lo & m:
+                    todo.append(((lo | m) + 1, hi))
+                    todo.append((lo, lo | m))
+                    done = True
+                    break
+                if hi & m != m:
+                    todo.append((hi & ~m, hi))
+                    todo.append((lo, (hi & ~m) - 1))
+                    done = True
+                    break
+        if done:
+            continue
+        a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
+        yield [(a[k], b[k]) for k in range(n)]

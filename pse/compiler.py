@@ -1,0 +1,426 @@
+"""Compile a machine tree into the flat tables of the core (`CompiledStructure`).
+
+Steps:
+1. Terminals become byte DFAs, shared by key. Composite machines are inlined into rules
+   (recursive transition networks); a `Forward`, a machine that contains itself, or a large
+   composite becomes a rule of its own that is called (a frame is pushed).
+2. Per rule: epsilon edges are eliminated; then, over all rules, nothing that cannot reach the
+   end is kept (rules that match nothing, nodes that cannot finish), so no parser state is a
+   dead end.
+3. Per node, the closure over calls is precomputed: the terminals that can start there, with
+   the frames to push on the way. The step at run time is then a table lookup.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+import numpy as np
+
+from pse import automaton
+from pse._core.structure import CompiledStructure
+from pse.errors import GrammarError
+from pse.machines import Forward, StateMachine, Terminal
+
+# Composite machines larger than this (in inlined nodes) become rules of their own.
+INLINE_LIMIT = 256
+UNBOUNDED = -1
+
+
+class _Rule:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.eps: list[list[int]] = []
+        self.terms: list[list[tuple[int, int]]] = []  # (terminal, target node)
+        self.calls: list[list[tuple[int, int]]] = []  # (rule, return node)
+        self.start = self.new_node()
+        self.end = self.new_node()
+        self.ends: set[int] = set()  # after epsilon elimination
+
+    def new_node(self) -> int:
+        self.eps.append([])
+        self.terms.append([])
+        self.calls.append([])
+        return len(self.eps) - 1
+
+
+class _Terminal:
+    def __init__(self, dfa: automaton.DFA, counted: bool, min_count: int, max_count: int) -> None:
+        self.dfa, self.counted, self.min, self.max = dfa, counted, min_count, max_count
+
+
+class _Compiler:
+    def __init__(self) -> None:
+        self.terminals: list[_Terminal] = []
+        self.terminal_ids: dict[Hashable, int] = {}
+        self.rules: list[_Rule] = []
+        self.rule_ids: dict[int, int] = {}
+        self.sizes: dict[int, int] = {}
+        self.keep: list[StateMachine] = []  # keeps ids in the dicts above valid
+
+    # -- step 1: rules and terminals ----------------------------------------------------------
+    def rule_for(self, machine: StateMachine) -> int:
+        machine = _resolve(machine)
+        rid = self.rule_ids.get(id(machine))
+        if rid is None:
+            rid = self.rule_ids[id(machine)] = len(self.rules)
+            self.keep.append(machine)
+            rule = _Rule(repr(machine)[:60])
+            self.rules.append(rule)
+            self.inline(machine, rule, rule.start, rule.end, top=True)
+        return rid
+
+    def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False) -> None:
+        if isinstance(m, Forward):
+            rule.calls[a].append((self.rule_for(m), b))
+        elif isinstance(m, Terminal):
+            self.add_terminal(m, rule, a, b)
+        elif not top and self.size(m) > INLINE_LIMIT:
+            rule.calls[a].append((self.rule_for(m), b))
+        else:
+            if not m.state_graph and not m.end_states:
+                raise GrammarError(f"{m!r} has no states")
+            node: dict[Hashable, int] = {}
+
+            def at(state: Hashable) -> int:
+                if state not in node:
+                    node[state] = rule.new_node()
+                return node[state]
+
+            rule.eps[a].append(at(m.start_state))
+            for state in m.end_states:
+                rule.eps[at(state)].append(b)
+            for state, edges in m.state_graph.items():
+                for sub, target in edges:
+                    self.inline(sub, rule, at(state), at(target))
+
+    def size(self, m: StateMachine) -> int:
+        """Nodes `m` adds when inlined; a machine that contains itself counts as huge."""
+        key = id(m)
+        if key in self.sizes:
+            return self.sizes[key]
+        if isinstance(m, (Forward, Terminal)):
+            return 1
+        self.sizes[key] = INLINE_LIMIT + 1  # while in progress: recursion makes it a rule
+        self.keep.append(m)
+        total = len(m.state_graph) + 1
+        for edges in m.state_graph.values():
+            for sub, _ in edges:
+                total += self.size(sub)
+                if total > INLINE_LIMIT:
+                    break
+        self.sizes[key] = total
+        return total
+
+    def add_terminal(self, m: Terminal, rule: _Rule, a: int, b: int) -> None:
+        lo, hi = m.min_count, m.max_count
+        if lo == 0:
+            rule.eps[a].append(b)
+            if hi == 0:
+                return
+        counted = m.repeats_unit
+        key = (m.terminal_key(), counted, max(lo, 1), UNBOUNDED if hi is None else hi)
+        tid = self.terminal_ids.get(key)
+        if tid is None:
+            dfa = m.unit_dfa()
+            if not dfa.accept[0] and not dfa.trans[0]:
+                return  # the empty language: no edge
+            if dfa.accept[0]:
+                raise GrammarError(f"{m!r}: a terminal's unit must not match the empty string")
+            if counted:
+                if not dfa.is_prefix_free():
+                    raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
+                dfa = _without_reentry(dfa)
+            tid = self.terminal_ids[key] = len(self.terminals)
+            self.terminals.append(_Terminal(dfa, counted, key[2], key[3]))
+        rule.terms[a].append((tid, b))
+
+    # -- step 2: epsilon elimination and trimming ---------------------------------------------
+    def eliminate_epsilons(self) -> None:
+        for rule in self.rules:
+            n = len(rule.eps)
+            terms: list[list[tuple[int, int]]] = []
+            calls: list[list[tuple[int, int]]] = []
+            ends = set()
+            for s in range(n):
+                closure = _closure(rule.eps, s)
+                terms.append(sorted({e for k in closure for e in rule.terms[k]}))
+                calls.append(sorted({e for k in closure for e in rule.calls[k]}))
+                if rule.end in closure:
+                    ends.add(s)
+            rule.terms, rule.calls, rule.ends = terms, calls, ends
+            rule.eps = [[] for _ in range(n)]
+
+    def trim(self, root: int) -> list[int]:
+        """Drop rules that match nothing and nodes that cannot reach their rule's end.
+
+        Returns the rules still reachable from the root, root first.
+        """
+        productive: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for rid, rule in enumerate(self.rules):
+                if rid not in productive and _reaches_end(rule, productive):
+                    productive.add(rid)
+                    changed = True
+        if root not in productive:
+            raise GrammarError("the structure matches nothing")
+        for rid, rule in enumerate(self.rules):
+            rule.calls = [[(r, t) for r, t in row if r in productive] for row in rule.calls]
+        order = [root]
+        seen = {root}
+        k = 0
+        while k < len(order):
+            rule = self.rules[order[k]]
+            _keep_live_nodes(rule)
+            _merge_equivalent_nodes(rule)
+            for row in rule.calls:
+                for r, _ in row:
+                    if r not in seen:
+                        seen.add(r)
+                        order.append(r)
+            k += 1
+        return order
+
+    # -- step 3: closures and tables ----------------------------------------------------------
+    def tables(self, root: int) -> dict:
+        order = self.trim(root)
+        base: dict[int, int] = {}
+        n_nodes = 0
+        for rid in order:
+            base[rid] = n_nodes
+            n_nodes += len(self.rules[rid].eps)
+
+        nullable: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for rid in order:
+                rule = self.rules[rid]
+                if rid not in nullable and rule.ends & _nullable_reach(rule, rule.start, nullable):
+                    nullable.add(rid)
+                    changed = True
+
+        first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        in_progress: set[int] = set()
+
+        def entries_at(rid: int, s: int) -> list[tuple[int, int, tuple[int, ...]]]:
+            rule = self.rules[rid]
+            out = []
+            for k in sorted(_nullable_reach(rule, s, nullable)):
+                for tid, target in rule.terms[k]:
+                    out.append((tid, base[rid] + target, ()))
+                for callee, ret in rule.calls[k]:
+                    for tid, target, pushes in rule_first(callee):
+                        out.append((tid, target, (base[rid] + ret,) + pushes))
+            return list(dict.fromkeys(out))
+
+        def rule_first(rid: int) -> list[tuple[int, int, tuple[int, ...]]]:
+            if rid not in first_of_rule:
+                if rid in in_progress:
+                    raise GrammarError(
+                        f"left recursion through {self.rules[rid].name}: a rule can reach "
+                        "itself without consuming input")
+                in_progress.add(rid)
+                first_of_rule[rid] = entries_at(rid, self.rules[rid].start)
+                in_progress.discard(rid)
+            return first_of_rule[rid]
+
+        node_entry_off = [0]
+        node_end = []
+        entry_term, entry_target, entry_push_off, pushes = [], [], [0], []
+        for rid in order:
+            rule = self.rules[rid]
+            for s in range(len(rule.eps)):
+                for tid, target, push in entries_at(rid, s):
+                    entry_term.append(tid)
+                    entry_target.append(target)
+                    pushes.extend(push)
+                    entry_push_off.append(len(pushes))
+                node_entry_off.append(len(entry_term))
+                node_end.append(bool(rule.ends & _nullable_reach(rule, s, nullable)))
+
+        tables = self.dfa_tables()
+        term_first = tables["term_first"].reshape(-1, 8)
+        node_first = np.zeros((n_nodes, 8), dtype=np.uint32)
+        for node in range(n_nodes):
+            for e in range(node_entry_off[node], node_entry_off[node + 1]):
+                node_first[node] |= term_first[entry_term[e]]
+        tables.update(
+            node_entry_off=node_entry_off, node_end=node_end, node_first=node_first.ravel(),
+            entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
+            pushes=pushes, root_node=base[root] + self.rules[root].start,
+        )
+        return tables
+
+    def dfa_tables(self) -> dict:
+        cuts = {0, 256}
+        for term in self.terminals:
+            for row in term.dfa.trans:
+                for lo, hi, _ in row:
+                    cuts.add(lo)
+                    cuts.add(hi + 1)
+        cuts_sorted = sorted(cuts)
+        byte_class = np.zeros(256, dtype=np.uint8)
+        for cls, (lo, hi) in enumerate(zip(cuts_sorted, cuts_sorted[1:])):
+            byte_class[lo:hi] = cls
+        n_classes = len(cuts_sorted) - 1
+        offsets = []
+        total = 0
+        for term in self.terminals:
+            offsets.append(total)
+            total += term.dfa.n_states
+        trans = np.full((max(total, 1), n_classes), -1, dtype=np.int32)
+        accept = np.zeros(total, dtype=np.uint8)
+        final = np.zeros(total, dtype=np.uint8)
+        term_first = np.zeros((len(self.terminals), 8), dtype=np.uint32)
+        for tid, term in enumerate(self.terminals):
+            off = offsets[tid]
+            for s, row in enumerate(term.dfa.trans):
+                accept[off + s] = term.dfa.accept[s]
+                final[off + s] = term.dfa.accept[s] and not row
+                for lo, hi, t in row:
+                    trans[off + s, byte_class[lo]:int(byte_class[hi]) + 1] = off + t
+            for b in term.dfa.first_bytes():
+                term_first[tid, b >> 5] |= np.uint32(1 << (b & 31))
+        return dict(
+            n_classes=n_classes, byte_class=byte_class, dfa_trans=trans[:total].ravel(),
+            dfa_accept=accept, dfa_final=final,
+            term_start=offsets, term_counted=[t.counted for t in self.terminals],
+            term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
+            term_first=term_first.ravel(),
+        )
+
+
+def _resolve(machine: StateMachine) -> StateMachine:
+    seen = set()
+    while isinstance(machine, Forward):
+        if machine.target is None:
+            raise GrammarError(f"{machine.name} was never set (call .set(machine) first)")
+        if id(machine) in seen:
+            raise GrammarError(f"{machine.name} refers only to itself")
+        seen.add(id(machine))
+        machine = machine.target
+    return machine
+
+
+def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
+    """An equivalent DFA whose start state has no incoming edge, so that being at the start
+    of a counted terminal unambiguously means 'between two units'."""
+    if not any(t == 0 for row in dfa.trans for _, _, t in row):
+        return dfa
+    n = dfa.n_states
+    trans = [[(lo, hi, n if t == 0 else t) for lo, hi, t in row] for row in dfa.trans]
+    trans.append(list(trans[0]))
+    return automaton.DFA(trans, dfa.accept + [dfa.accept[0]])
+
+
+def _closure(eps: list[list[int]], s: int) -> set[int]:
+    seen = {s}
+    todo = [s]
+    while todo:
+        for t in eps[todo.pop()]:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
+    seen = {rule.start}
+    todo = [rule.start]
+    while todo:
+        s = todo.pop()
+        if s in rule.ends:
+            return True
+        nxt = [t for _, t in rule.terms[s]] + [t for r, t in rule.calls[s] if r in productive]
+        for t in nxt:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return False
+
+
+def _keep_live_nodes(rule: _Rule) -> None:
+    """Keep the nodes reachable from the start that can reach an end; renumber them."""
+    n = len(rule.eps)
+    succ = [[t for _, t in rule.terms[s]] + [t for _, t in rule.calls[s]] for s in range(n)]
+    reach = _closure(succ, rule.start)
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in succ[s]:
+            pred[t].append(s)
+    coreach: set[int] = set()
+    for e in rule.ends:
+        coreach |= _closure(pred, e)
+    live = sorted(reach & coreach, key=lambda s: (s != rule.start, s))
+    remap = {s: i for i, s in enumerate(live)}
+    rule.terms = [[(tid, remap[t]) for tid, t in rule.terms[s] if t in remap] for s in live]
+    rule.calls = [[(r, remap[t]) for r, t in rule.calls[s] if t in remap] for s in live]
+    rule.ends = {remap[s] for s in rule.ends if s in remap}
+    rule.eps = [[] for _ in live]
+    rule.start = 0
+
+
+def _merge_equivalent_nodes(rule: _Rule) -> None:
+    """Merge bisimilar nodes (same end flag, same edges into the same classes), so that
+    copies made by inlining do not keep equivalent parser states apart."""
+    n = len(rule.terms)
+    block = [int(s in rule.ends) for s in range(n)]
+    n_blocks = len(set(block))
+    while True:
+        sigs: dict[tuple, int] = {}
+        new_block = []
+        for s in range(n):
+            sig = (block[s],
+                   frozenset((tid, block[t]) for tid, t in rule.terms[s]),
+                   frozenset((r, block[t]) for r, t in rule.calls[s]))
+            new_block.append(sigs.setdefault(sig, len(sigs)))
+        if len(sigs) == n_blocks:
+            break
+        block, n_blocks = new_block, len(sigs)
+    if n_blocks == n:
+        return
+    # renumber blocks so that the start's block is 0
+    remap = {block[rule.start]: 0}
+    for s in range(n):
+        remap.setdefault(block[s], len(remap))
+    rep = {}
+    for s in range(n):
+        rep.setdefault(remap[block[s]], s)
+    rule.terms = [sorted({(tid, remap[block[t]]) for tid, t in rule.terms[rep[b]]})
+                  for b in range(n_blocks)]
+    rule.calls = [sorted({(r, remap[block[t]]) for r, t in rule.calls[rep[b]]})
+                  for b in range(n_blocks)]
+    rule.ends = {remap[block[s]] for s in rule.ends}
+    rule.eps = [[] for _ in range(n_blocks)]
+    rule.start = 0
+
+
+def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:
+    """Nodes reachable from s through calls of rules that can match the empty string."""
+    seen = {s}
+    todo = [s]
+    while todo:
+        k = todo.pop()
+        for r, t in rule.calls[k]:
+            if r in nullable and t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+def compile_machine(machine: StateMachine) -> CompiledStructure:
+    """Compile `machine` into a CompiledStructure.
+
+    Raises:
+        GrammarError: an unset Forward, left recursion, or a structure that matches nothing.
+    """
+    if not isinstance(machine, StateMachine):
+        raise TypeError(f"expected a StateMachine, got {type(machine).__name__}")
+    compiler = _Compiler()
+    root = compiler.rule_for(machine)
+    compiler.eliminate_epsilons()
+    tables = compiler.tables(root)
+    return CompiledStructure(machine, tables, len(compiler.rules))

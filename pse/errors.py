@@ -1,0 +1,19 @@
+"""The exceptions pse raises. Every one derives from `PSEError`."""
+
+from __future__ import annotations
+
+
+class PSEError(Exception):
+    """Base class of every error pse raises on purpose."""
+
+
+class GrammarError(PSEError, ValueError):
+    """A structure (combinators, regex or grammar) is malformed or cannot be compiled."""
+
+
+class SchemaError(GrammarError):
+    """A JSON Schema cannot be compiled exactly; the message names the keyword and pointer."""
+
+
+class VocabularyError(PSEError, ValueError):
+    """A tokenizer or vocabulary could not be read, or an id is out of range."""

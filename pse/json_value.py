@@ -1,0 +1,135 @@
+"""`Json()`: any JSON value, built from the combinators, and the JSON terminals it uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Hashable
+
+from pse import automaton
+from pse.machines import (
+    AnyOf,
+    Chain,
+    Forward,
+    Loop,
+    Phrase,
+    StateMachine,
+    Terminal,
+    Whitespace,
+    _count,
+)
+from pse.errors import GrammarError
+
+_HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
+_DIGIT = [(ord("0"), ord("9"))]
+
+
+class JsonStringContent(Terminal):
+    """The characters between the quotes of a JSON string: `min_length` to `max_length` of
+    them, where an escape (`\\n`, `\\u00e9`) counts as one character."""
+
+    repeats_unit = True
+
+    def __init__(self, min_length: int = 0, max_length: int | None = None) -> None:
+        super().__init__()
+        self.min_count = _count(min_length, "min_length")
+        self.max_count = _count(max_length, "max_length", allow_none=True)
+        if self.max_count is not None and self.min_count > self.max_count:
+            raise GrammarError(f"min_length ({min_length}) > max_length ({max_length})")
+
+    def unit_dfa(self) -> automaton.DFA:
+        nfa = automaton.NFA()
+        plain = automaton.char_class(nfa, [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
+        simple = automaton.concat(nfa, [
+            automaton.literal(nfa, b"\\"),
+            automaton.byte_class(nfa, [(c, c) for c in b'"\\/bfnrt']),
+        ])
+        hex4 = [automaton.byte_class(nfa, _HEX) for _ in range(4)]
+        unicode = automaton.concat(nfa, [automaton.literal(nfa, b"\\u"), *hex4])
+        return automaton.determinize(nfa, automaton.alternation(nfa, [plain, simple, unicode]))
+
+    def terminal_key(self) -> Hashable:
+        return ("json-string-char",)
+
+    def __repr__(self) -> str:
+        return f"JsonStringContent({self.min_count}, {self.max_count})"
+
+
+class JsonNumber(Terminal):
+    """A JSON number: `-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?`."""
+
+    def unit_dfa(self) -> automaton.DFA:
+        nfa = automaton.NFA()
+        digits = lambda: automaton.plus(nfa, automaton.byte_class(nfa, _DIGIT))  # noqa: E731
+        integer = automaton.alternation(nfa, [
+            automaton.literal(nfa, b"0"),
+            automaton.concat(nfa, [
+                automaton.byte_class(nfa, [(ord("1"), ord("9"))]),
+                automaton.star(nfa, automaton.byte_class(nfa, _DIGIT)),
+            ]),
+        ])
+        parts = [
+            automaton.optional(nfa, automaton.literal(nfa, b"-")),
+            integer,
+            automaton.optional(nfa, automaton.concat(nfa, [automaton.literal(nfa, b"."), digits()])),
+            automaton.optional(nfa, automaton.concat(nfa, [
+                automaton.byte_class(nfa, [(ord("e"), ord("e")), (ord("E"), ord("E"))]),
+                automaton.optional(nfa, automaton.byte_class(nfa, [(ord("+"), ord("+")),
+                                                                  (ord("-"), ord("-"))])),
+                digits(),
+            ])),
+        ]
+        return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+    def terminal_key(self) -> Hashable:
+        return ("json-number",)
+
+    def __repr__(self) -> str:
+        return "JsonNumber()"
+
+
+def json_string(min_length: int = 0, max_length: int | None = None) -> StateMachine:
+    """A JSON string literal, quotes included, with a bounded number of characters."""
+    return Chain(Phrase('"'), JsonStringContent(min_length, max_length), Phrase('"'))
+
+
+class Json(StateMachine):
+    """Any JSON value: object, array, string (every escape and `\\uXXXX`), number, true,
+    false or null.
+
+    Args:
+        whitespace: the most whitespace characters allowed between two tokens; 0 (the
+            default) means compact JSON, the form `json.dumps(v, separators=(",", ":"))` makes.
+
+    Raises:
+        GrammarError: `whitespace` is negative or not an int.
+    """
+
+    def __init__(self, whitespace: int = 0) -> None:
+        self.whitespace = _count(whitespace, "whitespace")
+        value = Forward(name="json value")
+        ws: list[StateMachine] = [Whitespace(0, self.whitespace)] if self.whitespace else []
+
+        def sep(text: str) -> StateMachine:
+            return Chain(*ws, Phrase(text), *ws)
+
+        string = json_string()
+        member = Chain(string, sep(":"), value)
+        obj = Chain(Phrase("{"), *ws, AnyOf(
+            Phrase("}"),
+            Chain(Loop(member, 1, None, separator=sep(",")), *ws, Phrase("}")),
+        ))
+        arr = Chain(Phrase("["), *ws, AnyOf(
+            Phrase("]"),
+            Chain(Loop(value, 1, None, separator=sep(",")), *ws, Phrase("]")),
+        ))
+        value.set(AnyOf(obj, arr, string, JsonNumber(), Phrase("true"), Phrase("false"),
+                        Phrase("null")))
+        self.value = value
+        super().__init__({0: [(value, "$")]}, start_state=0, end_states=("$",))
+
+    def parse_value(self, text: str) -> Any:
+        """The Python value of a complete JSON text."""
+        return json.loads(text)
+
+    def __repr__(self) -> str:
+        return f"Json(whitespace={self.whitespace})"

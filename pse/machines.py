@@ -1,0 +1,403 @@
+"""The combinators users compose structures from.
+
+A `StateMachine` is a state graph `{state: [(sub_machine, target_state), ...]}` with a start
+state and end states. Terminals (`Phrase`, `Character`, `Whitespace`) match bytes themselves;
+`Chain`, `AnyOf`, `Loop`, `Optional` and `Forward` arrange other machines. A machine compiles
+once (on first use) into tables run by the Cython core.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Sequence, Union
+
+from pse import automaton
+from pse.errors import GrammarError
+
+if TYPE_CHECKING:
+    from pse._core.stepper import Stepper, StepperDelta
+    from pse._core.structure import CompiledStructure
+
+State = Hashable
+Edge = tuple["StateMachine", State]
+CharsetSpec = Union[str, Sequence[tuple[Union[str, int], Union[str, int]]]]
+
+
+class StateMachine:
+    """A structure built from sub-machines.
+
+    Args:
+        state_graph: `{state: [(sub_machine, target_state), ...]}`; following an edge means
+            matching the sub-machine, then being in the target state.
+        start_state: where matching begins.
+        end_states: states in which the machine may stop.
+
+    Raises:
+        GrammarError: an edge does not hold a StateMachine.
+    """
+
+    def __init__(
+        self,
+        state_graph: dict[State, list[Edge]] | None = None,
+        start_state: State = 0,
+        end_states: Iterable[State] = ("$",),
+    ) -> None:
+        self.state_graph: dict[State, list[Edge]] = dict(state_graph or {})
+        self.start_state = start_state
+        self.end_states = tuple(end_states)
+        for state, edges in self.state_graph.items():
+            for edge in edges:
+                if (not isinstance(edge, tuple) or len(edge) != 2
+                        or not isinstance(edge[0], StateMachine)):
+                    raise GrammarError(
+                        f"state_graph[{state!r}]: edges must be (StateMachine, target_state) "
+                        f"pairs, got {edge!r}")
+        self._compiled: CompiledStructure | None = None
+
+    # -- composition sugar --------------------------------------------------------------------
+    def __add__(self, other: StateMachine) -> Chain:
+        return Chain(self, _machine(other, "right operand of +"))
+
+    def __radd__(self, other: StateMachine) -> Chain:
+        return Chain(_machine(other, "left operand of +"), self)
+
+    def __or__(self, other: StateMachine) -> AnyOf:
+        return AnyOf(self, _machine(other, "right operand of |"))
+
+    def __ror__(self, other: StateMachine) -> AnyOf:
+        return AnyOf(_machine(other, "left operand of |"), self)
+
+    # -- running ------------------------------------------------------------------------------
+    def compile(self) -> CompiledStructure:
+        """Compile into core tables once; later calls return the same object.
+
+        Raises:
+            GrammarError: the structure is malformed or matches nothing.
+        """
+        if self._compiled is None:
+            from pse.compiler import compile_machine
+
+            self._compiled = compile_machine(self)
+        return self._compiled
+
+    def get_steppers(self) -> list[Stepper]:
+        """The steppers at the start of the structure (nothing consumed yet)."""
+        from pse._core.stepper import start_steppers
+
+        return start_steppers(self.compile())
+
+    @staticmethod
+    def advance_all(steppers: Sequence[Stepper], token: str | bytes, vocab: Any = None,
+                    ) -> list[StepperDelta]:
+        """Advance every stepper by `token`; the deltas of all of them, in order.
+
+        Args:
+            steppers: the live steppers.
+            token: the token to consume (str or bytes).
+            vocab: reserved for token healing (a Vocabulary); without one nothing is healed.
+        """
+        deltas: list[StepperDelta] = []
+        for stepper in steppers:
+            deltas.extend(stepper.consume(token))
+        return deltas
+
+    def matches(self, text: str | bytes, partial: bool = False) -> bool:
+        """True when the whole `text` is accepted (partial=True: when it is a valid prefix)."""
+        from pse._core.stepper import consume_tokens
+
+        live = consume_tokens(self.get_steppers(), [text])
+        if partial:
+            return bool(live)
+        return any(s.has_reached_accept_state() for s in live)
+
+    def parse_value(self, text: str) -> Any:
+        """Turn a complete match into a value; `Stepper.get_current_value` uses it."""
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _machine(obj: Any, where: str) -> StateMachine:
+    if isinstance(obj, StateMachine):
+        return obj
+    if isinstance(obj, str):
+        return Phrase(obj)
+    raise GrammarError(f"{where}: expected a StateMachine or a str, got {type(obj).__name__}")
+
+
+def _count(value: Any, name: str, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GrammarError(f"{name} must be an int, got {value!r}")
+    if value < 0:
+        raise GrammarError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+class Terminal(StateMachine):
+    """A machine that matches bytes itself with a byte automaton.
+
+    Subclasses provide `unit_dfa()`. A plain terminal (`repeats_unit` False) matches its
+    DFA once; a repeating one matches its unit `min_count` to `max_count` times (None:
+    unbounded), counted at run time rather than unrolled, so the unit must be prefix-free
+    (one character, say).
+    """
+
+    repeats_unit: bool = False
+    min_count: int = 1
+    max_count: int | None = 1
+
+    def unit_dfa(self) -> automaton.DFA:
+        raise NotImplementedError
+
+    def terminal_key(self) -> Hashable:
+        """Equal keys mean equal terminals; the compiler shares them."""
+        raise NotImplementedError
+
+
+class Phrase(Terminal):
+    """Exactly the string `text`."""
+
+    def __init__(self, text: str | bytes) -> None:
+        super().__init__()
+        if isinstance(text, str):
+            self.data = text.encode("utf-8")
+        elif isinstance(text, bytes):
+            self.data = text
+        else:
+            raise GrammarError(f"Phrase text must be str or bytes, got {type(text).__name__}")
+        self.text = self.data.decode("utf-8", errors="replace")
+        if not self.data:
+            self.min_count = self.max_count = 0
+
+    def unit_dfa(self) -> automaton.DFA:
+        nfa = automaton.NFA()
+        return automaton.determinize(nfa, automaton.literal(nfa, self.data))
+
+    def terminal_key(self) -> Hashable:
+        return ("phrase", self.data)
+
+    def __repr__(self) -> str:
+        return f"Phrase({self.text!r})"
+
+
+class Character(Terminal):
+    """A run of `min_length` to `max_length` characters from a class.
+
+    Args:
+        charset: the characters, as a string ("abc") or a list of (first, last) ranges of
+            characters or code points ([("a", "z"), ("0", "9")]).
+        min_length: fewest characters (default 1).
+        max_length: most characters (None: unbounded).
+        negated: match every character *not* in the class.
+        case_sensitive: when False, each letter also matches its other cases.
+
+    Raises:
+        GrammarError: bad counts (negative, min > max) or a malformed or empty class.
+    """
+
+    repeats_unit = True
+
+    def __init__(self, charset: CharsetSpec, min_length: int = 1, max_length: int | None = None,
+                 negated: bool = False, case_sensitive: bool = True) -> None:
+        super().__init__()
+        self.min_count = _count(min_length, "min_length")
+        self.max_count = _count(max_length, "max_length", allow_none=True)
+        if self.max_count is not None and self.min_count > self.max_count:
+            raise GrammarError(f"min_length ({min_length}) > max_length ({max_length})")
+        ranges = _parse_charset(charset)
+        if not case_sensitive:
+            ranges = _add_case_variants(ranges)
+        self.ranges = automaton.complement(ranges) if negated else automaton.normalize_ranges(ranges)
+        if not self.ranges:
+            raise GrammarError(f"charset matches no character: {charset!r}"
+                               + (" (negated)" if negated else ""))
+        self.charset, self.negated, self.case_sensitive = charset, negated, case_sensitive
+
+    def unit_dfa(self) -> automaton.DFA:
+        nfa = automaton.NFA()
+        return automaton.determinize(nfa, automaton.char_class(nfa, self.ranges))
+
+    def terminal_key(self) -> Hashable:
+        return ("chars", tuple(self.ranges))
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.charset!r}, min_length={self.min_count}, "
+                f"max_length={self.max_count}, negated={self.negated})")
+
+
+def _parse_charset(charset: CharsetSpec) -> list[tuple[int, int]]:
+    if isinstance(charset, str):
+        return [(ord(ch), ord(ch)) for ch in charset]
+    try:
+        items = list(charset)
+    except TypeError:
+        raise GrammarError(f"charset must be a str or a list of ranges, got {charset!r}") from None
+    ranges = []
+    for item in items:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise GrammarError(f"charset range must be a (first, last) pair, got {item!r}")
+        lo, hi = (_code_point(x) for x in item)
+        if lo > hi:
+            raise GrammarError(f"charset range {item!r}: first > last")
+        ranges.append((lo, hi))
+    return ranges
+
+
+def _code_point(x: str | int) -> int:
+    if isinstance(x, str) and len(x) == 1:
+        return ord(x)
+    if isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= automaton.MAX_CODE_POINT:
+        return x
+    raise GrammarError(f"charset bound must be one character or a code point, got {x!r}")
+
+
+def _add_case_variants(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    extra = []
+    for lo, hi in ranges:
+        for cp in range(lo, hi + 1):
+            ch = chr(cp)
+            for variant in (ch.lower(), ch.upper(), ch.casefold(), ch.swapcase()):
+                if len(variant) == 1 and variant != ch:
+                    extra.append((ord(variant), ord(variant)))
+    return ranges + extra
+
+
+class Whitespace(Character):
+    """A run of `min_length` to `max_length` blanks (space, tab, newline, carriage return)."""
+
+    def __init__(self, min_length: int = 0, max_length: int | None = 20) -> None:
+        super().__init__(" \t\n\r", min_length=min_length, max_length=max_length)
+
+    def __repr__(self) -> str:
+        return f"Whitespace(min_length={self.min_count}, max_length={self.max_count})"
+
+
+class Chain(StateMachine):
+    """The machines one after the other."""
+
+    def __init__(self, *machines: StateMachine) -> None:
+        self.machines = [_machine(m, f"Chain argument {i}") for i, m in enumerate(machines)]
+        n = len(self.machines)
+        super().__init__({i: [(m, i + 1)] for i, m in enumerate(self.machines)},
+                         start_state=0, end_states=(n,))
+
+    def __repr__(self) -> str:
+        return f"Chain({', '.join(map(repr, self.machines))})"
+
+
+class AnyOf(StateMachine):
+    """Any one of the machines; all alternatives are explored in parallel.
+
+    Raises:
+        GrammarError: no machine given.
+    """
+
+    def __init__(self, *machines: StateMachine) -> None:
+        if not machines:
+            raise GrammarError("AnyOf needs at least one machine (machines is empty)")
+        self.machines = [_machine(m, f"AnyOf argument {i}") for i, m in enumerate(machines)]
+        super().__init__({0: [(m, "$") for m in self.machines]}, start_state=0, end_states=("$",))
+
+    def __repr__(self) -> str:
+        return f"AnyOf({', '.join(map(repr, self.machines))})"
+
+
+class Optional(StateMachine):
+    """The machine, or nothing."""
+
+    def __init__(self, machine: StateMachine) -> None:
+        self.machine = _machine(machine, "Optional argument")
+        super().__init__({0: [(self.machine, "$")]}, start_state=0, end_states=(0, "$"))
+
+    def __repr__(self) -> str:
+        return f"Optional({self.machine!r})"
+
+
+class Loop(StateMachine):
+    """The machine repeated `min_count` to `max_count` times, with an optional separator.
+
+    Args:
+        machine: what repeats.
+        min_count: fewest repetitions (default 0).
+        max_count: most repetitions (None: unbounded).
+        separator: a machine matched between two repetitions.
+
+    Raises:
+        GrammarError: bad counts (negative, min > max).
+    """
+
+    def __init__(self, machine: StateMachine, min_count: int = 0, max_count: int | None = None,
+                 separator: StateMachine | None = None) -> None:
+        self.machine = _machine(machine, "Loop machine")
+        self.min_count = _count(min_count, "min_count")
+        self.max_count = _count(max_count, "max_count", allow_none=True)
+        if self.max_count is not None and self.min_count > self.max_count:
+            raise GrammarError(f"min_count ({min_count}) > max_count ({max_count})")
+        self.separator = None if separator is None else _machine(separator, "Loop separator")
+        run = self._as_character_run()
+        if run is not None:
+            super().__init__({0: [(run, "$")]}, start_state=0, end_states=("$",))
+            return
+        # state k: k repetitions done; ("sep", k): separator after the k-th matched
+        top = self.max_count if self.max_count is not None else max(self.min_count, 1)
+        graph: dict[State, list[Edge]] = {}
+        for k in range(top):
+            _add_repetition(graph, k, k + 1, self.machine, self.separator)
+        if self.max_count is None:
+            _add_repetition(graph, top, top, self.machine, self.separator)
+        super().__init__(graph, start_state=0, end_states=range(self.min_count, top + 1))
+
+    def _as_character_run(self) -> Character | None:
+        """An unbounded loop of a character run that may be a single character is itself a
+        single run; compiling it so keeps one live state instead of one per split point."""
+        body, optional = self.machine, False
+        if isinstance(body, Optional):
+            body, optional = body.machine, True
+        if (self.separator is not None or self.max_count is not None
+                or type(body) not in (Character, Whitespace) or body.min_count > 1):
+            return None
+        least = 0 if optional or body.min_count == 0 else self.min_count
+        return Character(body.ranges, min_length=least, max_length=None)
+
+    def __repr__(self) -> str:
+        sep = f", separator={self.separator!r}" if self.separator is not None else ""
+        return f"Loop({self.machine!r}, {self.min_count}, {self.max_count}{sep})"
+
+
+def _add_repetition(graph: dict, k: int, nxt: int, machine: StateMachine,
+                    separator: StateMachine | None) -> None:
+    if separator is None or k == 0:
+        graph.setdefault(k, []).append((machine, nxt))
+    else:
+        graph.setdefault(k, []).append((separator, ("sep", k)))
+        graph.setdefault(("sep", k), []).append((machine, nxt))
+
+
+class Forward(StateMachine):
+    """A placeholder for a machine defined later, for recursive structures.
+
+        value = Forward()
+        value.set(AnyOf(Phrase("x"), Chain(Phrase("["), value, Phrase("]"))))
+
+    Raises:
+        GrammarError: compiling while unset, or setting twice.
+    """
+
+    def __init__(self, machine: StateMachine | None = None, name: str = "Forward") -> None:
+        super().__init__()
+        self.name = name
+        self.target: StateMachine | None = None
+        if machine is not None:
+            self.set(machine)
+
+    def set(self, machine: StateMachine) -> Forward:
+        """Define the machine this Forward stands for; returns self."""
+        if self.target is not None:
+            raise GrammarError(f"{self.name} is already set")
+        self.target = _machine(machine, f"{self.name}.set argument")
+        return self
+
+    def __repr__(self) -> str:
+        return f"Forward(name={self.name!r})"

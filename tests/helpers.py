@@ -1,0 +1,41 @@
+"""Shared test helpers: feeding tokens through the public Stepper API."""
+
+from __future__ import annotations
+
+from pse import StateMachine
+
+
+def run_tokens(machine: StateMachine, tokens: list[bytes | str]) -> list:
+    """Live steppers after consuming `tokens` one by one through `Stepper.consume`
+    (full consumption only), identical states merged as an engine merges them."""
+    steppers = machine.get_steppers()
+    for tok in tokens:
+        nxt = {}
+        for s in steppers:
+            for d in s.consume(tok):
+                if not d.stepper.remaining_input:
+                    nxt.setdefault(d.stepper.state_key(), d.stepper)
+        steppers = list(nxt.values())
+        if not steppers:
+            break
+    return steppers
+
+
+def accepts_tokens(machine: StateMachine, tokens: list[bytes | str]) -> bool:
+    return any(s.has_reached_accept_state() for s in run_tokens(machine, tokens))
+
+
+def every_split(text: str | bytes) -> list[list[bytes]]:
+    """The text as two tokens, cut at every byte position (including inside a character)."""
+    data = text.encode() if isinstance(text, str) else text
+    return [[data[:i], data[i:]] for i in range(1, len(data))]
+
+
+def check_boundaries(machine: StateMachine, text: str | bytes) -> None:
+    """Cutting `text` into two tokens anywhere never changes whether it is accepted."""
+    expected = machine.matches(text)
+    for tokens in every_split(text):
+        assert accepts_tokens(machine, tokens) == expected, tokens
+    data = text.encode() if isinstance(text, str) else text
+    if data:
+        assert accepts_tokens(machine, [bytes([b]) for b in data]) == expected

@@ -1,0 +1,166 @@
+"""Property tests: combinator trees against `re`, Json() against `json`, token splits."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import assume, given, strategies as st
+
+from helpers import accepts_tokens
+from pse import AnyOf, Chain, Character, Json, Loop, Optional, Phrase
+
+ALPHABET = "abé-"
+
+# --- random regular combinator trees and their regex -----------------------------------------
+
+
+def _char_class(chars: str) -> str:
+    return "[" + "".join(re.escape(c) for c in sorted(set(chars))) + "]"
+
+
+def _bounds(lo: int, hi: int | None) -> str:
+    return f"{{{lo},{'' if hi is None else hi}}}"
+
+
+leaf = st.one_of(
+    st.text(ALPHABET, min_size=1, max_size=3).map(lambda t: (Phrase(t), re.escape(t))),
+    st.tuples(st.text(ALPHABET, min_size=1, max_size=3), st.integers(0, 2),
+              st.one_of(st.none(), st.integers(0, 3))).filter(
+        lambda a: a[2] is None or a[1] <= a[2]).map(
+        lambda a: (Character(a[0], a[1], a[2]), _char_class(a[0]) + _bounds(a[1], a[2]))),
+)
+
+
+def _extend(children):
+    def chain(items):
+        return Chain(*(m for m, _ in items)), "".join(f"(?:{r})" for _, r in items)
+
+    def any_of(items):
+        return AnyOf(*(m for m, _ in items)), "|".join(f"(?:{r})" for _, r in items)
+
+    def loop(args):
+        (m, r), lo, extra, sep = args
+        hi = None if extra is None else lo + extra
+        if sep is None:
+            return Loop(m, lo, hi), f"(?:{r}){_bounds(lo, hi)}"
+        sm, sr = sep
+        tail = f"(?:(?:{sr})(?:{r})){_bounds(max(lo - 1, 0), None if hi is None else max(hi - 1, 0))}"
+        body = f"(?:{r}){tail}"
+        if hi == 0:
+            return Loop(m, lo, hi, separator=sm), ""
+        return Loop(m, lo, hi, separator=sm), body if lo > 0 else f"(?:{body})?"
+
+    return st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(chain),
+        st.lists(children, min_size=1, max_size=3).map(any_of),
+        children.map(lambda c: (Optional(c[0]), f"(?:{c[1]})?")),
+        st.tuples(children, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)),
+                  st.one_of(st.none(), leaf)).map(loop),
+    )
+
+
+trees = st.recursive(leaf, _extend, max_leaves=6)
+
+
+@given(trees, st.lists(st.text(ALPHABET, max_size=8), min_size=1, max_size=10))
+def test_trees_agree_with_re_on_random_text(tree, texts):
+    machine, regex = tree
+    for text in texts:
+        assert machine.matches(text) == bool(re.fullmatch(regex, text)), (regex, text)
+
+
+@given(trees, st.data())
+def test_trees_accept_what_re_generates(tree, data):
+    machine, regex = tree
+    text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
+        lambda t: set(t) <= set(ALPHABET)))
+    assert machine.matches(text), (regex, text)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(len(text.encode()) - 1, 1)), max_size=4)))
+    raw = text.encode()
+    tokens = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)]) if b <= len(raw)]
+    assert accepts_tokens(machine, tokens)
+
+
+# --- Json() against json.loads ---------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+
+
+def _reject_constant(name):
+    raise ValueError(name)
+
+
+def json_oracle(text: str, whitespace: int) -> bool:
+    """json.loads, minus what a structure does not allow: NaN/Infinity, whitespace around
+    the value, and runs of whitespace longer than `whitespace` between tokens."""
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return False
+    blanks = " \t\n\r"
+    if text[:1] in set(blanks) or text[-1:] in set(blanks):
+        return False
+    run = longest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        run = run + 1 if ch in blanks else 0
+        longest = max(longest, run)
+    return longest <= whitespace
+
+
+@given(json_values, st.booleans())
+def test_json_accepts_every_value(value, ascii_only):
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only)
+    assert Json().matches(text)
+
+
+@given(json_values, st.integers(1, 3))
+def test_json_with_whitespace_accepts_indented(value, indent):
+    text = json.dumps(value, indent=indent)
+    assume(json_oracle(text, 10))
+    assert Json(whitespace=10).matches(text)
+
+
+corruption = st.tuples(st.integers(0, 10**6), st.sampled_from(["insert", "delete", "replace"]),
+                       st.sampled_from(list('{}[],:"\\ \nabe0-1.+Eu') + ["é", "\x01"]))
+
+
+@given(json_values, st.lists(corruption, min_size=1, max_size=3), st.sampled_from([0, 2]))
+def test_json_agrees_with_json_loads_on_corruptions(value, edits, whitespace):
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for pos, kind, ch in edits:
+        i = pos % (len(text) + 1)
+        if kind == "insert":
+            text = text[:i] + ch + text[i:]
+        elif kind == "delete":
+            text = text[:i] + text[i + 1:]
+        else:
+            text = text[:i] + ch + text[i + 1:]
+    assert Json(whitespace).matches(text) == json_oracle(text, whitespace), text
+
+
+@given(json_values, st.data())
+def test_json_token_splits_never_change_the_result(value, data):
+    raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    if data.draw(st.booleans()):
+        raw = raw[:-1] + b"]"
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(len(raw) - 1, 1)), max_size=6)))
+    tokens = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)]) if a < b]
+    assert accepts_tokens(Json(), tokens) == Json().matches(raw)
