@@ -22,6 +22,8 @@ from pse.machines import (
     Whitespace,
 )
 
+from pse.vocabulary import Vocabulary
+
 logging.getLogger("pse").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
@@ -42,6 +44,7 @@ __all__ = [
     "Stepper",
     "StepperDelta",
     "Terminal",
+    "Vocabulary",
     "VocabularyError",
     "Whitespace",
 ]

@@ -16,6 +16,7 @@ from pse.errors import GrammarError
 if TYPE_CHECKING:
     from pse._core.stepper import Stepper, StepperDelta
     from pse._core.structure import CompiledStructure
+    from pse.vocabulary import Vocabulary
 
 State = Hashable
 Edge = tuple["StateMachine", State]
@@ -86,18 +87,29 @@ class StateMachine:
         return start_steppers(self.compile())
 
     @staticmethod
-    def advance_all(steppers: Sequence[Stepper], token: str | bytes, vocab: Any = None,
-                    ) -> list[StepperDelta]:
-        """Advance every stepper by `token`; the deltas of all of them, in order.
+    def advance_all(steppers: Sequence[Stepper], token: str | bytes,
+                    vocab: Vocabulary | None = None) -> list[StepperDelta]:
+        """Advance every stepper by `token`, healing tokens that overshoot.
 
         Args:
             steppers: the live steppers.
             token: the token to consume (str or bytes).
-            vocab: reserved for token healing (a Vocabulary); without one nothing is healed.
+            vocab: the vocabulary for token healing. When a stepper consumes only a prefix of
+                the token, the longest vocabulary token that is a prefix of what it consumed
+                replaces the token (`was_healed=True`; the stepper holds exactly that token's
+                bytes); when no vocabulary token fits, that path gives no delta. Without a
+                vocabulary nothing is healed and such deltas keep their `remaining_input`.
+
+        Returns:
+            Unhealed deltas (the whole token consumed) and healed ones, in stepper order.
         """
         deltas: list[StepperDelta] = []
         for stepper in steppers:
-            deltas.extend(stepper.consume(token))
+            for delta in stepper.consume(token):
+                if vocab is None or not delta.stepper.remaining_input:
+                    deltas.append(delta)
+                else:
+                    deltas.extend(_heal(stepper, delta.token, vocab))
         return deltas
 
     def matches(self, text: str | bytes, partial: bool = False) -> bool:
@@ -115,6 +127,17 @@ class StateMachine:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _heal(stepper: Stepper, consumed: bytes, vocab: Vocabulary) -> list[StepperDelta]:
+    from pse._core.stepper import StepperDelta
+
+    found = vocab.longest_prefix(consumed)
+    if found is None:
+        return []
+    canonical = found[0]
+    return [StepperDelta(d.stepper, canonical, True) for d in stepper.consume(canonical)
+            if not d.stepper.remaining_input]
 
 
 def _machine(obj: Any, where: str) -> StateMachine:

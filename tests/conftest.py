@@ -15,3 +15,27 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PSE_SHARED", REPO_ROOT.parent / "shared"))
+
+import pytest  # noqa: E402
+
+TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
+
+
+def tokenizer_path(name: str) -> Path:
+    """Path of a shared tokenizer.json; skips the test, saying why, when ../shared is absent."""
+    path = SHARED / "tokenizers" / name / "tokenizer.json"
+    if not path.is_file():
+        pytest.skip(f"{path} not found: set PSE_SHARED to the shared data folder")
+    return path
+
+
+_VOCABS: dict = {}
+
+
+def shared_vocab(name: str):
+    """A Vocabulary of a shared tokenizer, built once per test session."""
+    from pse.vocabulary import Vocabulary
+
+    if name not in _VOCABS:
+        _VOCABS[name] = Vocabulary.from_file(tokenizer_path(name))
+    return _VOCABS[name]

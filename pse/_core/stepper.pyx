@@ -168,6 +168,31 @@ cdef class StepperDelta:
         """The consumed bytes decoded as UTF-8 (an incomplete character is replaced)."""
         return self.token.decode("utf-8", errors="replace")
 
+    @staticmethod
+    def choose_best_path(deltas):
+        """Pick the token to commit among `deltas` (from `StateMachine.advance_all`).
+
+        Candidate tokens rank: unhealed before healed, then a token with a stepper in an
+        accept state, then the longer token.
+
+        Returns:
+            (token, steppers): the chosen token's bytes and every stepper that reached it
+            (all live parses for that token are kept), or None when `deltas` is empty.
+        """
+        groups = {}
+        for d in deltas:
+            groups.setdefault(((<StepperDelta>d).token, (<StepperDelta>d).was_healed), []).append(d)
+        if not groups:
+            return None
+
+        def rank(key):
+            token, healed = key
+            accepting = any(d.stepper.has_reached_accept_state() for d in groups[key])
+            return (not healed, accepting, len(token))
+
+        best = max(groups, key=rank)
+        return best[0], [d.stepper for d in groups[best]]
+
     def __repr__(self):
         healed = " healed" if self.was_healed else ""
         return f"<StepperDelta token={self.token!r}{healed} {self.stepper!r}>"

@@ -1,0 +1,21 @@
+# The flat vocabulary trie the mask walk uses: nodes in depth-first order.
+#
+# Node 0 is the root (the empty prefix). Node i's subtree is [i, node_end[i]), so a byte that
+# is refused at node i skips straight to node_end[i]. The tokens whose bytes end at node i are
+# tok_ids[node_tok_off[i]:node_tok_off[i + 1]].
+
+from libc.stdint cimport int32_t, uint8_t, uint16_t
+
+ctypedef struct Trie:
+    int32_t n_nodes
+    uint8_t* node_byte        # the byte on the edge into the node
+    uint16_t* node_depth      # the length of the node's prefix
+    int32_t* node_end         # one past the node's subtree
+    int32_t* node_tok_off     # n_nodes + 1
+    int32_t* tok_ids
+    int32_t max_depth
+
+
+cdef class TokenTrie:
+    cdef Trie t
+    cdef object _buffers

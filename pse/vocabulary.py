@@ -1,0 +1,441 @@
+"""`Vocabulary`: the exact bytes of every token id of a real tokenizer.
+
+Supported: Hugging Face `tokenizer.json` files with byte-level BPE (Llama 3, Qwen, GPT-4o: the
+GPT-2 byte-to-unicode map) or SentencePiece-style pieces ('▁' for a space, byte-fallback tokens
+`<0x0A>`); `tokenizers.Tokenizer` objects; `transformers` tokenizers, fast or slow; tiktoken
+`Encoding`s; and plain lists of tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import datrie
+
+from pse._core.trie import TokenTrie
+from pse.errors import VocabularyError
+
+_NIBBLES = "abcdefghijklmnop"
+# libdatrie's alphabet holds at most 255 symbols: each byte is stored as two of 16 symbols.
+_KEY_OF_BYTE = [_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in range(256)]
+_BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+
+
+def _trie_key(data: bytes) -> str:
+    return "".join([_KEY_OF_BYTE[b] for b in data])
+
+
+def _key_bytes(key: str) -> bytes:
+    return bytes.fromhex(key.translate(_KEY_TO_HEX))
+
+
+_KEY_TO_HEX = str.maketrans(_NIBBLES, "0123456789abcdef")
+
+
+def gpt2_byte_decoder() -> dict[str, int]:
+    """The inverse of the GPT-2 byte-to-unicode map byte-level BPE tokenizers use."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    chars = list(printable)
+    n = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+_GPT2_TABLE = {ord(ch): b for ch, b in gpt2_byte_decoder().items()}
+
+
+def _byte_level_bytes(token: str) -> bytes:
+    """Bytes of a byte-level BPE token string (text outside the map is taken as UTF-8)."""
+    try:
+        return bytes(_GPT2_TABLE[ord(ch)] for ch in token)
+    except KeyError:
+        return token.encode("utf-8")
+
+
+def _sentencepiece_bytes(token: str) -> bytes:
+    m = _BYTE_FALLBACK.match(token)
+    if m:
+        return bytes([int(m.group(1), 16)])
+    return token.replace("\u2581", " ").encode("utf-8")
+
+
+class Vocabulary:
+    """The exact bytes of every token id, with prefix look-ups and the flat trie.
+
+    Build one with `from_file`, `from_tokenizer` or `from_tokens`.
+
+    Attributes:
+        size: the width of a mask: the highest id + 1, or `n_vocab` when that is larger.
+        eos_token_ids: ids that end generation.
+        special_token_ids: ids no structure ever allows (their bytes are not text).
+    """
+
+    def __init__(self, tokens: Sequence[bytes | None], special_token_ids: Iterable[int] = (),
+                 eos_token_ids: Iterable[int] = (), n_vocab: int | None = None,
+                 encoder: Any = None) -> None:
+        """Use the `from_*` constructors; `tokens[i]` is the bytes of id i (None: no such id)."""
+        self._tokens: list[bytes | None] = list(tokens)
+        highest = len(self._tokens)
+        if n_vocab is not None:
+            if isinstance(n_vocab, bool) or not isinstance(n_vocab, int) or n_vocab < highest:
+                raise VocabularyError(
+                    f"n_vocab={n_vocab!r} is smaller than the tokenizer ({highest} ids); it must "
+                    "be an int >= the highest id + 1 (the width of the model's logits)")
+        self.size: int = max(highest, n_vocab or 0)
+        self.special_token_ids: frozenset[int] = frozenset(self._check_ids(special_token_ids))
+        self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
+        self._encoder = encoder
+        self._build()
+
+    def _check_ids(self, ids: Iterable[int]) -> list[int]:
+        out = []
+        for i in ids:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.size:
+                raise VocabularyError(f"token id {i!r} is out of range (0 <= id < {self.size})")
+            out.append(i)
+        return out
+
+    def _build(self) -> None:
+        pairs = [(b, i) for i, b in enumerate(self._tokens)
+                 if b and i not in self.special_token_ids]
+        self.trie = TokenTrie(pairs)
+        self._datrie = datrie.Trie(_NIBBLES)
+        by_bytes: dict[bytes, int] = {}
+        for b, i in pairs:
+            by_bytes.setdefault(b, i)  # the lowest id is the canonical one
+        for b, i in by_bytes.items():
+            self._datrie[_trie_key(b)] = i
+        self._by_bytes = by_bytes
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[str | bytes | None], eos_token_ids: Iterable[int] = (),
+                    special_token_ids: Iterable[int] = (), n_vocab: int | None = None,
+                    ) -> Vocabulary:
+        """A vocabulary whose id i is `tokens[i]` (str is UTF-8 encoded; None leaves a gap).
+
+        Raises:
+            TypeError: a token is neither str, bytes nor None.
+            VocabularyError: an id is out of range.
+        """
+        out: list[bytes | None] = []
+        for i, t in enumerate(tokens):
+            if isinstance(t, str):
+                out.append(t.encode("utf-8"))
+            elif isinstance(t, (bytes, bytearray)):
+                out.append(bytes(t))
+            elif t is None:
+                out.append(None)
+            else:
+                raise TypeError(f"token {i} must be str, bytes or None, not {type(t).__name__}")
+        return cls(out, special_token_ids, eos_token_ids, n_vocab)
+
+    @classmethod
+    def from_file(cls, path: str | Path, eos_token_ids: Iterable[int] | None = None,
+                  n_vocab: int | None = None) -> Vocabulary:
+        """Read a Hugging Face `tokenizer.json`.
+
+        The EOS ids come from `eos_token_ids`, else from the `eos_token` of a
+        `tokenizer_config.json` beside the file.
+
+        Raises:
+            VocabularyError: the file is missing or not a tokenizer.json pse can read.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise VocabularyError(f"cannot read tokenizer file {str(path)!r}: {e}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise VocabularyError(f"{str(path)!r} is not JSON ({e}); expected a Hugging Face "
+                                  "tokenizer.json") from None
+        tokens, special, added = _tokens_from_tokenizer_json(data, str(path))
+        if eos_token_ids is None:
+            eos_token_ids = _eos_from_config(path.parent / "tokenizer_config.json", added)
+        # parsing the file into a `tokenizers.Tokenizer` waits for the first `encode`
+        return cls(tokens, special, eos_token_ids, n_vocab, _LazyTokenizer(text))
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any, eos_token_ids: Iterable[int] | None = None,
+                       n_vocab: int | None = None) -> Vocabulary:
+        """From a `tokenizers.Tokenizer`, a `transformers` tokenizer (fast or slow) or a
+        tiktoken `Encoding`.
+
+        Raises:
+            TypeError: the object is none of those.
+            VocabularyError: the tokenizer's pieces cannot be turned into bytes.
+        """
+        kind = type(tokenizer).__module__.split(".")[0]
+        if kind == "tokenizers" and hasattr(tokenizer, "to_str"):
+            text = tokenizer.to_str()
+            tokens, special, added = _tokens_from_tokenizer_json(json.loads(text), "tokenizer")
+            return cls(tokens, special, eos_token_ids or (), n_vocab, tokenizer)
+        if kind == "tiktoken" or hasattr(tokenizer, "decode_single_token_bytes"):
+            return _from_tiktoken(cls, tokenizer, eos_token_ids, n_vocab)
+        if hasattr(tokenizer, "convert_ids_to_tokens") and hasattr(tokenizer, "get_vocab"):
+            return _from_transformers(cls, tokenizer, eos_token_ids, n_vocab)
+        raise TypeError(
+            f"unsupported tokenizer type {type(tokenizer).__module__}.{type(tokenizer).__name__}; "
+            "expected a tokenizers.Tokenizer, a transformers tokenizer or a tiktoken Encoding")
+
+    # -- queries ------------------------------------------------------------------------------
+    def token_bytes(self, token_id: int) -> bytes:
+        """The exact bytes of `token_id` (special tokens: their text).
+
+        Raises:
+            VocabularyError: no token has that id.
+        """
+        if isinstance(token_id, bool) or not isinstance(token_id, int):
+            raise TypeError(f"a token id is an int, not {type(token_id).__name__}")
+        if not 0 <= token_id < len(self._tokens) or self._tokens[token_id] is None:
+            raise VocabularyError(f"no token has id {token_id} (vocabulary size {self.size})")
+        return self._tokens[token_id]  # type: ignore[return-value]
+
+    def has_token(self, token_id: int) -> bool:
+        """True when `token_id` names a token (ids can have gaps)."""
+        return 0 <= token_id < len(self._tokens) and self._tokens[token_id] is not None
+
+    def lookup(self, data: bytes | str) -> int | None:
+        """The id of the token whose bytes are exactly `data` (not special), or None."""
+        return self._by_bytes.get(_as_bytes(data))
+
+    def longest_prefix(self, data: bytes | str) -> tuple[bytes, int] | None:
+        """The longest (non-special) token that is a prefix of `data`, as (bytes, id)."""
+        data = _as_bytes(data)
+        if not data:
+            return None
+        try:
+            key, tid = self._datrie.longest_prefix_item(_trie_key(data))
+        except KeyError:
+            return None
+        return _key_bytes(key), tid
+
+    def tokens_with_prefix(self, prefix: bytes | str) -> list[int]:
+        """Ids of the (non-special) tokens that start with `prefix`, in byte order."""
+        return sorted(self._datrie.values(_trie_key(_as_bytes(prefix))),
+                      key=lambda i: self._tokens[i])
+
+    def encode(self, text: bytes | str) -> list[int]:
+        """Token ids for `text`, as the tokenizer encodes it (no special tokens added).
+
+        Vocabularies without a tokenizer (`from_tokens`), and bytes that are not UTF-8, are
+        encoded greedily, longest token first.
+        """
+        data = _as_bytes(text)
+        if self._encoder is not None:
+            try:
+                decoded = data.decode("utf-8")
+            except UnicodeDecodeError:
+                decoded = None
+            if decoded is not None:
+                return list(_encode_with(self._encoder, decoded))
+        return self._greedy_encode(data)
+
+    def _greedy_encode(self, data: bytes) -> list[int]:
+        ids = []
+        i = 0
+        while i < len(data):
+            found = self.longest_prefix(data[i:])
+            if found is None:
+                raise VocabularyError(f"no token covers byte {data[i]:#04x} at offset {i}")
+            ids.append(found[1])
+            i += len(found[0])
+        return ids
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of the tokens, joined."""
+        return b"".join(self.token_bytes(i) for i in ids)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of the tokens (an incomplete UTF-8 character is replaced)."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def __len__(self) -> int:
+        return sum(t is not None for t in self._tokens)
+
+    def __reduce__(self):
+        return (_rebuild, (self._tokens, sorted(self.special_token_ids), self.eos_token_ids,
+                           self.size, _encoder_state(self._encoder)))
+
+    def __repr__(self) -> str:
+        return f"<Vocabulary size={self.size} tokens={len(self)} eos={list(self.eos_token_ids)}>"
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"expected str or bytes, got {type(data).__name__}")
+
+
+def _rebuild(tokens, special, eos, size, encoder_state) -> Vocabulary:
+    return Vocabulary(tokens, special, eos, size, _encoder_from_state(encoder_state))
+
+
+class _LazyTokenizer:
+    """A `tokenizers.Tokenizer` parsed from its JSON text on first use."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._tokenizer: Any = None
+
+    def get(self) -> Any:
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            try:
+                self._tokenizer = Tokenizer.from_str(self.text)
+            except Exception as e:  # a file pse can read but this tokenizers version cannot
+                raise VocabularyError(f"the tokenizers library cannot load this tokenizer: {e}"
+                                      ) from None
+        return self._tokenizer
+
+
+def _encoder_state(encoder: Any) -> Any:
+    if encoder is None:
+        return None
+    if isinstance(encoder, _LazyTokenizer):
+        return ("tokenizers", encoder.text)
+    if type(encoder).__module__.startswith("tokenizers"):
+        return ("tokenizers", encoder.to_str())
+    return ("object", encoder)
+
+
+def _encoder_from_state(state: Any) -> Any:
+    if state is None:
+        return None
+    kind, value = state
+    return _LazyTokenizer(value) if kind == "tokenizers" else value
+
+
+def _encode_with(encoder: Any, text: str) -> list[int]:
+    if isinstance(encoder, _LazyTokenizer):
+        encoder = encoder.get()
+    module = type(encoder).__module__.split(".")[0]
+    if module == "tokenizers":
+        return encoder.encode(text, add_special_tokens=False).ids
+    if module == "tiktoken" or hasattr(encoder, "encode_ordinary"):
+        return encoder.encode_ordinary(text)
+    return encoder.encode(text, add_special_tokens=False)
+
+
+def _tokens_from_tokenizer_json(data: Any, where: str):
+    """(tokens by id, special ids, {content: id} of added tokens) from tokenizer.json data."""
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise VocabularyError(f"{where}: no 'model' section; expected a Hugging Face "
+                              "tokenizer.json")
+    model = data["model"]
+    vocab = model.get("vocab")
+    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        pieces = {entry[0]: i for i, entry in enumerate(vocab)}
+    elif isinstance(vocab, dict):
+        pieces = vocab
+    else:
+        raise VocabularyError(f"{where}: model type {model.get('type')!r} has no vocabulary "
+                              "pse can read (expected BPE, Unigram or WordLevel)")
+    style = _piece_style(data)
+    if style is None:
+        raise VocabularyError(
+            f"{where}: cannot tell how pieces map to bytes (decoder "
+            f"{json.dumps(data.get('decoder'))[:120]}); supported: byte-level BPE (ByteLevel) "
+            "and SentencePiece-style pieces (Metaspace, or Replace '▁' with ByteFallback)")
+    to_bytes = _byte_level_bytes if style == "byte_level" else _sentencepiece_bytes
+    added = {t["content"]: t["id"] for t in data.get("added_tokens") or []}
+    special = {t["id"] for t in data.get("added_tokens") or [] if t.get("special")}
+    highest = max(list(pieces.values()) + list(added.values()) + [-1])
+    tokens: list[bytes | None] = [None] * (highest + 1)
+    for piece, i in pieces.items():
+        tokens[i] = to_bytes(piece)
+    for t in data.get("added_tokens") or []:
+        # added tokens are stored as plain text, not in the model's piece alphabet
+        tokens[t["id"]] = t["content"].encode("utf-8")
+    return tokens, special, added
+
+
+def _piece_style(data: dict) -> str | None:
+    found = json.dumps([data.get("decoder"), data.get("pre_tokenizer")])
+    if '"ByteLevel"' in found:
+        return "byte_level"
+    if '"Metaspace"' in found or "\u2581" in found or "\\u2581" in found:
+        return "sentencepiece"
+    return None
+
+
+def _eos_from_config(config_path: Path, added: dict[str, int]) -> list[int]:
+    if not config_path.is_file():
+        return []
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise VocabularyError(f"cannot read {str(config_path)!r}: {e}") from None
+    eos = config.get("eos_token")
+    if isinstance(eos, dict):
+        eos = eos.get("content")
+    if isinstance(eos, str) and eos in added:
+        return [added[eos]]
+    return []
+
+
+def _from_tiktoken(cls, enc: Any, eos_token_ids, n_vocab) -> Vocabulary:
+    special_map = dict(getattr(enc, "_special_tokens", {}) or {})
+    highest = enc.max_token_value if hasattr(enc, "max_token_value") else enc.n_vocab - 1
+    tokens: list[bytes | None] = [None] * (highest + 1)
+    special_ids = set(special_map.values())
+    for i in range(highest + 1):
+        if i in special_ids:
+            continue
+        try:
+            tokens[i] = enc.decode_single_token_bytes(i)
+        except (KeyError, ValueError):
+            tokens[i] = None
+    for text, i in special_map.items():
+        tokens[i] = text.encode("utf-8")
+    if eos_token_ids is None:
+        eot = special_map.get("<|endoftext|>")  # what tiktoken's own `eot_token` names
+        eos_token_ids = [eot] if eot is not None else []
+    return cls(tokens, special_ids, eos_token_ids, n_vocab, enc)
+
+
+def _from_transformers(cls, tok: Any, eos_token_ids, n_vocab) -> Vocabulary:
+    backend = getattr(tok, "backend_tokenizer", None)
+    special = set(getattr(tok, "all_special_ids", []) or [])
+    if eos_token_ids is None:
+        eos = getattr(tok, "eos_token_id", None)
+        eos_token_ids = [eos] if isinstance(eos, int) else list(eos or [])
+    if backend is not None:  # a fast tokenizer: read its tokenizer.json
+        tokens, json_special, _ = _tokens_from_tokenizer_json(json.loads(backend.to_str()),
+                                                              type(tok).__name__)
+        return cls(tokens, special | json_special, eos_token_ids, n_vocab, tok)
+    vocab = tok.get_vocab()
+    highest = max(vocab.values())
+    pieces = tok.convert_ids_to_tokens(list(range(highest + 1)))
+    byte_decoder = getattr(tok, "byte_decoder", None)
+    added = set(getattr(tok, "added_tokens_encoder", {}) or {})
+    tokens: list[bytes | None] = [None] * (highest + 1)
+    for i, piece in enumerate(pieces):
+        if piece is None:
+            continue
+        if piece in added:
+            tokens[i] = piece.encode("utf-8")
+        elif byte_decoder is not None:
+            tokens[i] = bytes(byte_decoder[ch] for ch in piece)
+        elif hasattr(tok, "sp_model") or "\u2581" in piece:
+            tokens[i] = _sentencepiece_bytes(piece)
+        else:
+            raise VocabularyError(
+                f"{type(tok).__name__}: cannot tell how piece {piece!r} maps to bytes; "
+                "supported: byte-level BPE and SentencePiece tokenizers")
+    return cls(tokens, special, eos_token_ids, n_vocab, tok)
