@@ -7,6 +7,7 @@ take `Json()`; it compiles into Cython steppers that consume tokens as bytes.
 import logging
 
 from pse._core.stepper import Stepper, StepperDelta
+from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
 from pse.json_value import Json
 from pse.machines import (
@@ -41,10 +42,12 @@ __all__ = [
     "Phrase",
     "SchemaError",
     "StateMachine",
+    "StructuringEngine",
     "Stepper",
     "StepperDelta",
     "Terminal",
     "Vocabulary",
     "VocabularyError",
     "Whitespace",
+    "fill_next_token_bitmask_par",
 ]

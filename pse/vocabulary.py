@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import datrie
+import numpy as np
 
 from pse._core.trie import TokenTrie
 from pse.errors import VocabularyError
@@ -200,6 +201,17 @@ class Vocabulary:
         if not 0 <= token_id < len(self._tokens) or self._tokens[token_id] is None:
             raise VocabularyError(f"no token has id {token_id} (vocabulary size {self.size})")
         return self._tokens[token_id]  # type: ignore[return-value]
+
+    def token_table(self) -> tuple[list[bytes | None], np.ndarray]:
+        """Per id (0 .. size-1): the token's bytes (None: no token) and its kind, as uint8:
+        0 text a structure can match, 1 EOS, 2 another special token or no token."""
+        tokens = self._tokens + [None] * (self.size - len(self._tokens))
+        kind = np.zeros(self.size, dtype=np.uint8)
+        for i, b in enumerate(tokens):
+            if b is None or i in self.special_token_ids:
+                kind[i] = 2
+        kind[list(self.eos_token_ids)] = 1
+        return tokens, kind
 
     def has_token(self, token_id: int) -> bool:
         """True when `token_id` names a token (ids can have gaps)."""

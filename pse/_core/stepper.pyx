@@ -52,10 +52,10 @@ cdef class Stepper:
         """Advance by `token` (str or bytes).
 
         Returns:
-            One StepperDelta per way the token can be consumed: fully, or — when the structure
-            is complete after a prefix of the token and cannot go on — that prefix, the rest
-            left in the new stepper's `remaining_input`. An empty list when nothing fits;
-            an empty token gives one delta holding this same stepper.
+            One StepperDelta per way (parse) the token can be consumed: fully, or — when a
+            parse cannot go on after a non-empty prefix of the token — that longest prefix,
+            the rest left in the new stepper's `remaining_input`. An empty list when not even
+            the first byte fits; an empty token gives one delta holding this same stepper.
         Raises:
             TypeError: `token` is neither str nor bytes.
         """
@@ -76,8 +76,8 @@ cdef class Stepper:
             for i in range(n):
                 nxt.n = 0
                 for k in range(cur.n):
-                    if (step_state(&c, &cur.items[k], p[i], &nxt) == 0 and i > 0
-                            and is_accepting(&c, &cur.items[k])):
+                    # a path that cannot go on keeps what it consumed (token healing's input)
+                    if step_state(&c, &cur.items[k], p[i], &nxt) == 0 and i > 0:
                         deltas.append(self._delta(cur.items[k], data[:i], data[i:]))
                 swap = cur
                 cur = nxt

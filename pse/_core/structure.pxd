@@ -72,13 +72,83 @@ cdef struct Ctx:
     Arena* arena
     Scratch* scratch          # NULL: pushes are interned into the arena (needs the GIL)
 
+# --- small helpers, inline so the mask walk gets them without a call ------------------------
+
+cdef inline Frame* get_frame(Ctx* c, int32_t f) noexcept nogil:
+    if f & SCRATCH_BIT:
+        return &c.scratch.frames[f & ~SCRATCH_BIT]
+    return &c.arena.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+
+
+cdef inline int32_t dfa_next(const Tables* t, int32_t d, uint8_t b) noexcept nogil:
+    return t.dfa_trans[<int64_t>d * t.n_classes + t.byte_class[b]]
+
+
+cdef inline bint has_bit(const uint32_t* words, uint32_t b) noexcept nogil:
+    return (words[b >> 5] >> (b & 31)) & 1
+
+
+cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt, uint8_t b,
+                           PState* out) noexcept nogil:
+    """Advance terminal `term` from (d, cnt) by byte b into out.dstate/out.count."""
+    cdef int32_t nd
+    if t.term_counted[term]:
+        if d == t.term_start[term] and t.term_max[term] != UNBOUNDED and cnt >= t.term_max[term]:
+            return False
+        nd = dfa_next(t, d, b)
+        if nd < 0:
+            return False
+        if t.dfa_accept[nd]:
+            # a unit is complete (units are prefix-free): count it and start the next one
+            cnt += 1
+            if t.term_max[term] == UNBOUNDED and cnt > t.term_min[term]:
+                cnt = t.term_min[term]
+            nd = t.term_start[term]
+        out.dstate = nd
+        out.count = cnt
+        return True
+    nd = dfa_next(t, d, b)
+    if nd < 0:
+        return False
+    out.dstate = nd
+    out.count = 0
+    return True
+
+
+cdef inline bint term_accepting(const Tables* t, int32_t term, int32_t d, int32_t cnt
+                                ) noexcept nogil:
+    if t.term_counted[term]:
+        return d == t.term_start[term] and cnt >= t.term_min[term]
+    return t.dfa_accept[d]
+
+
+cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
+    """A terminal that is complete and can take no more bytes hands over to its target node,
+    so that states reached through different terminals merge."""
+    cdef bint done
+    if t.term_counted[s.term]:
+        done = (s.dstate == t.term_start[s.term] and t.term_max[s.term] != UNBOUNDED
+                and s.count >= t.term_max[s.term])
+    else:
+        done = t.dfa_final[s.dstate]
+    if done:
+        s.term = -1
+        s.dstate = 0
+        s.count = 0
+
+
+# --- the parser ------------------------------------------------------------------------------
+
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil
 cdef void stateset_free(StateSet* s) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 
+cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil
+cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
+cdef void exit_bytes(Ctx* c, int32_t node, int32_t frame, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 
 
@@ -88,9 +158,10 @@ cdef class CompiledStructure:
     cdef object _buffers        # numpy arrays that own the table memory
     cdef readonly object machine
     cdef readonly int n_rules
+    cdef object __weakref__
 
     cdef PState initial_state(self) noexcept
-    cdef inline void ctx(self, Ctx* c) noexcept:
+    cdef inline void ctx(self, Ctx* c) noexcept nogil:
         c.t = &self.t
         c.arena = &self.arena
         c.scratch = NULL

@@ -49,12 +49,6 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
 
 # --- frames -----------------------------------------------------------------------------------
 
-cdef inline Frame* get_frame(Ctx* c, int32_t f) noexcept nogil:
-    if f & SCRATCH_BIT:
-        return &c.scratch.frames[f & ~SCRATCH_BIT]
-    return &c.arena.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
-
-
 cdef inline uint32_t frame_hash(int32_t node, int32_t parent) noexcept nogil:
     cdef uint32_t h = <uint32_t>node * 0x9E3779B1u
     h ^= <uint32_t>parent + 0x7F4A7C15u + (h << 6) + (h >> 2)
@@ -158,62 +152,6 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil:
 
 # --- terminals --------------------------------------------------------------------------------
 
-cdef inline int32_t dfa_next(const Tables* t, int32_t d, uint8_t b) noexcept nogil:
-    return t.dfa_trans[<int64_t>d * t.n_classes + t.byte_class[b]]
-
-
-cdef inline bint has_bit(const uint32_t* words, uint8_t b) noexcept nogil:
-    return (words[b >> 5] >> (b & 31)) & 1
-
-
-cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt, uint8_t b,
-                           PState* out) noexcept nogil:
-    """Advance terminal `term` from (d, cnt) by byte b into out.dstate/out.count."""
-    cdef int32_t nd
-    if t.term_counted[term]:
-        if d == t.term_start[term] and t.term_max[term] != UNBOUNDED and cnt >= t.term_max[term]:
-            return False
-        nd = dfa_next(t, d, b)
-        if nd < 0:
-            return False
-        if t.dfa_accept[nd]:
-            # a unit is complete (units are prefix-free): count it and start the next one
-            cnt += 1
-            if t.term_max[term] == UNBOUNDED and cnt > t.term_min[term]:
-                cnt = t.term_min[term]
-            nd = t.term_start[term]
-        out.dstate = nd
-        out.count = cnt
-        return True
-    nd = dfa_next(t, d, b)
-    if nd < 0:
-        return False
-    out.dstate = nd
-    out.count = 0
-    return True
-
-
-cdef inline bint term_accepting(const Tables* t, const PState* s) noexcept nogil:
-    if t.term_counted[s.term]:
-        return s.dstate == t.term_start[s.term] and s.count >= t.term_min[s.term]
-    return t.dfa_accept[s.dstate]
-
-
-cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
-    """A terminal that is complete and can take no more bytes hands over to its target node,
-    so that states reached through different terminals merge."""
-    cdef bint done
-    if t.term_counted[s.term]:
-        done = (s.dstate == t.term_start[s.term] and t.term_max[s.term] != UNBOUNDED
-                and s.count >= t.term_max[s.term])
-    else:
-        done = t.dfa_final[s.dstate]
-    if done:
-        s.term = -1
-        s.dstate = 0
-        s.count = 0
-
-
 # --- the byte step ----------------------------------------------------------------------------
 
 cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil:
@@ -258,7 +196,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
             normalize(t, &ns)
             stateset_add(out, &ns)
             produced = 1
-        if not term_accepting(t, s):
+        if not term_accepting(t, s.term, s.dstate, s.count):
             return produced
     return produced + expand(c, s.node, s.frame, b, out)
 
@@ -275,7 +213,7 @@ cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     cdef int32_t node = s.node
     cdef int32_t frame = s.frame
     cdef Frame* fr
-    if s.term >= 0 and not term_accepting(c.t, s):
+    if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
     while c.t.node_end[node]:
         if frame == NO_FRAME:
@@ -286,21 +224,11 @@ cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     return False
 
 
-cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
-    """The set of bytes `s` can consume next, as 8 words of bits."""
+cdef void exit_bytes(Ctx* c, int32_t node, int32_t frame, uint32_t* out8) noexcept nogil:
+    """The bytes that can start something at `node` (popping where rules end), ORed in."""
     cdef const Tables* t = c.t
-    cdef int32_t node = s.node
-    cdef int32_t frame = s.frame
-    cdef int b, k
-    cdef PState probe
+    cdef int k
     cdef Frame* fr
-    memset(out8, 0, 8 * sizeof(uint32_t))
-    if s.term >= 0:
-        for b in range(256):
-            if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
-                out8[b >> 5] |= (<uint32_t>1) << (b & 31)
-        if not term_accepting(t, s):
-            return
     while True:
         for k in range(8):
             out8[k] |= t.node_first[8 * node + k]
@@ -310,6 +238,21 @@ cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
             frame = fr.parent
         else:
             return
+
+
+cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
+    """The set of bytes `s` can consume next, as 8 words of bits."""
+    cdef const Tables* t = c.t
+    cdef int b
+    cdef PState probe
+    memset(out8, 0, 8 * sizeof(uint32_t))
+    if s.term >= 0:
+        for b in range(256):
+            if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
+                out8[b >> 5] |= (<uint32_t>1) << (b & 31)
+        if not term_accepting(t, s.term, s.dstate, s.count):
+            return
+    exit_bytes(c, s.node, s.frame, out8)
 
 
 # --- the compiled structure -------------------------------------------------------------------

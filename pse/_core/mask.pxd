@@ -1,0 +1,89 @@
+# Token masks: the vocabulary-trie walk and the per-terminal-state slice cache.
+#
+# A live parser state inside terminal T at DFA state d allows two kinds of tokens:
+#  - tokens consumed entirely within T: they depend only on (T, d, count class), not on the
+#    stack, so they are computed once per key and cached ("within", a bitmask);
+#  - tokens that leave T at some point: T is accepting after a prefix of the token and the
+#    next byte starts what follows. Those points ("exit nodes" of the trie, grouped by that
+#    byte) are cached too; at mask time only their subtrees are walked, with the live context.
+# Inside a JSON string nearly every token is "within"; only the few thousand tokens holding a
+# quote after string characters are walked.
+
+from libc.stdint cimport int32_t, uint8_t, uint32_t
+
+from pse._core.structure cimport Arena, CompiledStructure, PState, Scratch, StateSet, Tables
+from pse._core.trie cimport TokenTrie, Trie
+
+
+ctypedef struct Slice:
+    uint32_t* within              # n_words of bits
+    int32_t* within_words         # indices of the non-zero words of `within`
+    int32_t n_within_words
+    int32_t exit_off[257]         # exit_nodes[exit_off[b]:exit_off[b + 1]]: exits on byte b
+    int32_t* exit_nodes           # exit nodes that have children (their subtrees are walked)
+    int32_t leaf_off[257]         # leaf_ids[leaf_off[b]:...]: tokens that end at an exit node
+    int32_t* leaf_ids
+    uint32_t exit_bytes[8]        # bytes with any exit
+
+
+cdef class SliceEntry:
+    cdef Slice s
+    cdef object _arrays           # numpy arrays owning the memory of `s`
+
+
+cdef class SliceCache:
+    cdef readonly CompiledStructure structure
+    cdef readonly TokenTrie trie
+    cdef readonly int32_t n_words
+    cdef dict entries
+    cdef object _follow
+    cdef uint32_t* follow          # 8 words per terminal: bytes that may follow it anywhere
+    cdef int32_t horizon           # no token is longer than this many bytes
+    cdef object masks              # recent whole masks by live state set (an exact memo)
+    cdef readonly int max_masks
+    # the vocabulary, as the matcher needs it per token
+    cdef readonly int32_t vocab_size
+    cdef list tokens               # bytes of each id (None: no token)
+    cdef object _token_kind
+    cdef const uint8_t* token_kind # TOKEN_TEXT, TOKEN_EOS or TOKEN_OTHER (special, or no token)
+    cdef object _eos
+    cdef const int32_t* eos_ids
+    cdef int32_t n_eos
+
+    cdef SliceEntry get(self, const PState* s)
+    cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t count)
+
+
+# What one walk needs, in C, so that walks of several engines can run in threads at once.
+ctypedef struct Walker:
+    const Tables* tables
+    Arena* arena
+    const Trie* trie
+    StateSet* levels               # one state set per trie depth
+    int32_t* marks                 # scratch-frame mark per trie depth
+    int32_t n_levels
+    Scratch scratch                # frames pushed during the walk; dropped after it
+    StateSet roots                 # live states, each inside (or before) a terminal
+    StateSet seed
+    Slice** slices                 # the cache entry of each root
+    int32_t slices_cap
+
+
+cdef int walk(Walker* w, uint32_t* out) except -1 nogil
+cdef int walk_subtree(Walker* w, int32_t node, uint32_t* out) except -1 nogil
+
+
+cdef class Matcher:
+    cdef readonly SliceCache cache
+    cdef CompiledStructure structure
+    cdef StateSet live
+    cdef list history              # snapshots of `live` before each committed token
+    cdef readonly bint finished    # an EOS token was committed
+    cdef Walker w                  # buffers of the walk, reused from mask to mask
+    cdef list _keep                # keeps the entries behind `w.slices` alive during a walk
+    cdef bint root_accepting
+
+    cdef int compute(self, uint32_t* out) except -1
+    cdef object lookup_memo(self, uint32_t* out)
+    cdef int prepare(self) except -1
+    cdef int finish(self, object key, uint32_t* out) except -1

@@ -1,0 +1,653 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Token masks: the slice cache and the walk of the vocabulary trie; the Matcher holding the
+live parser states of one engine."""
+
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
+from libc.stdlib cimport malloc, realloc, free, calloc
+from libc.string cimport memset, memcpy
+
+import numpy as np
+cimport numpy as cnp
+
+from pse._core.structure cimport (
+    CompiledStructure, Ctx, Frame, NO_FRAME, PState, Scratch, StateSet, Tables, UNBOUNDED,
+    exit_bytes, expand, get_frame, has_bit, is_accepting, push_frame, stateset_add,
+    stateset_free, stateset_init, step_set, term_accepting, term_step,
+)
+from pse._core.stepper cimport Stepper
+from pse._core.trie cimport Trie, TokenTrie
+
+cnp.import_array()
+
+from collections import OrderedDict
+
+cdef enum:
+    TOKEN_TEXT = 0
+    TOKEN_EOS = 1
+    TOKEN_OTHER = 2
+
+cdef enum:
+    FAR_BELOW = -1    # so far below the minimum count that no token can reach it
+    FAR = -2          # at or above the minimum and so far below the maximum that no token can reach it
+
+
+cdef inline int32_t count_class(const Tables* t, int32_t term, int32_t c, int32_t horizon
+                                ) noexcept nogil:
+    """Counts that no token can tell apart share one cache entry."""
+    cdef int32_t mn, mx
+    if not t.term_counted[term]:
+        return 0
+    mn = t.term_min[term]
+    mx = t.term_max[term]
+    if c < mn:
+        return FAR_BELOW if mn - c > horizon else c
+    if mx == UNBOUNDED or mx - c > horizon:
+        return FAR
+    return c
+
+
+cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
+    out[i >> 5] |= (<uint32_t>1) << (i & 31)
+
+
+cdef class SliceEntry:
+    """The cached part of the mask for one (terminal, DFA state, count class)."""
+
+    @property
+    def n_within(self) -> int:
+        """Number of tokens consumed entirely within the terminal."""
+        return int(sum(bin(w).count("1") for w in self._arrays[0]))
+
+    @property
+    def n_exit_nodes(self) -> int:
+        """Number of trie nodes whose subtrees are walked with the live context."""
+        return self.s.exit_off[256]
+
+
+cdef class SliceCache:
+    """Slice entries of one (compiled structure, vocabulary) pair, built on first use, and a
+    memo of recent whole masks keyed by the live state set they were computed for.
+
+    Shared by every copy of an engine; entries are created under the GIL and never change,
+    so walks in other threads read them safely.
+
+    Args:
+        structure: the compiled structure.
+        vocab: the vocabulary (its flat trie, token bytes, special and EOS ids).
+        max_masks: how many whole masks to remember (each ceil(V/32) * 4 bytes).
+    """
+
+    def __init__(self, CompiledStructure structure, vocab, int max_masks=512):
+        cdef const Tables* t = &structure.t
+        cdef int32_t e, term, target, k
+        cdef TokenTrie trie = vocab.trie
+        cdef int vocab_size = vocab.size
+        self.structure = structure
+        self.trie = trie
+        self.vocab_size = vocab_size
+        self.n_words = (vocab_size + 31) // 32
+        self.masks = OrderedDict()
+        self.max_masks = max_masks
+        self.tokens, kind = vocab.token_table()
+        self._token_kind = np.ascontiguousarray(kind, dtype=np.uint8)
+        self.token_kind = <const uint8_t*>cnp.PyArray_DATA(self._token_kind)
+        self._eos = np.ascontiguousarray(list(vocab.eos_token_ids) + [0], dtype=np.int32)
+        self.eos_ids = <const int32_t*>cnp.PyArray_DATA(self._eos)
+        self.n_eos = len(vocab.eos_token_ids)
+        self.entries = {}
+        self.horizon = trie.t.max_depth
+        follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
+        for e in range(t.n_entries):
+            term = t.entry_term[e]
+            target = t.entry_target[e]
+            if t.node_end[target]:
+                follow[term, :] = 0xFFFFFFFF  # the stack decides what follows: anything may
+            else:
+                for k in range(8):
+                    follow[term, k] |= t.node_first[8 * target + k]
+        self._follow = follow
+        self.follow = <uint32_t*>cnp.PyArray_DATA(follow)
+
+    def __len__(self):
+        return len(self.entries)
+
+    cdef SliceEntry get(self, const PState* s):
+        cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
+        key = (s.term, s.dstate, cls)
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = self.build(s.term, s.dstate, cls)
+        return <SliceEntry>entry
+
+    cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):
+        cdef const Tables* t = &self.structure.t
+        cdef const Trie* tr = &self.trie.t
+        cdef int32_t count
+        cdef int32_t mn = t.term_min[term]
+        if cls == FAR_BELOW:
+            count = mn - self.horizon - 1
+        elif cls == FAR:
+            count = mn
+        else:
+            count = cls
+        cdef cnp.ndarray[cnp.uint32_t] within = np.zeros(self.n_words, dtype=np.uint32)
+        cdef cnp.ndarray[cnp.int32_t] exit_node = np.empty(tr.n_nodes, dtype=np.int32)
+        cdef cnp.ndarray[cnp.uint8_t] exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
+        cdef cnp.ndarray[cnp.int32_t] leaf_id = np.empty(max(tr.node_tok_off[tr.n_nodes], 1),
+                                                         dtype=np.int32)
+        cdef cnp.ndarray[cnp.uint8_t] leaf_byte = np.empty(len(leaf_id), dtype=np.uint8)
+        cdef cnp.ndarray[cnp.int32_t] lvl_d = np.empty(tr.max_depth + 1, dtype=np.int32)
+        cdef cnp.ndarray[cnp.int32_t] lvl_c = np.empty(tr.max_depth + 1, dtype=np.int32)
+        cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(within)
+        cdef uint32_t* follow = &self.follow[8 * term]
+        cdef int32_t i = 1, k, depth, pd, pc, n_exit = 0, n_leaf = 0
+        cdef uint8_t b
+        cdef PState ps
+        lvl_d[0] = dstate
+        lvl_c[0] = count
+        with nogil:
+            while i < tr.n_nodes:
+                depth = tr.node_depth[i]
+                pd = lvl_d[depth - 1]
+                pc = lvl_c[depth - 1]
+                b = tr.node_byte[i]
+                if term_accepting(t, term, pd, pc) and has_bit(follow, b):
+                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                        leaf_id[n_leaf] = tr.tok_ids[k]
+                        leaf_byte[n_leaf] = b
+                        n_leaf += 1
+                    if tr.node_end[i] > i + 1:
+                        exit_node[n_exit] = i
+                        exit_byte[n_exit] = b
+                        n_exit += 1
+                if term_step(t, term, pd, pc, b, &ps):
+                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                        set_bit(w, tr.tok_ids[k])
+                    lvl_d[depth] = ps.dstate
+                    lvl_c[depth] = ps.count
+                    i += 1
+                else:
+                    i = tr.node_end[i]
+        cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
+        words = np.flatnonzero(within).astype(np.int32)
+        order = np.argsort(exit_byte[:n_exit], kind="stable")
+        nodes = np.ascontiguousarray(exit_node[:n_exit][order])
+        exit_counts = np.bincount(exit_byte[:n_exit], minlength=256)
+        order = np.argsort(leaf_byte[:n_leaf], kind="stable")
+        leaves = np.ascontiguousarray(leaf_id[:n_leaf][order])
+        leaf_counts = np.bincount(leaf_byte[:n_leaf], minlength=256)
+        entry._arrays = (within, words, nodes, leaves)
+        entry.s.within = w
+        entry.s.within_words = <int32_t*>cnp.PyArray_DATA(words)
+        entry.s.n_within_words = len(words)
+        entry.s.exit_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
+        entry.s.leaf_ids = <int32_t*>cnp.PyArray_DATA(leaves)
+        entry.s.exit_off[0] = 0
+        entry.s.leaf_off[0] = 0
+        memset(entry.s.exit_bytes, 0, sizeof(entry.s.exit_bytes))
+        for k in range(256):
+            entry.s.exit_off[k + 1] = entry.s.exit_off[k] + exit_counts[k]
+            entry.s.leaf_off[k + 1] = entry.s.leaf_off[k] + leaf_counts[k]
+            if exit_counts[k] or leaf_counts[k]:
+                entry.s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
+        return entry
+
+    def entry_for(self, Stepper stepper):
+        """The cache entry of a stepper inside a terminal (for tests and tools)."""
+        if stepper.state.term < 0:
+            raise ValueError("the stepper is not inside a terminal")
+        return self.get(&stepper.state)
+
+
+cdef class Matcher:
+    """The live parser states of one engine: masks, committed tokens, snapshots to roll back.
+
+    Args:
+        cache: the slice cache of the (structure, vocabulary) pair, shared by copies.
+    """
+
+    def __cinit__(self):
+        self.w.levels = NULL
+        self.w.marks = NULL
+        self.w.slices = NULL
+        self.live.items = NULL
+        self.w.roots.items = NULL
+        self.w.seed.items = NULL
+        self.w.scratch.frames = NULL
+
+    def __init__(self, SliceCache cache):
+        cdef int32_t i
+        self.cache = cache
+        self.structure = cache.structure
+        self.w.tables = &self.structure.t
+        self.w.arena = &self.structure.arena
+        self.w.trie = &cache.trie.t
+        self.history = []
+        self.finished = False
+        self._keep = []
+        stateset_init(&self.live, 4)
+        stateset_init(&self.w.roots, 16)
+        stateset_init(&self.w.seed, 16)
+        self.w.n_levels = cache.trie.t.max_depth + 2
+        self.w.levels = <StateSet*>calloc(self.w.n_levels, sizeof(StateSet))
+        self.w.marks = <int32_t*>calloc(self.w.n_levels, sizeof(int32_t))
+        self.w.slices_cap = 16
+        self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
+        if self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL:
+            raise MemoryError()
+        for i in range(self.w.n_levels):
+            stateset_init(&self.w.levels[i], 4)
+        self.w.scratch.cap = 256
+        self.w.scratch.n = 0
+        self.w.scratch.frames = <Frame*>malloc(self.w.scratch.cap * sizeof(Frame))
+        if self.w.scratch.frames == NULL:
+            raise MemoryError()
+        self.reset()
+
+    def __dealloc__(self):
+        cdef int32_t i
+        if self.w.levels != NULL:
+            for i in range(self.w.n_levels):
+                stateset_free(&self.w.levels[i])
+            free(self.w.levels)
+        free(self.w.marks)
+        free(self.w.slices)
+        free(self.w.scratch.frames)
+        stateset_free(&self.live)
+        stateset_free(&self.w.roots)
+        stateset_free(&self.w.seed)
+
+    def reset(self):
+        """Back to the start of the structure."""
+        cdef PState s = self.structure.initial_state()
+        self.live.n = 0
+        stateset_add(&self.live, &s)
+        self.history = []
+        self.finished = False
+
+    def copy(self) -> Matcher:
+        """An independent matcher in the same state (sharing the cache)."""
+        cdef Matcher m = Matcher(self.cache)
+        m.restore(self.snapshot())
+        m.history = list(self.history)
+        m.finished = self.finished
+        return m
+
+    # -- committed state ----------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """The live states as bytes."""
+        return (<char*>self.live.items)[:self.live.n * sizeof(PState)]
+
+    def restore(self, bytes snap):
+        """Replace the live states by a `snapshot()`."""
+        cdef int32_t n = len(snap) // sizeof(PState)
+        cdef const char* p = snap
+        cdef int32_t i
+        self.live.n = 0
+        for i in range(n):
+            stateset_add(&self.live, <const PState*>(p + i * sizeof(PState)))
+
+    @property
+    def n_live(self) -> int:
+        """Number of live parser states (after merging identical ones)."""
+        return self.live.n
+
+    @property
+    def n_committed(self) -> int:
+        """Number of tokens committed since the start (rollback can undo that many)."""
+        return len(self.history)
+
+    def advance(self, bytes data) -> bool:
+        """Commit `data` if some live state consumes all of it; otherwise change nothing."""
+        cdef Ctx c
+        cdef StateSet nxt, cur, swap
+        cdef const unsigned char* p = data
+        cdef Py_ssize_t i, n = len(data)
+        if self.finished:
+            return False
+        self.structure.ctx(&c)
+        stateset_init(&cur, self.live.n + 4)
+        stateset_init(&nxt, self.live.n + 4)
+        try:
+            for i in range(self.live.n):
+                stateset_add(&cur, &self.live.items[i])
+            for i in range(n):
+                step_set(&c, &cur, p[i], &nxt)
+                swap = cur
+                cur = nxt
+                nxt = swap
+                if cur.n == 0:
+                    return False
+            self.history.append(self.snapshot())
+            self.live.n = 0
+            for i in range(cur.n):
+                stateset_add(&self.live, &cur.items[i])
+            return True
+        finally:
+            stateset_free(&cur)
+            stateset_free(&nxt)
+
+    def commit_eos(self) -> bool:
+        """Commit an end-of-sequence token: allowed only when the structure is complete."""
+        if self.finished or not self.is_accepting():
+            return False
+        self.history.append(self.snapshot())
+        self.finished = True
+        return True
+
+    def consume_token(self, Py_ssize_t token_id) -> bool:
+        """Commit one token id if the structure allows it; False (state unchanged) otherwise.
+
+        Raises:
+            ValueError: the id is out of range.
+        """
+        if token_id < 0 or token_id >= self.cache.vocab_size:
+            raise ValueError(f"token id {token_id} is out of range "
+                             f"(0 <= id < {self.cache.vocab_size})")
+        kind = self.cache.token_kind[token_id]
+        if kind == TOKEN_TEXT:
+            return self.advance(<bytes>self.cache.tokens[token_id])
+        if kind == TOKEN_EOS:
+            return self.commit_eos()
+        return False
+
+    def rollback(self, int n):
+        """Undo the last `n` committed tokens."""
+        if n < 0 or n > len(self.history):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self.history)} were committed")
+        if n == 0:
+            return
+        cdef Py_ssize_t keep = len(self.history) - n
+        snap = self.history[keep]
+        del self.history[keep:]
+        self.restore(snap)
+        self.finished = False
+
+    def is_accepting(self) -> bool:
+        """True when the tokens committed so far complete the structure."""
+        cdef Ctx c
+        cdef int32_t i
+        self.structure.ctx(&c)
+        for i in range(self.live.n):
+            if is_accepting(&c, &self.live.items[i]):
+                return True
+        return False
+
+    def steppers(self, object history) -> list:
+        """The live states as Stepper values (for healing and inspection)."""
+        return [Stepper.make(self.structure, self.live.items[i], history, b"")
+                for i in range(self.live.n)]
+
+    def set_steppers(self, list steppers):
+        """Commit: replace the live states by those of `steppers` (one token's worth)."""
+        cdef Stepper s
+        self.history.append(self.snapshot())
+        self.live.n = 0
+        for s in steppers:
+            stateset_add(&self.live, &s.state)
+
+    # -- masks --------------------------------------------------------------------------------
+    def fill(self, cnp.uint32_t[::1] out) -> None:
+        """Write the mask into `out` (ceil(V/32) words): bit i set = token i allowed."""
+        if out.shape[0] != self.cache.n_words:
+            raise ValueError(f"mask row has {out.shape[0]} words, expected {self.cache.n_words}")
+        self.compute(&out[0])
+
+    def fill_row(self, cnp.ndarray bitmask, Py_ssize_t index) -> None:
+        """Write the mask into row `index` of a C-contiguous (B, ceil(V/32)) int32 array.
+
+        Raises:
+            ValueError: wrong dtype, shape, layout or index.
+        """
+        if (cnp.PyArray_TYPE(bitmask) != cnp.NPY_INT32 or cnp.PyArray_NDIM(bitmask) != 2
+                or not cnp.PyArray_IS_C_CONTIGUOUS(bitmask)):
+            raise ValueError(f"bitmask must be a C-contiguous 2-D int32 array, got "
+                             f"{(<object>bitmask).dtype} with shape {(<object>bitmask).shape}")
+        if cnp.PyArray_DIM(bitmask, 1) != self.cache.n_words:
+            raise ValueError(f"bitmask rows have {cnp.PyArray_DIM(bitmask, 1)} words; this "
+                             f"vocabulary needs {self.cache.n_words}")
+        if index < 0 or index >= cnp.PyArray_DIM(bitmask, 0):
+            raise ValueError(f"row index {index} out of range for a batch of "
+                             f"{cnp.PyArray_DIM(bitmask, 0)}")
+        cdef uint32_t* row = <uint32_t*>cnp.PyArray_DATA(bitmask) + index * self.cache.n_words
+        self.compute(row)
+
+    cdef int compute(self, uint32_t* out) except -1:
+        key = self.lookup_memo(out)
+        if key is None:
+            return 0
+        self.prepare()
+        try:
+            with nogil:
+                walk(&self.w, out)
+        except BaseException:
+            self._keep.clear()
+            raise
+        self.finish(key, out)
+        return 0
+
+    cdef object lookup_memo(self, uint32_t* out):
+        """Write the mask if it is known without a walk and return None; otherwise clear
+        `out` and return the memo key for `finish`."""
+        cdef SliceCache cache = self.cache
+        cdef int32_t i, n_words = cache.n_words
+        cdef cnp.ndarray memo
+        if self.finished:
+            memset(out, 0, n_words * sizeof(uint32_t))
+            for i in range(cache.n_eos):
+                set_bit(out, cache.eos_ids[i])
+            return None
+        key = self.snapshot()
+        memo = cache.masks.get(key)
+        if memo is not None:
+            cache.masks.move_to_end(key)
+            memcpy(out, cnp.PyArray_DATA(memo), n_words * sizeof(uint32_t))
+            return None
+        memset(out, 0, n_words * sizeof(uint32_t))
+        return key
+
+    cdef int finish(self, object key, uint32_t* out) except -1:
+        """After the walk: EOS bits, and the mask into the memo."""
+        cdef SliceCache cache = self.cache
+        cdef int32_t i, n_words = cache.n_words
+        cdef cnp.ndarray memo
+        self._keep.clear()
+        if self.root_accepting:
+            for i in range(cache.n_eos):
+                set_bit(out, cache.eos_ids[i])
+        if cache.max_masks > 0:
+            memo = np.empty(n_words, dtype=np.uint32)
+            memcpy(cnp.PyArray_DATA(memo), out, n_words * sizeof(uint32_t))
+            cache.masks[key] = memo
+            if len(cache.masks) > cache.max_masks:
+                cache.masks.popitem(last=False)
+        return 0
+
+    cdef int prepare(self) except -1:
+        """With the GIL: the roots (live states inside or before a terminal) and their cache
+        entries (built here on a miss)."""
+        cdef Ctx c
+        cdef const Tables* t = &self.structure.t
+        cdef int32_t i, e, p, f, node, frame
+        cdef PState ps
+        cdef const PState* s
+        cdef Frame* fr
+        cdef SliceEntry entry
+        self.structure.ctx(&c)
+        c.scratch = &self.w.scratch
+        self.w.scratch.n = 0
+        self.w.roots.n = 0
+        self.root_accepting = False
+        for i in range(self.live.n):
+            s = &self.live.items[i]
+            if is_accepting(&c, s):
+                self.root_accepting = True
+            if s.term >= 0:
+                stateset_add(&self.w.roots, s)
+                continue
+            # before a terminal: one root per terminal that can start here
+            node = s.node
+            frame = s.frame
+            while True:
+                for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+                    f = frame
+                    for p in range(t.entry_push_off[e], t.entry_push_off[e + 1]):
+                        f = push_frame(&c, t.pushes[p], f)
+                    ps.frame = f
+                    ps.node = t.entry_target[e]
+                    ps.term = t.entry_term[e]
+                    ps.dstate = t.term_start[ps.term]
+                    ps.count = 0
+                    stateset_add(&self.w.roots, &ps)
+                if t.node_end[node] and frame != NO_FRAME:
+                    fr = get_frame(&c, frame)
+                    node = fr.node
+                    frame = fr.parent
+                else:
+                    break
+        if self.w.roots.n > self.w.slices_cap:
+            self.w.slices_cap = self.w.roots.n
+            self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
+            if self.w.slices == NULL:
+                raise MemoryError()
+        self._keep.clear()
+        for i in range(self.w.roots.n):
+            entry = self.cache.get(&self.w.roots.items[i])
+            self._keep.append(entry)
+            self.w.slices[i] = &entry.s
+        return 0
+
+cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
+    c.t = w.tables
+    c.arena = w.arena
+    c.scratch = &w.scratch
+
+
+cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
+    """OR into `out` the tokens the roots allow: cached slices, plus walks of the trie
+    below the exit nodes whose byte can follow the root's terminal in its context."""
+    cdef Ctx c
+    cdef int32_t i, k, b, base
+    cdef Slice* sl
+    cdef const PState* r
+    cdef uint32_t bytes8[8]
+    walker_ctx(w, &c)
+    base = w.scratch.n
+    for i in range(w.roots.n):
+        sl = w.slices[i]
+        r = &w.roots.items[i]
+        for k in range(sl.n_within_words):
+            out[sl.within_words[k]] |= sl.within[sl.within_words[k]]
+        memset(bytes8, 0, sizeof(bytes8))
+        exit_bytes(&c, r.node, r.frame, bytes8)
+        for k in range(8):
+            bytes8[k] &= sl.exit_bytes[k]
+        for b in range(256):
+            if not has_bit(bytes8, b):
+                continue
+            w.scratch.n = base
+            w.seed.n = 0
+            expand(&c, r.node, r.frame, <uint8_t>b, &w.seed)
+            if w.seed.n == 0:
+                continue
+            for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
+                set_bit(out, sl.leaf_ids[k])
+            for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                walk_subtree(w, sl.exit_nodes[k], out)
+    return 0
+
+
+cdef int walk_subtree(Walker* w, int32_t node, uint32_t* out) except -1 nogil:
+    """Walk the children of trie node `node`, whose byte took the live states to `seed`."""
+    cdef Ctx c
+    cdef const Trie* tr = w.trie
+    cdef int32_t base_depth = tr.node_depth[node]
+    cdef int32_t i = node + 1, end = tr.node_end[node], depth, k
+    cdef StateSet* cur
+    cdef StateSet* nxt
+    walker_ctx(w, &c)
+    w.marks[base_depth] = w.scratch.n
+    while i < end:
+        depth = tr.node_depth[i]
+        cur = &w.seed if depth - 1 == base_depth else &w.levels[depth - 1]
+        nxt = &w.levels[depth]
+        w.scratch.n = w.marks[depth - 1]
+        step_set(&c, cur, tr.node_byte[i], nxt)
+        if nxt.n == 0:
+            i = tr.node_end[i]
+            continue
+        w.marks[depth] = w.scratch.n
+        for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+            set_bit(out, tr.tok_ids[k])
+        i += 1
+    return 0
+
+
+cdef void check_bitmask(cnp.ndarray bitmask, Py_ssize_t rows, int32_t n_words) except *:
+    if (cnp.PyArray_TYPE(bitmask) != cnp.NPY_INT32 or cnp.PyArray_NDIM(bitmask) != 2
+            or not cnp.PyArray_IS_C_CONTIGUOUS(bitmask)):
+        raise ValueError(f"bitmask must be a C-contiguous 2-D int32 array, got "
+                         f"{(<object>bitmask).dtype} with shape {(<object>bitmask).shape}")
+    if cnp.PyArray_DIM(bitmask, 1) != n_words:
+        raise ValueError(f"bitmask rows have {cnp.PyArray_DIM(bitmask, 1)} words; this "
+                         f"vocabulary needs {n_words}")
+    if cnp.PyArray_DIM(bitmask, 0) < rows:
+        raise ValueError(f"bitmask has {cnp.PyArray_DIM(bitmask, 0)} rows for {rows} engines")
+
+
+def _walk_range(cnp.uintp_t[::1] walkers, cnp.uintp_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi):
+    """Run the walks lo..hi-1 without the GIL (one thread's share of a batch)."""
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(lo, hi):
+            walk(<Walker*>walkers[i], <uint32_t*>rows[i])
+
+
+def fill_batch(list matchers, cnp.ndarray bitmask, object pool, int n_threads):
+    """Fill row i of `bitmask` for matchers[i]. Memo look-ups and the preparation of each
+    walk run here with the GIL; the walks themselves run in `n_threads` shares, all but one
+    in `pool` (a concurrent.futures executor), without the GIL.
+
+    Raises:
+        ValueError: the bitmask has the wrong layout, or fewer rows than matchers.
+    """
+    cdef Py_ssize_t i, n = 0, n_rows = len(matchers)
+    cdef Matcher m
+    cdef uint32_t* row
+    cdef int32_t n_words
+    if n_rows == 0:
+        return
+    n_words = (<Matcher>matchers[0]).cache.n_words
+    check_bitmask(bitmask, n_rows, n_words)
+    walkers = np.empty(n_rows, dtype=np.uintp)
+    rows = np.empty(n_rows, dtype=np.uintp)
+    cdef cnp.uintp_t[::1] wv = walkers
+    cdef cnp.uintp_t[::1] rv = rows
+    pending = []
+    try:
+        for i in range(n_rows):
+            m = matchers[i]
+            if m.cache.n_words != n_words:
+                raise ValueError("the engines of a batch must share one vocabulary size")
+            row = <uint32_t*>cnp.PyArray_DATA(bitmask) + i * n_words
+            key = m.lookup_memo(row)
+            if key is None:
+                continue
+            m.prepare()
+            pending.append((m, key, <uintptr_t>row))
+            wv[n] = <uintptr_t>&m.w
+            rv[n] = <uintptr_t>row
+            n += 1
+        shares = max(1, min(n_threads, n))
+        bounds = [n * k // shares for k in range(shares + 1)]
+        futures = [pool.submit(_walk_range, walkers, rows, bounds[k], bounds[k + 1])
+                   for k in range(1, shares)]
+        _walk_range(walkers, rows, bounds[0], bounds[1])
+        for f in futures:
+            f.result()
+    except BaseException:
+        for m, key, _ in pending:
+            m._keep.clear()
+        raise
+    for m, key, address in pending:
+        m.finish(key, <uint32_t*><uintptr_t>address)

@@ -1,0 +1,260 @@
+"""`StructuringEngine`: exact token masks, token consumption and healing for one sequence."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from pse._core.mask import Matcher, SliceCache, fill_batch
+from pse._core.stepper import StepperDelta
+from pse.machines import StateMachine
+from pse.vocabulary import Vocabulary
+
+# One slice cache per (compiled structure, vocabulary), shared by every engine using the pair.
+_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def _slice_cache(structure: Any, vocab: Vocabulary, mask_memo: int) -> SliceCache:
+    with _CACHES_LOCK:
+        per_vocab = _CACHES.setdefault(structure, weakref.WeakKeyDictionary())
+        by_memo = per_vocab.setdefault(vocab, {})
+        cache = by_memo.get(mask_memo)
+        if cache is None:
+            cache = by_memo[mask_memo] = SliceCache(structure, vocab, mask_memo)
+        return cache
+
+
+class StructuringEngine:
+    """Constrains one sequence of tokens to a structure.
+
+    Args:
+        vocab: the vocabulary of the model's tokenizer.
+        mask_memo: how many recent masks to remember per (structure, vocabulary), keyed by the
+            exact live parser states they were computed for (0: none). A mask is
+            ceil(V/32) * 4 bytes (16 KB for Llama 3); the memo is shared by engine copies.
+
+    The mask layout is the one llguidance, XGrammar and vLLM share: int32 words, bit
+    `i % 32` of word `i // 32` set when token i is allowed.
+    """
+
+    def __init__(self, vocab: Vocabulary, mask_memo: int = 512) -> None:
+        if not isinstance(vocab, Vocabulary):
+            raise TypeError(f"vocab must be a pse.Vocabulary, not {type(vocab).__name__}")
+        if isinstance(mask_memo, bool) or not isinstance(mask_memo, int) or mask_memo < 0:
+            raise ValueError(f"mask_memo must be an int >= 0, got {mask_memo!r}")
+        self.mask_memo = mask_memo
+        self.vocab = vocab
+        self.structure: StateMachine | None = None
+        self._matcher: Matcher | None = None
+
+    # -- configuration ------------------------------------------------------------------------
+    @property
+    def n_words(self) -> int:
+        """Words in one mask row: ceil(vocab.size / 32)."""
+        return (self.vocab.size + 31) // 32
+
+    def configure(self, structure: StateMachine) -> None:
+        """Constrain the sequence to `structure` and start from its beginning.
+
+        Raises:
+            TypeError: `structure` is not a StateMachine.
+            GrammarError: the structure cannot be compiled.
+        """
+        if not isinstance(structure, StateMachine):
+            raise TypeError(f"configure() takes a StateMachine, not {type(structure).__name__}")
+        compiled = structure.compile()
+        self.structure = structure
+        self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
+
+    @property
+    def matcher(self) -> Matcher:
+        if self._matcher is None:
+            raise RuntimeError("the engine has no structure: call engine.configure(...) first")
+        return self._matcher
+
+    # -- masks --------------------------------------------------------------------------------
+    def compute_mask(self) -> np.ndarray:
+        """The allowed tokens as int32 words, shape (ceil(V/32),)."""
+        out = np.empty(self.n_words, dtype=np.uint32)
+        self.matcher.fill(out)
+        return out.view(np.int32)
+
+    def allowed_token_ids(self) -> np.ndarray:
+        """The ids the mask allows, in increasing order."""
+        bits = np.unpackbits(self.compute_mask().view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: self.vocab.size])
+
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
+        """Fill row `index` of a (B, ceil(V/32)) int32 numpy array or torch tensor.
+
+        Raises:
+            ValueError: wrong shape, dtype or index.
+        """
+        matcher = self.matcher
+        if type(bitmask) is np.ndarray:
+            matcher.fill_row(bitmask, _index(index))
+            return
+        if type(bitmask).__module__.split(".")[0] != "torch":
+            raise ValueError(f"bitmask must be a numpy array or a torch tensor, not "
+                             f"{type(bitmask).__name__}")
+        if str(bitmask.dtype) != "torch.int32" or bitmask.dim() != 2:
+            raise ValueError(f"bitmask must be a 2-D int32 tensor, got {bitmask.dtype} "
+                             f"with {bitmask.dim()} dimensions")
+        if bitmask.device.type == "cpu" and bitmask.is_contiguous():
+            matcher.fill_row(bitmask.numpy(), _index(index))
+            return
+        row = np.empty((1, self.n_words), dtype=np.int32)
+        matcher.fill_row(row, 0)
+        if bitmask.shape[1] != self.n_words or not 0 <= _index(index) < bitmask.shape[0]:
+            raise ValueError(f"bitmask of shape {tuple(bitmask.shape)} has no row {index} of "
+                             f"{self.n_words} words")
+        bitmask[index].copy_(_torch_from_numpy(bitmask, row[0]))
+
+    # -- consuming ----------------------------------------------------------------------------
+    def consume_token(self, token_id: int) -> bool:
+        """Commit one token if the structure allows it; False (state unchanged) otherwise.
+
+        Raises:
+            ValueError: `token_id` is not an id of the vocabulary.
+        """
+        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+            raise ValueError(f"a token id is an int, got {type(token_id).__name__}")
+        return self.matcher.consume_token(token_id)
+
+    def consume_tokens(self, token_ids: Iterable[int]) -> int:
+        """Commit tokens in order, stopping at the first one refused; how many were committed."""
+        n = 0
+        for token_id in token_ids:
+            if not self.consume_token(token_id):
+                break
+            n += 1
+        return n
+
+    def consume(self, token: int | str | bytes, heal: bool = True) -> int | None:
+        """Commit a token that may come from outside the mask (a draft model, user text).
+
+        Args:
+            token: a token id, or the token's text or bytes.
+            heal: when the structure takes only part of the token, commit the longest
+                vocabulary token that is a prefix of that part instead (token healing).
+
+        Returns:
+            The id actually committed, or None when nothing could be (state unchanged).
+        """
+        matcher = self.matcher
+        if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+            token_id = int(token)
+            if not 0 <= token_id < self.vocab.size:
+                raise ValueError(f"token id {token_id} is out of range "
+                                 f"(0 <= id < {self.vocab.size})")
+            if not self.vocab.has_token(token_id) or token_id in self.vocab.special_token_ids:
+                return token_id if self.consume_token(token_id) else None
+            data = self.vocab.token_bytes(token_id)
+        elif isinstance(token, (str, bytes, bytearray)):
+            data = token.encode("utf-8") if isinstance(token, str) else bytes(token)
+        else:
+            raise TypeError(f"token must be an id, str or bytes, not {type(token).__name__}")
+        known = self.vocab.lookup(data)
+        if known is not None and matcher.advance(data):
+            return known
+        if not heal:
+            return None
+        deltas = StateMachine.advance_all(matcher.steppers(None), data, self.vocab)
+        deltas = [d for d in deltas if not d.stepper.remaining_input
+                  and self.vocab.lookup(d.token) is not None]
+        best = StepperDelta.choose_best_path(deltas)
+        if best is None:
+            return None
+        chosen, steppers = best
+        matcher.set_steppers(steppers)
+        return self.vocab.lookup(chosen)
+
+    def is_accepting(self) -> bool:
+        """True when the tokens committed so far complete the structure."""
+        return self.matcher.is_accepting()
+
+    @property
+    def is_finished(self) -> bool:
+        """True once an EOS token was committed."""
+        return self.matcher.finished
+
+    def rollback(self, n: int = 1) -> None:
+        """Undo the last `n` committed tokens.
+
+        Raises:
+            ValueError: fewer than `n` tokens were committed.
+        """
+        self.matcher.rollback(n)
+
+    def reset(self) -> None:
+        """Back to the start of the structure."""
+        self.matcher.reset()
+
+    def copy(self) -> StructuringEngine:
+        """An independent engine in the same state; caches are shared."""
+        other = StructuringEngine.__new__(StructuringEngine)
+        other.vocab = self.vocab
+        other.mask_memo = self.mask_memo
+        other.structure = self.structure
+        other._matcher = None if self._matcher is None else self._matcher.copy()
+        return other
+
+
+
+def _index(index: Any) -> int:
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise ValueError(f"row index must be an int, got {type(index).__name__}")
+    return int(index)
+
+
+def _torch_from_numpy(like: Any, arr: np.ndarray) -> Any:
+    import torch
+
+    return torch.from_numpy(arr).to(like.device)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: Any,
+                                n_threads: int | None = None) -> None:
+    """Fill row i of `bitmask` for engines[i]; the trie walks run on `n_threads` threads
+    (default: the number of cores) without the GIL.
+
+    Args:
+        engines: configured engines sharing one vocabulary.
+        bitmask: a (B, ceil(V/32)) int32 numpy array or torch tensor, B >= len(engines).
+        n_threads: threads to spread the walks over.
+
+    Raises:
+        ValueError: the bitmask has fewer rows than there are engines, or the wrong layout.
+    """
+    global _POOL
+    matchers = [e.matcher for e in engines]
+    threads = n_threads or os.cpu_count() or 1
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
+                                       thread_name_prefix="pse-mask")
+    if type(bitmask) is np.ndarray:
+        fill_batch(matchers, bitmask, _POOL, threads)
+        return
+    if type(bitmask).__module__.split(".")[0] != "torch":
+        raise ValueError(f"bitmask must be a numpy array or a torch tensor, not "
+                         f"{type(bitmask).__name__}")
+    if str(bitmask.dtype) != "torch.int32" or bitmask.dim() != 2:
+        raise ValueError(f"bitmask must be a 2-D int32 tensor, got {bitmask.dtype} "
+                         f"with {bitmask.dim()} dimensions")
+    if bitmask.device.type == "cpu" and bitmask.is_contiguous():
+        fill_batch(matchers, bitmask.numpy(), _POOL, threads)
+        return
+    host = np.empty((len(engines), bitmask.shape[1]), dtype=np.int32)
+    fill_batch(matchers, host, _POOL, threads)
+    bitmask[: len(engines)].copy_(_torch_from_numpy(bitmask, host))

@@ -1,0 +1,258 @@
+"""StructuringEngine: masks equal brute force over the vocabulary; the API and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import shared_vocab
+from pse import (AnyOf, Chain, Character, Forward, Json, Loop, Phrase, StructuringEngine,
+                 Vocabulary, Whitespace, fill_next_token_bitmask_par)
+from pse._core.stepper import consume_tokens
+from test_properties import ALPHABET, json_values, trees
+
+
+def brute_force(engine: StructuringEngine) -> set[int]:
+    """Token t is allowed iff a copy of the live steppers consumes all of t's bytes; EOS iff
+    the structure accepts. Independent of the trie walk: it runs the consume path."""
+    vocab = engine.vocab
+    steppers = engine.matcher.steppers(None)
+    allowed = set()
+    for i in range(vocab.size):
+        if not vocab.has_token(i) or i in vocab.special_token_ids:
+            continue
+        if consume_tokens(steppers, [vocab.token_bytes(i)]):
+            allowed.add(i)
+    if engine.is_accepting():
+        allowed |= set(vocab.eos_token_ids)
+    return allowed
+
+
+def mask_ids(engine: StructuringEngine) -> set[int]:
+    return set(engine.allowed_token_ids().tolist())
+
+
+def check_along(engine: StructuringEngine, token_ids: list[int], every: int = 1) -> None:
+    """At each step of `token_ids` the mask equals brute force, and is never empty."""
+    for k, tid in enumerate(token_ids + [None]):
+        if k % every == 0 or tid is None:
+            got = mask_ids(engine)
+            assert got == brute_force(engine), k
+            assert got, "an empty mask while the structure is incomplete"
+        if tid is not None:
+            assert tid in got or k % every, (k, tid)
+            assert engine.consume_token(tid)
+
+
+# --- a small vocabulary ----------------------------------------------------------------------
+
+def small_vocab() -> Vocabulary:
+    letters = sorted(set(ALPHABET.encode()))
+    tokens = [bytes([b]) for b in letters] + ["é".encode()[:1], "é".encode()[1:]]
+    tokens += ["ab", "ba", "a-", "-b", "aé", "éa", "é-", "aaa", "bb", "-", "--a", "ab-é", "b" * 5]
+    tokens = list(dict.fromkeys(tokens))
+    return Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                  special_token_ids=[len(tokens)])
+
+
+SMALL = small_vocab()
+
+
+def greedy_ids(vocab: Vocabulary, data: bytes) -> list[int]:
+    return vocab.encode(data)
+
+
+@given(trees, st.data())
+def test_random_structures_small_vocab(tree, data):
+    machine, regex = tree
+    text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
+        lambda t: set(t) <= set(ALPHABET)))
+    engine = StructuringEngine(SMALL)
+    engine.configure(machine)
+    check_along(engine, greedy_ids(SMALL, text.encode()))
+    assert engine.is_accepting()
+
+
+def test_json_small_vocab():
+    tokens = list('{}[],:"ab015-.e\\u') + ['{"', '":', '",', "ab", '"}', "1.", "e-", "\\u"]
+    vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                   special_token_ids=[len(tokens)])
+    engine = StructuringEngine(vocab)
+    engine.configure(Json())
+    for text in ['{"a":[1,-1.5e-1,"b\\u00ab"]}', '[{"ab":{}},"",[]]', '0']:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
+
+
+# --- the Llama 3 vocabulary ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def llama():
+    return shared_vocab("llama3")
+
+
+def test_json_masks_equal_brute_force_llama3(llama):
+    engine = StructuringEngine(llama)
+    engine.configure(Json())
+    text = json.dumps({"name": "Zoë \"q\" \\ é🎉", "n": [1, -2.5e-3, 0], "ok": True,
+                       "x": None, "nested": {"k": [{"a": "b"}]}, "u": "\u00e9\n"},
+                      separators=(",", ":"), ensure_ascii=False)
+    check_along(engine, llama.encode(text), every=3)
+    assert engine.is_accepting()
+
+
+@settings(max_examples=6)
+@given(json_values)
+def test_random_json_values_llama3(llama, value):
+    engine = StructuringEngine(llama)
+    engine.configure(Json(whitespace=1))
+    text = json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+    check_along(engine, llama.encode(text), every=4)
+
+
+@settings(max_examples=8)
+@given(trees, st.data())
+def test_random_structures_llama3(llama, tree, data):
+    machine, regex = tree
+    text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
+        lambda t: set(t) <= set(ALPHABET)))
+    engine = StructuringEngine(llama)
+    engine.configure(machine)
+    check_along(engine, llama.encode(text), every=2)
+
+
+def test_recursive_structure_llama3(llama):
+    expr = Forward()
+    atom = Character("0123456789", max_length=3) | Chain(Phrase("("), expr, Phrase(")"))
+    expr.set(Loop(atom, 1, None, separator=Whitespace(0, 1) + AnyOf(Phrase("+"), Phrase("*"))
+                  + Whitespace(0, 1)))
+    engine = StructuringEngine(llama)
+    engine.configure(expr)
+    check_along(engine, llama.encode("(1+(22 * 3))*((4))+567"), every=2)
+    assert engine.is_accepting()
+
+
+def test_counted_run_near_its_bounds(llama):
+    engine = StructuringEngine(llama)
+    engine.configure(Chain(Character("ab", min_length=3, max_length=7), Phrase(";")))
+    check_along(engine, llama.encode("abbab;"))
+    engine.reset()
+    assert engine.consume_token(llama.lookup(b"ab"))
+    assert mask_ids(engine) == brute_force(engine)
+
+
+# --- API ------------------------------------------------------------------------------------
+
+def engine_for(structure, vocab=SMALL) -> StructuringEngine:
+    engine = StructuringEngine(vocab)
+    engine.configure(structure)
+    return engine
+
+
+def test_mask_layout_and_fill():
+    engine = engine_for(Phrase("ab"))
+    bits = engine.compute_mask()
+    assert bits.dtype == np.int32 and bits.shape == ((SMALL.size + 31) // 32,)
+    a, ab = SMALL.lookup(b"a"), SMALL.lookup(b"ab")
+    assert (bits[a // 32] >> (a % 32)) & 1 and (bits[ab // 32] >> (ab % 32)) & 1
+    batch = np.zeros((3, engine.n_words), dtype=np.int32)
+    engine.fill_next_token_bitmask(batch, 2)
+    assert np.array_equal(batch[2], bits) and not batch[:2].any()
+
+
+def test_eos_exactly_when_accepting():
+    eos = SMALL.eos_token_ids[0]
+    engine = engine_for(Loop(Phrase("a"), 1, 2))
+    assert eos not in mask_ids(engine)
+    assert not engine.consume_token(eos)
+    assert engine.consume_token(SMALL.lookup(b"a"))
+    assert eos in mask_ids(engine)
+    assert engine.consume_token(eos) and engine.is_finished
+    assert mask_ids(engine) == {eos}
+    assert not engine.consume_token(SMALL.lookup(b"a"))
+
+
+def test_consume_rollback_reset_copy():
+    engine = engine_for(Phrase("aba"))
+    a, b = SMALL.lookup(b"a"), SMALL.lookup(b"b")
+    assert not engine.consume_token(b)  # refused: nothing changes
+    assert engine.consume_tokens([a, b, b]) == 2
+    other = engine.copy()
+    assert engine.consume_token(a) and engine.is_accepting()
+    assert not other.is_accepting() and other.consume_token(a)
+    engine.rollback(2)
+    assert mask_ids(engine) == {SMALL.lookup(b"b"), SMALL.lookup(b"ba")}
+    with pytest.raises(ValueError, match="roll back 5"):
+        engine.rollback(5)
+    engine.reset()
+    assert engine.consume_token(SMALL.lookup(b"ab"))
+
+
+def test_consume_heals_tokens_from_outside_the_mask():
+    vocab = Vocabulary.from_tokens(["example", "example ", " ", "x"])
+    engine = engine_for(Chain(Phrase("example"), Phrase("x")), vocab)
+    assert engine.consume("example ", heal=False) is None
+    assert engine.consume("example ") == 0  # healed to "example"
+    assert engine.consume(3) == 3 and engine.is_accepting()
+    engine.reset()
+    assert engine.consume(1) == 0  # the id of "example " heals the same way
+    assert engine.consume("zzz") is None
+
+
+def test_parallel_fill_equals_serial(llama):
+    engines = []
+    texts = ['{"a":', '[1,2', '{"key":"val', '"str']
+    for text in texts:
+        e = StructuringEngine(llama)
+        e.configure(Json())
+        assert e.consume_tokens(llama.encode(text)) == len(llama.encode(text))
+        engines.append(e)
+    batch = np.zeros((len(engines), engines[0].n_words), dtype=np.int32)
+    fill_next_token_bitmask_par(engines, batch)
+    for i, e in enumerate(engines):
+        assert np.array_equal(batch[i], e.compute_mask())
+
+
+def test_torch_bitmask():
+    torch = pytest.importorskip("torch", reason="torch is in the test extra")
+    engine = engine_for(Phrase("ab"))
+    t = torch.zeros((2, engine.n_words), dtype=torch.int32)
+    engine.fill_next_token_bitmask(t, 1)
+    assert np.array_equal(t[1].numpy(), engine.compute_mask())
+    with pytest.raises(ValueError, match="int32"):
+        engine.fill_next_token_bitmask(torch.zeros((2, engine.n_words), dtype=torch.int64))
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+def test_unconfigured_engine():
+    engine = StructuringEngine(SMALL)
+    with pytest.raises(RuntimeError, match="configure"):
+        engine.compute_mask()
+    with pytest.raises(TypeError):
+        StructuringEngine("vocab")
+    with pytest.raises(TypeError, match="StateMachine"):
+        engine.configure(42)
+
+
+def test_bad_ids_and_bitmasks():
+    engine = engine_for(Phrase("ab"))
+    for bad in (-1, SMALL.size, 10**9):
+        with pytest.raises(ValueError, match="out of range"):
+            engine.consume_token(bad)
+    with pytest.raises(ValueError):
+        engine.consume_token("a")
+    with pytest.raises(ValueError, match="words"):
+        engine.fill_next_token_bitmask(np.zeros((1, engine.n_words + 1), dtype=np.int32))
+    with pytest.raises(ValueError, match="int32"):
+        engine.fill_next_token_bitmask(np.zeros((1, engine.n_words), dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        engine.fill_next_token_bitmask(np.zeros((1, engine.n_words), dtype=np.int32), 1)
+    with pytest.raises(ValueError):
+        engine.fill_next_token_bitmask([[0] * engine.n_words])
+    assert engine.consume_token(SMALL.lookup(b"a"))  # the state survived all of that
