@@ -23,6 +23,7 @@ from pse.machines import (
     Whitespace,
 )
 
+from pse.regex import Regex
 from pse.vocabulary import Vocabulary
 
 logging.getLogger("pse").addHandler(logging.NullHandler())
@@ -40,6 +41,7 @@ __all__ = [
     "Optional",
     "PSEError",
     "Phrase",
+    "Regex",
     "SchemaError",
     "StateMachine",
     "StructuringEngine",

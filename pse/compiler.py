@@ -123,10 +123,14 @@ class _Compiler:
         tid = self.terminal_ids.get(key)
         if tid is None:
             dfa = m.unit_dfa()
-            if not dfa.accept[0] and not dfa.trans[0]:
-                return  # the empty language: no edge
             if dfa.accept[0]:
-                raise GrammarError(f"{m!r}: a terminal's unit must not match the empty string")
+                if counted:
+                    raise GrammarError(f"{m!r}: a repeated unit must not match the empty string")
+                if lo != 0:
+                    raise GrammarError(f"{m!r} matches the empty string: its min_count must be 0")
+                dfa = _without_empty(dfa)  # the empty match is the epsilon edge added above
+            if not dfa.trans[0]:
+                return  # nothing (more) to match: no edge
             if counted:
                 if not dfa.is_prefix_free():
                     raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
@@ -314,6 +318,12 @@ def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
     trans = [[(lo, hi, n if t == 0 else t) for lo, hi, t in row] for row in dfa.trans]
     trans.append(list(trans[0]))
     return automaton.DFA(trans, dfa.accept + [dfa.accept[0]])
+
+
+def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
+    """The same language minus the empty string: a fresh, non-accepting start state."""
+    shifted = [[(lo, hi, t + 1) for lo, hi, t in row] for row in dfa.trans]
+    return automaton.DFA([list(shifted[0])] + shifted, [False] + dfa.accept)
 
 
 def _closure(eps: list[list[int]], s: int) -> set[int]:

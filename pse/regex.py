@@ -1,0 +1,244 @@
+"""`Regex`: a regular expression in Python `re` syntax, compiled to a byte automaton.
+
+`re`'s own parser reads the pattern; the automaton is built here, over UTF-8 bytes, so `.` and
+classes match whole characters. Lookaround and backreferences have no automaton and raise
+`GrammarError`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Callable, Hashable, Sequence
+
+from pse import automaton
+from pse.errors import GrammarError
+from pse.machines import Terminal, _add_case_variants
+
+try:  # Python 3.11+
+    import re._constants as _c
+    import re._parser as _parser
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _parser  # type: ignore[no-redef]
+
+# More NFA states than this means a pattern (or its counted repetitions) is too large.
+MAX_NFA_STATES = 200_000
+
+CharClass = Callable[[automaton.NFA, Sequence[tuple[int, int]]], automaton.Fragment]
+
+
+@lru_cache(maxsize=None)
+def _unicode_category(name: str) -> tuple[tuple[int, int], ...]:
+    """Code point ranges of `re`'s Unicode \\d, \\w or \\s (str.isdecimal, isalnum or '_',
+    isspace), computed once."""
+    test = {"digit": str.isdecimal, "space": str.isspace,
+            "word": lambda ch: ch.isalnum() or ch == "_"}[name]
+    ranges: list[tuple[int, int]] = []
+    start = None
+    for cp in range(automaton.MAX_CODE_POINT + 2):
+        inside = cp <= automaton.MAX_CODE_POINT and test(chr(cp))
+        if inside and start is None:
+            start = cp
+        elif not inside and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    return tuple(ranges)
+
+
+_ASCII_CATEGORY = {
+    "digit": ((0x30, 0x39),),
+    "space": ((0x09, 0x0D), (0x20, 0x20)),
+    "word": ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)),
+}
+
+
+def _category(code, ascii_only: bool) -> list[tuple[int, int]]:
+    name = str(code).lower()
+    negate = "not_" in name
+    kind = "digit" if "digit" in name else "space" if "space" in name else \
+        "word" if "word" in name else None
+    if kind is None:
+        raise GrammarError(f"unsupported character category {code}")
+    ranges = list(_ASCII_CATEGORY[kind] if ascii_only else _unicode_category(kind))
+    return automaton.complement(ranges) if negate else ranges
+
+
+class _Builder:
+    def __init__(self, pattern: str, flags: int, char_class: CharClass) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self.nfa = automaton.NFA()
+        self.char_class = char_class
+
+    def chars(self, ranges: Sequence[tuple[int, int]], flags: int) -> automaton.Fragment:
+        ranges = list(ranges)
+        if flags & re.IGNORECASE:
+            ranges = _add_case_variants(ranges)
+        self.check_size()
+        return self.char_class(self.nfa, automaton.normalize_ranges(ranges))
+
+    def check_size(self) -> None:
+        if len(self.nfa.edges) > MAX_NFA_STATES:
+            raise GrammarError(f"regex {self.pattern!r} is too large: more than "
+                               f"{MAX_NFA_STATES} automaton states (MAX_NFA_STATES)")
+
+    def sequence(self, items, flags: int) -> automaton.Fragment:
+        return automaton.concat(self.nfa, [self.node(op, av, flags) for op, av in items])
+
+    def node(self, op, av, flags: int) -> automaton.Fragment:
+        nfa = self.nfa
+        ascii_only = bool(flags & re.ASCII)
+        if op is _c.LITERAL:
+            return self.chars([(av, av)], flags)
+        if op is _c.NOT_LITERAL:
+            return self.chars(automaton.complement(_with_case(av, flags)), 0)
+        if op is _c.ANY:
+            if flags & re.DOTALL:
+                return self.chars([(0, automaton.MAX_CODE_POINT)], 0)
+            return self.chars(automaton.complement([(10, 10)]), 0)
+        if op is _c.IN:
+            return self.char_set(av, flags, ascii_only)
+        if op is _c.BRANCH:
+            return automaton.alternation(nfa, [self.sequence(b, flags) for b in av[1]])
+        if op is _c.SUBPATTERN:
+            _group, add, remove, sub = av
+            return self.sequence(sub, (flags | add) & ~remove)
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+            lo, hi, sub = av
+            return self.repeat(lo, hi, sub, flags)
+        if op is _c.AT:
+            raise GrammarError(f"regex {self.pattern!r}: an anchor ({av}) is supported only at "
+                               "the start or end of the pattern")
+        if op in (_c.ASSERT, _c.ASSERT_NOT):
+            raise GrammarError(f"regex {self.pattern!r}: lookaround assertions cannot be "
+                               "compiled to an automaton")
+        if op in (_c.GROUPREF, _c.GROUPREF_EXISTS):
+            raise GrammarError(f"regex {self.pattern!r}: backreferences cannot be compiled to "
+                               "an automaton")
+        raise GrammarError(f"regex {self.pattern!r}: unsupported construct {op}")
+
+    def char_set(self, items, flags: int, ascii_only: bool) -> automaton.Fragment:
+        ranges: list[tuple[int, int]] = []
+        negate = False
+        for op, av in items:
+            if op is _c.NEGATE:
+                negate = True
+            elif op is _c.LITERAL:
+                ranges.append((av, av))
+            elif op is _c.RANGE:
+                ranges.append(av)
+            elif op is _c.CATEGORY:
+                ranges.extend(_category(av, ascii_only))
+            else:
+                raise GrammarError(f"regex {self.pattern!r}: unsupported class item {op}")
+        if flags & re.IGNORECASE:
+            ranges = _add_case_variants(ranges)
+        if negate:
+            ranges = automaton.complement(ranges)
+        return self.chars(ranges, 0)
+
+    def repeat(self, lo: int, hi: int, sub, flags: int) -> automaton.Fragment:
+        nfa = self.nfa
+        parts = [self.sequence(sub, flags) for _ in range(lo)]
+        if hi == _c.MAXREPEAT:
+            parts.append(automaton.star(nfa, self.sequence(sub, flags)))
+        else:
+            tail = None
+            for _ in range(hi - lo):  # nested optionals: x(x(x)?)?
+                one = self.sequence(sub, flags)
+                tail = automaton.optional(nfa, one if tail is None else automaton.concat(
+                    nfa, [one, tail]))
+                self.check_size()
+            if tail is not None:
+                parts.append(tail)
+        self.check_size()
+        return automaton.concat(nfa, parts)
+
+
+def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
+    ranges = [(cp, cp)]
+    return _add_case_variants(ranges) if flags & re.IGNORECASE else ranges
+
+
+def _strip_anchors(items: list) -> tuple[list, bool, bool]:
+    """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end)."""
+    items = list(items)
+    start = end = False
+    while items and items[0][0] is _c.AT and items[0][1] in (_c.AT_BEGINNING,
+                                                               _c.AT_BEGINNING_STRING):
+        items.pop(0)
+        start = True
+    while items and items[-1][0] is _c.AT and items[-1][1] in (_c.AT_END, _c.AT_END_STRING):
+        items.pop()
+        end = True
+    return items, start, end
+
+
+def compile_regex(pattern: str, flags: int = 0, search: bool = False,
+                  char_class: CharClass = automaton.char_class) -> automaton.DFA:
+    """A DFA for `pattern`: the whole text matches (search=True: the pattern occurs somewhere
+    in it, as JSON Schema's `pattern` means, unless anchored with ^ / $).
+
+    Args:
+        char_class: builds one character of a class; JSON strings pass one that also spells
+            characters as JSON escapes.
+
+    Raises:
+        GrammarError: malformed pattern, lookaround, backreferences, or too large.
+    """
+    if not isinstance(pattern, str):
+        raise GrammarError(f"a regex pattern must be a str, got {type(pattern).__name__}")
+    try:
+        parsed = _parser.parse(pattern, flags)
+    except re.error as e:
+        raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
+    flags = parsed.state.flags
+    b = _Builder(pattern, flags, char_class)
+    items = list(parsed)
+    branches = [items]
+    if len(items) == 1 and items[0][0] is _c.BRANCH:
+        branches = items[0][1][1]
+    frags = []
+    for branch in branches:
+        rest, start, end = _strip_anchors(branch)
+        body = b.sequence(rest, flags)
+        if search:
+            anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
+            parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
+            if not end:
+                parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
+            body = automaton.concat(b.nfa, parts)
+        frags.append(body)
+    frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
+    return automaton.determinize(b.nfa, frag)
+
+
+class Regex(Terminal):
+    """Text matching a regular expression in Python `re` syntax, as a whole (`re.fullmatch`).
+
+    Args:
+        pattern: the expression; classes and escapes, quantifiers (greedy or lazy: the
+            language is the same), groups, alternation, `^`/`$` at the ends, `.`.
+        flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII` (inline `(?i)` works too).
+
+    Raises:
+        GrammarError: a malformed pattern, lookaround or backreferences, or one too large.
+    """
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        super().__init__()
+        self.pattern = pattern
+        self.flags = int(flags)
+        self._dfa = compile_regex(pattern, self.flags)
+        if self._dfa.accept[0]:
+            self.min_count = 0  # matches the empty string: the compiler adds the empty path
+
+    def unit_dfa(self) -> automaton.DFA:
+        return self._dfa
+
+    def terminal_key(self) -> Hashable:
+        return ("regex", self.pattern, self.flags)
+
+    def __repr__(self) -> str:
+        return f"Regex({self.pattern!r})"

@@ -1,0 +1,92 @@
+"""Regex against re.fullmatch."""
+
+import re
+
+import pytest
+from hypothesis import given, strategies as st
+
+from helpers import check_boundaries
+from pse import Chain, GrammarError, Phrase, Regex
+
+CASES = [
+    (r"a[b-d\d]*(x|yz){2,5}?.", ["ab12xxq", "axyzyz!", "ax", "abx\n", "a٣xx-"]),
+    (r"^\d+$", ["123", "٣٤", "", "12a"]),
+    (r"(?i)héllo|wor?ld", ["HÉLLO", "wld", "world", "worrld", "Héllo"]),
+    (r"a*", ["", "aaa", "b"]),
+    (r"[^a-c]{2}", ["dd", "ad", "éé", "d"]),
+    (r"\w+@\w+\.(com|org)", ["me@x.com", "me@x.net", "é_1@y.org"]),
+    (r"\s*\S+\s*", [" a ", "\t\n", "abc"]),
+    (r"(?s).{3}", ["a\nb", "abc", "ab"]),
+    (r".{3}", ["a\nb", "abc"]),
+    (r"[\u4e00-\u9fff]{1,3}", ["東京", "東京都市", "a"]),
+    (r"x{0}y", ["y", "xy"]),
+    (r"(ab|a)(bc|c)?", ["abc", "ab", "abbc", "ac", "a"]),
+    (r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", ["-0.5", "01", "10", "-"]),
+]
+
+
+@pytest.mark.parametrize("pattern, texts", CASES)
+def test_agrees_with_re(pattern, texts):
+    r = Regex(pattern)
+    for text in texts:
+        assert r.matches(text) == bool(re.fullmatch(pattern, text)), text
+
+
+def test_ascii_flag():
+    assert not Regex(r"\d", re.ASCII).matches("٣")
+    assert Regex(r"\d", re.ASCII).matches("3")
+
+
+def test_boundaries_and_unicode_bytes():
+    r = Regex(r"[éあ🎉]+x?")
+    for text in ["éあ🎉x", "🎉", "x"]:
+        check_boundaries(r, text)
+
+
+def test_inside_a_chain():
+    m = Chain(Phrase("<"), Regex(r"[a-z]*"), Phrase(">"))
+    assert m.matches("<>") and m.matches("<abc>") and not m.matches("<A>")
+
+
+@pytest.mark.parametrize("pattern, needle", [
+    (r"(a)\1", "backreferences"), (r"(?=a)a", "lookaround"), (r"a(?!b)", "lookaround"),
+    (r"a^b", "anchor"), ("(", "malformed"), ("a{2,1}", "malformed"),
+])
+def test_unsupported_and_malformed(pattern, needle):
+    with pytest.raises(GrammarError, match=needle):
+        Regex(pattern)
+
+
+def test_too_large():
+    with pytest.raises(GrammarError, match="MAX_NFA_STATES"):
+        Regex(r"(a{1000}){1000}")
+
+
+ATOMS = [r"a", r"b", r"é", r"[ab]", r"[^a]", r"\d", r".", r"[a-c]", r"\w", r"-"]
+
+regexes = st.recursive(
+    st.sampled_from(ATOMS),
+    lambda inner: st.one_of(
+        st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+        inner.map(lambda r: f"(?:{r})*"),
+        inner.map(lambda r: f"(?:{r})+?"),
+        inner.map(lambda r: f"(?:{r})?"),
+        st.tuples(inner, st.integers(0, 2), st.integers(0, 2)).map(
+            lambda t: f"(?:{t[0]}){{{t[1]},{t[1] + t[2]}}}"),
+    ),
+    max_leaves=6,
+)
+
+
+@given(regexes, st.lists(st.text("abcé-1\n", max_size=6), max_size=15))
+def test_random_regexes_against_re(pattern, texts):
+    r = Regex(pattern)
+    for text in texts:
+        assert r.matches(text) == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
+@given(regexes, st.data())
+def test_random_regexes_accept_what_re_generates(pattern, data):
+    text = data.draw(st.from_regex(pattern, fullmatch=True))
+    assert Regex(pattern).matches(text), (pattern, text)
