@@ -5,8 +5,12 @@ Llama 3 tokenizer. For every token an engine computes the mask and consumes the 
 timed together, as maskbench counts it); an instance is accepted when every token was allowed
 and the structure accepts at the end.
 
-  --grammar json     every instance against "any JSON value" (pse: Json(); llguidance and
-                     XGrammar: the schema {} with compact separators). Only valid instances.
+  --grammar schema   (default) each file's schema, compiled by each engine with its default
+                     options and compact separators; valid and invalid instances. A schema
+                     passes when it compiles, every valid instance is accepted and every
+                     invalid one rejected.
+  --grammar json     every valid instance against "any JSON value" (pse: Json(); llguidance:
+                     the schema {}; XGrammar: its built-in JSON grammar).
   --compare llguidance,xgrammar   run those engines (the `bench` extra) on the same token
                      streams; ratios are against pse.
   --check-masks      compare pse's full mask with llguidance's at every step and classify
@@ -46,9 +50,7 @@ class PseEngine:
         self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
 
     def compile(self, grammar: str, schema):
-        structure = pse.Json() if grammar == "json" else None
-        if structure is None:
-            raise NotImplementedError("JSON Schema arrives with the JSON Schema issue")
+        structure = pse.Json() if grammar == "json" else pse.JsonSchema(schema)
         engine = pse.StructuringEngine(self.vocab, mask_memo=self.mask_memo)
         engine.configure(structure)
         return engine
@@ -180,7 +182,7 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grammar", choices=["json"], default="json")
+    ap.add_argument("--grammar", choices=["schema", "json"], default="schema")
     ap.add_argument("--compare", default="", help="comma-separated: llguidance,xgrammar")
     ap.add_argument("--limit", type=int, default=None, help="number of maskbench files (random)")
     ap.add_argument("--seed", type=int, default=0)
@@ -206,10 +208,11 @@ def main() -> None:
             LLGuidanceEngine(vocab, tok_path)
 
     stats = {e.name: {"times": [], "compile": [], "valid_rejected": 0, "invalid_accepted": 0,
-                      "instances": 0} for e in engines}
+                      "instances": 0, "errors": {}, "passing": 0, "schemas": 0}
+             for e in engines}
     diffs: dict[str, int] = {}
     diff_examples: list = []
-    compiled = {}
+    compiled: dict = {}
     t_start = time.time()
     files = list(load_instances(args.limit, args.seed))
     n_instances = 0
@@ -217,27 +220,37 @@ def main() -> None:
         tests = [t for t in data.get("tests", []) if t.get("valid") or args.grammar != "json"]
         if not tests:
             continue
+        live = []
         for e in engines:
-            key = (e.name, args.grammar) if args.grammar == "json" else (e.name, name)
+            st = stats[e.name]
+            key = (e.name, "json") if args.grammar == "json" else (e.name, name)
             if key not in compiled:
+                st["schemas"] += 1
                 t0 = time.perf_counter()
-                compiled[key] = e.compile(args.grammar, data.get("schema"))
-                stats[e.name]["compile"].append(time.perf_counter() - t0)
+                try:
+                    compiled[key] = e.compile(args.grammar, data.get("schema"))
+                except Exception as exc:  # each engine's own compile errors, counted by cause
+                    cause = _cause(exc)
+                    st["errors"][cause] = st["errors"].get(cause, 0) + 1
+                    compiled[key] = None
+                st["compile"].append(time.perf_counter() - t0)
+            if compiled[key] is not None:
+                live.append((e, compiled[key], [True]))
         for test in tests:
             text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
             tokens = vocab.encode(text)
             n_instances += 1
             check_m = None
-            if checker is not None:
-                check_m = checker.start(compiled[(checker.name, args.grammar)])
-            for e in engines:
+            if checker is not None and args.grammar == "json":
+                check_m = checker.start(compiled[(checker.name, "json")])
+            for e, c, file_ok in live:
                 st = stats[e.name]
                 st["instances"] += 1
-                m = e.start(compiled[(e.name, args.grammar)])
+                m = e.start(c)
                 ok = True
                 times = st["times"]
                 for i, tok in enumerate(tokens):
-                    if checker is not None and e.name == "pse":
+                    if check_m is not None and e.name == "pse":
                         ours = e.full_mask(m)
                         theirs = checker.full_mask(check_m)
                         if not np.array_equal(ours, theirs):
@@ -253,8 +266,12 @@ def main() -> None:
                 accepted = ok and e.accepts(m)
                 if test["valid"] and not accepted:
                     st["valid_rejected"] += 1
+                    file_ok[0] = False
                 if not test["valid"] and accepted:
                     st["invalid_accepted"] += 1
+                    file_ok[0] = False
+        for e, c, file_ok in live:
+            stats[e.name]["passing"] += file_ok[0]
         if k % 50 == 0 or k == len(files) - 1:
             print(f"\r{k + 1}/{len(files)} files, {n_instances} instances, "
                   f"{time.time() - t_start:.0f}s", end="", file=sys.stderr, flush=True)
@@ -266,6 +283,16 @@ def main() -> None:
             print(f"  {kind}: {n}")
         for ex in diff_examples[:10]:
             print("  e.g.", ex)
+
+
+def _cause(exc: BaseException) -> str:
+    """A short cause for a compile error: pse names the keyword ("#/ptr: keyword: ...")."""
+    text = str(exc).split("\n")[0]
+    if isinstance(exc, pse.PSEError):
+        parts = text.split(": ")
+        if len(parts) >= 3:
+            return f"{type(exc).__name__}: {parts[1]}: {parts[2][:50]}"
+    return f"{type(exc).__name__}: {text[:70]}"
 
 
 def _record_diff(vocab, text, prefix, ours, theirs, diffs, examples):
@@ -300,19 +327,28 @@ def report(args, engines, stats, n_instances, n_files) -> None:
     print(f"\nmaskbench --grammar {args.grammar}: {n_files} files, {n_instances} instances, "
           f"tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}; "
           f"peak RSS {peak_mb:.0f} MB (all engines)")
-    header = ("engine", "tokens", "mean us", "p50 us", "p99 us", "max us", "compile p50 ms",
-              "valid rejected", "invalid accepted")
+    header = ("engine", "schemas passing", "compile errors", "tokens", "mean us", "p50 us",
+              "p99 us", "max us", "compile p50 ms", "compile p99 ms", "valid rejected",
+              "invalid accepted")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     base = stats["pse"]
     for e in engines:
         st = stats[e.name]
         t = np.array(st["times"]) * 1e6
-        row = [e.name, f"{len(t):,}", f"{t.mean():.1f}", f"{np.percentile(t, 50):.1f}",
-               f"{np.percentile(t, 99):.1f}", f"{t.max():.0f}",
-               f"{percentile(st['compile'], 50) * 1e3:.2f}", str(st["valid_rejected"]),
+        n_err = sum(st["errors"].values())
+        row = [e.name, f"{st['passing']}/{st['schemas']}", str(n_err), f"{len(t):,}",
+               f"{t.mean():.1f}", f"{np.percentile(t, 50):.1f}", f"{np.percentile(t, 99):.1f}",
+               f"{t.max():.0f}", f"{percentile(st['compile'], 50) * 1e3:.2f}",
+               f"{percentile(st['compile'], 99) * 1e3:.1f}", str(st["valid_rejected"]),
                str(st["invalid_accepted"])]
         print("| " + " | ".join(row) + " |")
+    for e in engines:
+        errors = stats[e.name]["errors"]
+        if errors:
+            print(f"\n{e.name} compile errors by cause (top 12 of {len(errors)}):")
+            for cause, n in sorted(errors.items(), key=lambda kv: -kv[1])[:12]:
+                print(f"  {n:5}  {cause}")
     if len(engines) > 1:
         tb = np.array(base["times"])
         print("\nratios (other engine / pse; above 1 means pse is faster):")

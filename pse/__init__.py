@@ -9,6 +9,7 @@ import logging
 from pse._core.stepper import Stepper, StepperDelta
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
+from pse.json_schema import JsonSchema
 from pse.json_value import Json
 from pse.machines import (
     AnyOf,
@@ -37,6 +38,7 @@ __all__ = [
     "Forward",
     "GrammarError",
     "Json",
+    "JsonSchema",
     "Loop",
     "Optional",
     "PSEError",

@@ -342,3 +342,50 @@ def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
             continue
         a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
         yield [(a[k], b[k]) for k in range(n)]
+
+
+def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
+    """BFS over pairs of states; b's missing edges lead to -1 (a dead b) when keep_dead_b."""
+    index = {(0, 0): 0}
+    pairs = [(0, 0)]
+    trans: list[list[tuple[int, int, int]]] = []
+    accepts: list[bool] = []
+    i = 0
+    while i < len(pairs):
+        s1, s2 = pairs[i]
+        i += 1
+        accepts.append(accept(a.accept[s1], s2 >= 0 and b.accept[s2]))
+        row1 = a.trans[s1]
+        row2 = b.trans[s2] if s2 >= 0 else []
+        cuts = sorted({lo for lo, _, _ in row1 + row2} | {hi + 1 for _, hi, _ in row1 + row2})
+        row: list[tuple[int, int, int]] = []
+        for lo, nxt in zip(cuts, cuts[1:]):
+            hi = nxt - 1
+            t1 = next((t for l1, h1, t in row1 if l1 <= lo and hi <= h1), -1)
+            if t1 < 0:
+                continue
+            t2 = next((t for l2, h2, t in row2 if l2 <= lo and hi <= h2), -1)
+            if t2 < 0 and not keep_dead_b:
+                continue
+            j = index.get((t1, t2))
+            if j is None:
+                j = index[(t1, t2)] = len(pairs)
+                pairs.append((t1, t2))
+            row.append((lo, hi, j))
+        trans.append(row)
+    return minimize(trim(DFA(trans, accepts)))
+
+
+def intersect(a: DFA, b: DFA) -> DFA:
+    """A DFA for the texts both `a` and `b` match."""
+    return _product(a, b, lambda x, y: x and y, keep_dead_b=False)
+
+
+def difference(a: DFA, b: DFA) -> DFA:
+    """A DFA for the texts `a` matches and `b` does not."""
+    return _product(a, b, lambda x, y: x and not y, keep_dead_b=True)
+
+
+def literals(nfa: NFA, words: Sequence[bytes]) -> Fragment:
+    """Any one of `words` (a trie once determinized)."""
+    return alternation(nfa, [literal(nfa, w) for w in words])

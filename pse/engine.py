@@ -59,15 +59,18 @@ class StructuringEngine:
         """Words in one mask row: ceil(vocab.size / 32)."""
         return (self.vocab.size + 31) // 32
 
-    def configure(self, structure: StateMachine) -> None:
+    def configure(self, structure: Any) -> None:
         """Constrain the sequence to `structure` and start from its beginning.
 
+        Args:
+            structure: a StateMachine, a JSON Schema (dict or JSON text), or a pydantic
+                model class (its `model_json_schema()`).
+
         Raises:
-            TypeError: `structure` is not a StateMachine.
-            GrammarError: the structure cannot be compiled.
+            TypeError: `structure` is none of those.
+            GrammarError, SchemaError: the structure cannot be compiled.
         """
-        if not isinstance(structure, StateMachine):
-            raise TypeError(f"configure() takes a StateMachine, not {type(structure).__name__}")
+        structure = _as_structure(structure)
         compiled = structure.compile()
         self.structure = structure
         self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
@@ -205,6 +208,19 @@ class StructuringEngine:
         other._matcher = None if self._matcher is None else self._matcher.copy()
         return other
 
+
+
+def _as_structure(structure: Any) -> StateMachine:
+    from pse.json_schema import JsonSchema
+
+    if isinstance(structure, StateMachine):
+        return structure
+    if isinstance(structure, (dict, str, bytes)) or structure is True or structure is False:
+        return JsonSchema(structure)
+    if isinstance(structure, type) and hasattr(structure, "model_json_schema"):
+        return JsonSchema(structure.model_json_schema())
+    raise TypeError(f"configure() takes a StateMachine, a JSON Schema (dict or JSON text) or a "
+                    f"pydantic model class, not {type(structure).__name__}")
 
 
 def _index(index: Any) -> int:

@@ -1,0 +1,737 @@
+"""`JsonSchema`: a JSON Schema compiled into a StateMachine.
+
+Property order "schema": listed properties in the order the schema lists them (optional ones
+may be skipped), additional ones after. Strings, numbers, arrays and objects become automata
+and counted runs; `$ref` becomes a `Forward`, so recursive schemas work. What cannot be
+expressed exactly raises `SchemaError` naming the keyword and its JSON pointer (strict=True),
+or is approximated with a warning (strict=False).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from typing import Any, Callable
+
+from pse import automaton
+from pse.errors import SchemaError
+from pse.json_value import Json, JsonNumber, JsonStringContent
+from pse.machines import AnyOf, Chain, Forward, Phrase, StateMachine, Terminal, Whitespace
+from pse.regex import compile_regex
+
+_HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
+_SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
+
+# Keywords that only annotate; they never change what is valid.
+_ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
+                "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
+                "$defs", "definitions", "contentMediaType", "contentEncoding", "$vocabulary",
+                "discriminator", "xml", "externalDocs", "example", "nullable_note"}
+
+# A calendar date, month lengths and leap years included (2024-02-29 yes, 2023-02-29 no).
+_DATE = (r"(\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)"
+         r"|02-(0[1-9]|1\d|2[0-8]))"
+         r"|(\d\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)")
+_TIME = r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)"
+
+# Keywords that change what is valid (a conflict between allOf branches on any other key is
+# no conflict at all).
+_VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+               "exclusiveMinimum", "maxLength", "minLength", "pattern", "items", "prefixItems",
+               "additionalItems", "maxItems", "minItems", "uniqueItems", "contains",
+               "maxContains", "minContains", "maxProperties", "minProperties", "required",
+               "properties", "patternProperties", "additionalProperties", "dependencies",
+               "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
+               "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
+
+FORMATS = {
+    "date": _DATE,
+    "time": _TIME,
+    "date-time": f"({_DATE})[Tt]{_TIME}",
+    "duration": r"P(\d+W|(\d+Y(\d+M)?(\d+D)?|\d+M(\d+D)?|\d+D)(T(\d+H(\d+M)?(\d+S)?|\d+M(\d+S)?"
+                r"|\d+S))?|T(\d+H(\d+M)?(\d+S)?|\d+M(\d+S)?|\d+S))",
+    "email": r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+             r"@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+",
+    "hostname": r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
+    "ipv4": r"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)",
+    "ipv6": r"(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:"
+            r"|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}"
+            r"|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}"
+            r"|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}"
+            r"|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}"
+            r"|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}"
+            r"|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))",
+    "uri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\"\\<>^`{|}]*",
+    "uri-reference": r"[^\s\"\\<>^`{|}]*",
+    "iri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\"\\<>^`{|}]*",
+    "iri-reference": r"[^\s\"\\<>^`{|}]*",
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "json-pointer": r"(/([^/~]|~[01])*)*",
+}
+
+# Strings whose length is bounded and constrained by a pattern too are intersected with an
+# unrolled length automaton; above this bound that is refused.
+MAX_UNROLLED_LENGTH = 256
+
+
+def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
+    """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
+    raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
+    ranges = automaton.normalize_ranges(ranges)
+    raw = [r for r in _subtract(ranges, [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])]
+    parts = []
+    if raw:
+        parts.append(automaton.char_class(nfa, raw))
+    for cp in _members(ranges, [(0, 0x1F), (0x22, 0x22), (0x2F, 0x2F), (0x5C, 0x5C)]):
+        if cp in (0x22, 0x5C, 0x2F):
+            parts.append(automaton.literal(nfa, b"\\" + bytes([cp])))
+        if cp < 0x20:
+            if cp in _SHORT_ESCAPES:
+                parts.append(automaton.literal(nfa, b"\\" + _SHORT_ESCAPES[cp]))
+            hi, lo = f"{cp:02x}"
+            parts.append(automaton.concat(nfa, [
+                automaton.literal(nfa, b"\\u00"), _hex_digit(nfa, hi), _hex_digit(nfa, lo)]))
+    return automaton.alternation(nfa, parts)
+
+
+def _hex_digit(nfa: automaton.NFA, digit: str) -> automaton.Fragment:
+    both = {ord(digit.lower()), ord(digit.upper())}
+    return automaton.byte_class(nfa, [(b, b) for b in sorted(both)])
+
+
+def _subtract(ranges, cut):
+    out = []
+    for lo, hi in ranges:
+        pieces = [(lo, hi)]
+        for clo, chi in cut:
+            nxt = []
+            for plo, phi in pieces:
+                if chi < plo or clo > phi:
+                    nxt.append((plo, phi))
+                    continue
+                if plo < clo:
+                    nxt.append((plo, clo - 1))
+                if phi > chi:
+                    nxt.append((chi + 1, phi))
+            pieces = nxt
+        out.extend(pieces)
+    return out
+
+
+def _members(ranges, probe):
+    return [cp for lo, hi in probe for cp in range(lo, hi + 1)
+            if any(a <= cp <= b for a, b in ranges)]
+
+
+class DfaTerminal(Terminal):
+    """A terminal given directly as a byte DFA (built by the schema compiler)."""
+
+    def __init__(self, dfa: automaton.DFA, name: str) -> None:
+        super().__init__()
+        self._dfa = dfa
+        self.name = name
+        if dfa.accept[0]:
+            self.min_count = 0
+
+    def unit_dfa(self) -> automaton.DFA:
+        return self._dfa
+
+    def terminal_key(self):
+        return ("dfa", id(self))
+
+    def __repr__(self) -> str:
+        return f"DfaTerminal({self.name})"
+
+
+def _string_content_dfa() -> automaton.DFA:
+    nfa = automaton.NFA()
+    unit = JsonStringContent().unit_dfa()
+    # re-enter the unit DFA as NFA fragments: (unit)*
+    start, end = _dfa_into(nfa, unit)
+    return automaton.determinize(nfa, automaton.star(nfa, (start, end)))
+
+
+def _dfa_into(nfa: automaton.NFA, dfa: automaton.DFA) -> automaton.Fragment:
+    states = [nfa.add_state() for _ in range(dfa.n_states)]
+    end = nfa.add_state()
+    for s, row in enumerate(dfa.trans):
+        for lo, hi, t in row:
+            nfa.add_bytes(states[s], lo, hi, states[t])
+        if dfa.accept[s]:
+            nfa.add_eps(states[s], end)
+    return states[0], end
+
+
+def _length_dfa(lo: int, hi: int) -> automaton.DFA:
+    """JSON string content of lo..hi characters, unrolled (hi is small)."""
+    nfa = automaton.NFA()
+    unit = JsonStringContent().unit_dfa()
+    parts = [_dfa_into(nfa, unit) for _ in range(lo)]
+    tail = None
+    for _ in range(hi - lo):
+        one = _dfa_into(nfa, unit)
+        tail = automaton.optional(nfa, one if tail is None else automaton.concat(nfa, [one, tail]))
+    if tail is not None:
+        parts.append(tail)
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+# --- integer ranges as digit patterns ----------------------------------------------------------
+
+def _same_length(lo: str, hi: str) -> list[str]:
+    n = len(lo)
+    if lo == hi:
+        return [lo]
+    if lo == "0" * n and hi == "9" * n:
+        return [f"[0-9]{{{n}}}"]
+    if n == 1:
+        return [f"[{lo}-{hi}]"]
+    if lo[0] == hi[0]:
+        return [lo[0] + x for x in _same_length(lo[1:], hi[1:])]
+    out = [lo[0] + x for x in _same_length(lo[1:], "9" * (n - 1))]
+    if int(hi[0]) - int(lo[0]) > 1:
+        out.append(f"[{int(lo[0]) + 1}-{int(hi[0]) - 1}][0-9]{{{n - 1}}}")
+    out += [hi[0] + x for x in _same_length("0" * (n - 1), hi[1:])]
+    return out
+
+
+def _nonnegative_range(a: int, b: int | None) -> list[str]:
+    """Alternatives matching the decimal integers a..b (b None: unbounded), a >= 0."""
+    out: list[str] = []
+    if b is not None and a > b:
+        return out
+    la = len(str(a))
+    top = len(str(b)) if b is not None else la
+    for length in range(la, top + 1):
+        lo = max(a, 10 ** (length - 1) if length > 1 else 0)
+        hi = 10 ** length - 1 if b is None else min(b, 10 ** length - 1)
+        if lo <= hi:
+            out += _same_length(str(lo), str(hi))
+    if b is None:
+        out.append(f"[1-9][0-9]{{{la},}}")
+    return out
+
+
+def integer_pattern(lo: int | None, hi: int | None) -> str:
+    """A regex for the JSON integers in [lo, hi] (None: unbounded), -0 included with 0."""
+    alts: list[str] = []
+    if hi is None or hi >= 0:
+        alts += _nonnegative_range(max(lo, 0) if lo is not None else 0, hi)
+    if lo is None or lo < 0:
+        # negatives: -n for n in [max(1, -hi), -lo]
+        n_lo = 1 if hi is None or hi >= 0 else -hi
+        n_hi = None if lo is None else -lo
+        alts += ["-(" + a + ")" for a in _nonnegative_range(n_lo, n_hi)]
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        alts.append("-0")
+    return "|".join(f"(?:{a})" for a in alts) if alts else "(?!)"
+
+
+# --- the compiler ------------------------------------------------------------------------------
+
+class JsonSchema(StateMachine):
+    """A JSON Schema (dict or JSON text) as a structure.
+
+    Args:
+        schema: the schema; drafts 4 to 2020-12.
+        property_order: "schema" — listed properties in schema order (optional ones
+            skippable), additional properties after them. ("any" is not supported yet.)
+        whitespace: None (compact JSON) or the most blanks allowed between two tokens.
+        retrieve: `retrieve(uri) -> schema` for remote `$ref`s.
+        strict: raise SchemaError for what cannot be expressed exactly (else approximate it
+            and warn).
+
+    Raises:
+        SchemaError: a malformed or unsatisfiable schema, or (strict) an inexpressible one.
+    """
+
+    def __init__(self, schema: Any, property_order: str = "schema",
+                 whitespace: int | None = None, retrieve: Callable[[str], Any] | None = None,
+                 strict: bool = True) -> None:
+        if isinstance(schema, (str, bytes)):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as e:
+                raise SchemaError(f"the schema is not valid JSON: {e}") from None
+        if not isinstance(schema, (dict, bool)):
+            raise SchemaError(f"a schema is an object or a boolean, got {type(schema).__name__}")
+        if property_order not in ("schema",):
+            raise SchemaError(f"property_order={property_order!r} is not supported; "
+                              "use 'schema'")
+        if whitespace is not None and (isinstance(whitespace, bool)
+                                       or not isinstance(whitespace, int) or whitespace < 0):
+            raise SchemaError(f"whitespace must be None or an int >= 0, got {whitespace!r}")
+        self.schema = schema
+        self.strict = strict
+        compiler = _Compiler(schema, whitespace or 0, retrieve, strict)
+        root = compiler.compile(schema, "#")
+        if root is None:
+            raise SchemaError("#: the schema is false: nothing is valid")
+        self.warnings = compiler.warnings
+        super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
+
+    def parse_value(self, text: str) -> Any:
+        """The Python value of a complete JSON text."""
+        return json.loads(text)
+
+    def __repr__(self) -> str:
+        return f"JsonSchema({json.dumps(self.schema)[:60]})"
+
+
+class _Compiler:
+    def __init__(self, root: Any, ws: int, retrieve, strict: bool) -> None:
+        self.root = root
+        self.ws = ws
+        self.retrieve = retrieve
+        self.strict = strict
+        self.warnings: list[str] = []
+        self.refs: dict[str, Forward] = {}
+        self.any_value = Json(whitespace=ws).value
+        self.string_dfa = None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def fail(self, pointer: str, keyword: str, message: str) -> None:
+        text = f"{pointer}: {keyword}: {message}"
+        if self.strict:
+            raise SchemaError(text)
+        self.warnings.append(text)
+        warnings.warn(f"pse: {text} (approximated, strict=False)", stacklevel=4)
+
+    def wsp(self) -> list[StateMachine]:
+        return [Whitespace(0, self.ws)] if self.ws else []
+
+    def sep(self, text: str) -> StateMachine:
+        return Chain(*self.wsp(), Phrase(text), *self.wsp())
+
+    # -- dispatch --------------------------------------------------------------------------
+    def compile(self, node: Any, pointer: str) -> StateMachine | None:
+        """The machine for `node`, or None when nothing is valid (a false schema)."""
+        if node is True or node == {}:
+            return self.any_value
+        if node is False:
+            return None
+        if not isinstance(node, dict):
+            raise SchemaError(f"{pointer}: a schema is an object or a boolean, got {node!r}")
+        if "$ref" in node:
+            target = self.ref(node["$ref"], pointer)
+            rest = {k: v for k, v in node.items() if k != "$ref" and k not in _ANNOTATIONS}
+            if rest:
+                return self.compile({"allOf": [{"$ref": node["$ref"]}, rest]}, pointer)
+            return target
+        if "allOf" in node:
+            merged = self.merge_all(node, pointer)
+            return self.compile(merged, pointer)
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                return self.union(node, key, pointer)
+        for key in ("not", "if", "unevaluatedProperties", "unevaluatedItems",
+                    "dependentSchemas", "dependencies", "dependentRequired", "$dynamicRef",
+                    "$recursiveRef"):
+            if key in node and not (key == "unevaluatedProperties" and node[key] is True):
+                self.fail(f"{pointer}/{key}", key, "not supported yet")
+        if "const" in node or "enum" in node:
+            return self.enum(node, pointer)
+        types = node.get("type")
+        if types is None:
+            types = ["object", "array", "string", "number", "boolean", "null"]
+        elif isinstance(types, str):
+            types = [types]
+        if "number" in types and "integer" in types:
+            types = [t for t in types if t != "integer"]
+        machines = []
+        for t in types:
+            m = self.typed(t, node, pointer)
+            if m is not None:
+                machines.append(m)
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def typed(self, t: str, node: dict, pointer: str) -> StateMachine | None:
+        if t == "string":
+            return self.string(node, pointer)
+        if t in ("number", "integer"):
+            return self.number(node, pointer, integer=(t == "integer"))
+        if t == "boolean":
+            return AnyOf(Phrase("true"), Phrase("false"))
+        if t == "null":
+            return Phrase("null")
+        if t == "object":
+            return self.object(node, pointer)
+        if t == "array":
+            return self.array(node, pointer)
+        raise SchemaError(f"{pointer}/type: unknown type {t!r}")
+
+    # -- references --------------------------------------------------------------------------
+    def ref(self, ref: str, pointer: str) -> StateMachine:
+        if ref in self.refs:
+            return self.refs[ref]
+        target = self.resolve(ref, pointer)
+        forward = self.refs[ref] = Forward(name=f"$ref {ref}")
+        machine = self.compile(target, ref)
+        if machine is None:
+            raise SchemaError(f"{pointer}/$ref: {ref} is a false schema")
+        forward.set(machine)
+        return forward
+
+    def resolve(self, ref: str, pointer: str) -> Any:
+        base, _, fragment = ref.partition("#")
+        doc = self.root
+        if base:
+            if self.retrieve is None:
+                raise SchemaError(f"{pointer}/$ref: {ref!r} is remote and no retrieve= was given")
+            doc = self.retrieve(base)
+        if not fragment:
+            return doc
+        if not fragment.startswith("/"):
+            found = _find_anchor(doc, fragment)
+            if found is None:
+                raise SchemaError(f"{pointer}/$ref: anchor {fragment!r} not found")
+            return found
+        node = doc
+        for part in fragment.split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            try:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise SchemaError(f"{pointer}/$ref: {ref!r} does not resolve") from None
+        return node
+
+    # -- composition ---------------------------------------------------------------------------
+    def merge_all(self, node: dict, pointer: str) -> dict:
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        for i, sub in enumerate(node["allOf"]):
+            if sub is True:
+                continue
+            if sub is False:
+                return {"not": {}, "type": []}
+            if "$ref" in sub:
+                sub = {**self.resolve(sub["$ref"], f"{pointer}/allOf/{i}"),
+                       **{k: v for k, v in sub.items() if k != "$ref"}}
+            if "allOf" in sub:
+                sub = self.merge_all(sub, f"{pointer}/allOf/{i}")
+            merged = _merge(merged, sub, lambda k: self.fail(f"{pointer}/allOf/{i}", k,
+                                                             "conflicting values"))
+        return merged
+
+    def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
+        rest = {k: v for k, v in node.items() if k != key}
+        branches = node[key]
+        if key == "oneOf" and len(branches) > 1 and not _disjoint(branches):
+            self.fail(f"{pointer}/oneOf", "oneOf", "branches may overlap; only anyOf "
+                      "semantics can be compiled")
+        machines = []
+        for i, sub in enumerate(branches):
+            if rest and sub is not False:
+                sub = {"allOf": [rest, sub]} if sub is not True else rest
+            m = self.compile(sub, f"{pointer}/{key}/{i}")
+            if m is not None:
+                machines.append(m)
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def enum(self, node: dict, pointer: str) -> StateMachine | None:
+        """The listed values that the schema's other keywords allow too."""
+        if "const" in node:
+            values, key = [node["const"]], "const"
+        else:
+            values, key = node["enum"], "enum"
+            if not isinstance(values, list) or not values:
+                raise SchemaError(f"{pointer}/enum: must be a non-empty array")
+        rest = {k: v for k, v in node.items() if k not in ("const", "enum")
+                and k not in _ANNOTATIONS}
+        if "const" in node and "enum" in node:
+            rest["enum"] = node["enum"]
+        if rest:
+            check = self.compile(rest, pointer)
+            if check is None:
+                return None
+            keep = [v for v in values if StateMachine({0: [(check, "$")]}, 0, ["$"]).matches(
+                json.dumps(v, separators=(",", ":"), ensure_ascii=False))]
+            if not keep:
+                return None
+            values = keep
+        return self.literals(values, f"{pointer}/{key}")
+
+    def literals(self, values: list, pointer: str) -> StateMachine:
+        texts = sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+                        for v in values})
+        nfa = automaton.NFA()
+        dfa = automaton.determinize(nfa, automaton.literals(nfa, texts))
+        return DfaTerminal(dfa, f"enum at {pointer}")
+
+    # -- strings -----------------------------------------------------------------------------
+    def string(self, node: dict, pointer: str) -> StateMachine | None:
+        lo = node.get("minLength", 0)
+        hi = node.get("maxLength")
+        if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int)
+                                                                     or hi < 0)):
+            raise SchemaError(f"{pointer}: minLength/maxLength must be integers >= 0")
+        if hi is not None and lo > hi:
+            return None
+        patterns = []
+        if "pattern" in node:
+            patterns.append((node["pattern"], True, f"{pointer}/pattern"))
+        fmt = node.get("format")
+        if fmt is not None:
+            if fmt in FORMATS:
+                patterns.append((FORMATS[fmt], False, f"{pointer}/format"))
+            else:
+                msg = f"{pointer}/format: unknown format {fmt!r} is an annotation; ignored"
+                self.warnings.append(msg)
+                warnings.warn(f"pse: {msg}", stacklevel=4)
+        if not patterns:
+            return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
+        dfa = None
+        for pattern, search, where in patterns:
+            try:
+                p = compile_regex(pattern, re.ASCII if not search else 0, search=search,
+                                  char_class=json_char_class)
+            except Exception as e:  # GrammarError with the regex's own message
+                raise SchemaError(f"{where}: {e}") from None
+            dfa = p if dfa is None else automaton.intersect(dfa, p)
+        if lo > 0 or hi is not None:
+            if hi is None or hi > MAX_UNROLLED_LENGTH:
+                if hi is not None or lo > MAX_UNROLLED_LENGTH:
+                    self.fail(pointer, "maxLength" if hi is not None else "minLength",
+                              f"a length bound over {MAX_UNROLLED_LENGTH} together with a "
+                              "pattern or format is not supported")
+                else:
+                    dfa = automaton.intersect(dfa, _at_least_dfa(lo))
+            else:
+                dfa = automaton.intersect(dfa, _length_dfa(lo, hi))
+        if not dfa.accept[0] and not dfa.trans[0]:
+            return None
+        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+
+    # -- numbers -----------------------------------------------------------------------------
+    def number(self, node: dict, pointer: str, integer: bool) -> StateMachine | None:
+        lo, hi = _bounds(node, pointer)
+        if "multipleOf" in node:
+            m = node["multipleOf"]
+            if not (integer and isinstance(m, int) and m == 1):
+                self.fail(f"{pointer}/multipleOf", "multipleOf", "not supported yet")
+        if integer:
+            ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
+            ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
+            if ilo is not None and ihi is not None and ilo > ihi:
+                return None
+            pattern = integer_pattern(ilo, ihi)
+            return DfaTerminal(compile_regex(pattern), f"integer at {pointer}")
+        if lo is not None or hi is not None:
+            self.fail(pointer, "minimum/maximum", "bounds on non-integer numbers are not "
+                      "supported yet")
+        return JsonNumber()
+
+    # -- objects -----------------------------------------------------------------------------
+    def object(self, node: dict, pointer: str) -> StateMachine | None:
+        props: dict = node.get("properties", {}) or {}
+        required = list(dict.fromkeys(node.get("required", []) or []))
+        additional = node.get("additionalProperties", True)
+        for key in ("patternProperties", "propertyNames"):
+            if node.get(key):
+                self.fail(f"{pointer}/{key}", key, "not supported yet")
+        names = list(props)
+        for name in required:
+            if name not in props:
+                names.append(name)
+        members: list[tuple[str, StateMachine, bool]] = []
+        for name in names:
+            sub = props[name] if name in props else additional
+            where = f"{pointer}/properties/{_escape(name)}"
+            m = self.compile(sub, where)
+            if m is None:
+                if name in required:
+                    return None
+                continue
+            members.append((name, m, name in required))
+        n_min = node.get("minProperties", 0)
+        n_max = node.get("maxProperties")
+        extra = None if additional is False else self.compile(additional,
+                                                               f"{pointer}/additionalProperties")
+        n_required = sum(1 for *_, req in members if req)
+        n_possible = math.inf if extra is not None else len(members)
+        if n_min > n_possible:
+            return None
+        if n_min > n_required or (n_max is not None and n_max < n_possible):
+            self.fail(pointer, "minProperties/maxProperties", "not supported yet")
+        graph: dict = {}
+        n = len(members)
+        empty = Phrase("")
+        for i, (name, m, req) in enumerate(members):
+            key = Phrase(json.dumps(name, ensure_ascii=False))
+            member = Chain(key, self.sep(":"), m)
+            for first in (True, False):
+                graph.setdefault((i, first), []).append(
+                    (member if first else Chain(self.sep(","), member), (i + 1, False)))
+                if not req:
+                    graph[(i, first)].append((empty, (i + 1, first)))
+        ends = [(n, True), (n, False)]
+        for first in (True, False):
+            graph.setdefault((n, first), [])
+        if extra is not None:
+            key_dfa = automaton.difference(self.string_content(),
+                                           _literal_dfa([json.dumps(x, ensure_ascii=False)[1:-1]
+                                                         .encode() for x in names]))
+            key = Chain(Phrase('"'), DfaTerminal(key_dfa, f"other key at {pointer}"),
+                        Phrase('"'))
+            member = Chain(key, self.sep(":"), extra)
+            graph[(n, True)].append((member, (n, False)))
+            graph[(n, False)].append((Chain(self.sep(","), member), (n, False)))
+        body = StateMachine(graph, start_state=(0, True), end_states=ends)
+        return Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), Phrase("}"))
+
+    def string_content(self) -> automaton.DFA:
+        if self.string_dfa is None:
+            self.string_dfa = _string_content_dfa()
+        return self.string_dfa
+
+    # -- arrays ------------------------------------------------------------------------------
+    def array(self, node: dict, pointer: str) -> StateMachine | None:
+        items = node.get("items", True)
+        prefix = node.get("prefixItems")
+        rest: Any = items
+        if isinstance(items, list):  # drafts 4-7: a list of items, then additionalItems
+            prefix, rest = items, node.get("additionalItems", True)
+        prefix = prefix or []
+        for key in ("uniqueItems", "contains"):
+            if node.get(key):
+                self.fail(f"{pointer}/{key}", key, "not supported yet")
+        lo = node.get("minItems", 0)
+        hi = node.get("maxItems")
+        machines = []
+        for i, sub in enumerate(prefix):
+            m = self.compile(sub, f"{pointer}/prefixItems/{i}")
+            if m is None:
+                hi = i if hi is None else min(hi, i)
+                break
+            machines.append(m)
+        rest_m = self.compile(rest, f"{pointer}/items")
+        if rest_m is None:
+            hi = len(machines) if hi is None else min(hi, len(machines))
+        if hi is not None and lo > hi:
+            return None
+        top = max(lo, len(machines)) if hi is None else hi
+        graph: dict = {}
+        last = 0
+        for j in range(top):
+            item = machines[j] if j < len(machines) else rest_m
+            if item is None:
+                break
+            graph.setdefault(j, []).append((item if j == 0 else Chain(self.sep(","), item), j + 1))
+            last = j + 1
+        if hi is None and rest_m is not None and last == top:
+            if last == 0:
+                graph.setdefault(0, []).append((rest_m, 1))
+                last = 1
+            graph.setdefault(last, []).append((Chain(self.sep(","), rest_m), last))
+        if lo > last:
+            return None
+        body = StateMachine(graph, start_state=0, end_states=range(lo, last + 1))
+        return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
+
+
+def _at_least_dfa(lo: int) -> automaton.DFA:
+    nfa = automaton.NFA()
+    unit = JsonStringContent().unit_dfa()
+    parts = [_dfa_into(nfa, unit) for _ in range(lo)]
+    parts.append(automaton.star(nfa, _dfa_into(nfa, unit)))
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+def _literal_dfa(words: list[bytes]) -> automaton.DFA:
+    nfa = automaton.NFA()
+    return automaton.determinize(nfa, automaton.literals(nfa, words))
+
+
+def _escape(name: str) -> str:
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def _bounds(node: dict, pointer: str):
+    """(value, exclusive) lower and upper bounds, drafts 4 to 2020-12."""
+    lo = hi = None
+    if "minimum" in node:
+        lo = (node["minimum"], node.get("exclusiveMinimum") is True)
+    if "maximum" in node:
+        hi = (node["maximum"], node.get("exclusiveMaximum") is True)
+    em, eM = node.get("exclusiveMinimum"), node.get("exclusiveMaximum")
+    if isinstance(em, (int, float)) and not isinstance(em, bool):
+        if lo is None or em >= lo[0]:
+            lo = (em, True)
+    if isinstance(eM, (int, float)) and not isinstance(eM, bool):
+        if hi is None or eM <= hi[0]:
+            hi = (eM, True)
+    for b in (lo, hi):
+        if b is not None and (isinstance(b[0], bool) or not isinstance(b[0], (int, float))):
+            raise SchemaError(f"{pointer}: minimum/maximum must be numbers")
+    return lo, hi
+
+
+def _merge(a: dict, b: dict, conflict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        if k not in out:
+            out[k] = v
+        elif k == "properties":
+            props = dict(out[k])
+            for name, sub in v.items():
+                props[name] = {"allOf": [props[name], sub]} if name in props else sub
+            out[k] = props
+        elif k == "required":
+            out[k] = list(dict.fromkeys(list(out[k]) + list(v)))
+        elif k in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum"):
+            out[k] = max(out[k], v)
+        elif k in ("maximum", "maxLength", "maxItems", "maxProperties", "exclusiveMaximum"):
+            out[k] = min(out[k], v)
+        elif k == "type":
+            ta = {out[k]} if isinstance(out[k], str) else set(out[k])
+            tb = {v} if isinstance(v, str) else set(v)
+            if "number" in ta and "integer" in tb:
+                ta.add("integer")
+            if "number" in tb and "integer" in ta:
+                tb.add("integer")
+            out[k] = sorted(ta & tb)
+        elif k in _ANNOTATIONS or out[k] == v or k not in _VALIDATION:
+            continue
+        elif k in ("anyOf", "oneOf", "allOf"):
+            out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
+        else:
+            conflict(k)
+    return out
+
+
+def _disjoint(branches: list) -> bool:
+    """oneOf branches are disjoint when their types, or their const values, all differ."""
+    types = []
+    for b in branches:
+        if not isinstance(b, dict):
+            return False
+        if "const" in b:
+            types.append(("const", json.dumps(b["const"], sort_keys=True)))
+        elif isinstance(b.get("type"), str) and not {"anyOf", "oneOf", "allOf", "$ref"} & set(b):
+            t = b["type"]
+            types.append(("type", "number" if t == "integer" else t))
+        else:
+            return False
+    return len(set(types)) == len(types)
+
+
+def _find_anchor(doc: Any, name: str) -> Any:
+    if isinstance(doc, dict):
+        if doc.get("$anchor") == name or doc.get("$id") == "#" + name:
+            return doc
+        for v in doc.values():
+            found = _find_anchor(v, name)
+            if found is not None:
+                return found
+    elif isinstance(doc, list):
+        for v in doc:
+            found = _find_anchor(v, name)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,219 @@
+"""JsonSchema against jsonschema: hand-picked instances, and random generations validated."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+
+import jsonschema
+import numpy as np
+import pytest
+
+from conftest import shared_vocab
+from pse import JsonSchema, SchemaError, StructuringEngine
+from pse.json_schema import integer_pattern
+from pse.regex import compile_regex
+
+SCHEMAS = [
+    {"type": "object",
+     "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 8},
+                    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                    "tags": {"type": "array", "items": {"enum": ["a", "b", 3]}, "maxItems": 3},
+                    "email": {"type": "string", "format": "email"},
+                    "ok": {"type": "boolean"}, "none": {"type": "null"}},
+     "required": ["name"]},
+    {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+     "items": False, "minItems": 1},
+    {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 4},
+    {"$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "integer", "exclusiveMinimum": -5, "exclusiveMaximum": 5},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["value"], "additionalProperties": False}},
+     "$ref": "#/$defs/node"},
+    {"anyOf": [{"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"}, {"type": "integer"}]},
+    {"oneOf": [{"type": "string"}, {"type": "null"}]},
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+               {"properties": {"b": {"const": "x"}}}]},
+    {"type": "object", "additionalProperties": {"type": "integer"},
+     "properties": {"fixed": {"type": "string"}}},
+    {"type": "string", "pattern": "ab+", "maxLength": 5},
+    {"type": "string", "format": "date-time"},
+    {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"},
+                                      "ip": {"type": "string", "format": "ipv4"}},
+     "additionalProperties": False, "required": ["id"]},
+    {"enum": [1, "two", None, [3], {"four": 4}]},
+]
+
+INSTANCES = [
+    {"name": "Al", "age": 30, "tags": ["a", 3]}, {"name": "A"}, {"name": "Bob", "age": 151},
+    {"name": "Bob", "tags": ["a", "a", "b", "a"]}, {"name": "Bo", "email": "x@y.com"},
+    {"name": "Bo", "extra": [1]}, {"name": "Bo", "email": "nope"}, [1, "a"], [1, "a", 2], [],
+    ["x"], [1.5, 2], [1, 2, 3, 4, 5], {"value": 1, "children": [{"value": -4}]},
+    {"value": 5}, {"value": 1, "children": [{"value": 1, "x": 2}]}, "AB-123", "ab-123", 17,
+    "str", None, {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"b": "x"}, {"fixed": "s", "n": 2},
+    {"fixed": "s", "n": "2"}, "xaby", "abbbbb", "2024-02-29T12:30:00Z", "2024-13-01T00:00:00Z",
+    {"id": "123e4567-e89b-12d3-a456-426614174000", "ip": "10.0.0.255"},
+    {"id": "123e4567-e89b-12d3-a456-426614174000", "ip": "10.0.0.256"}, 1, "two", [3],
+    {"four": 4}, {"four": 5}, 1.5, {"name": "Bo", "age": -1}, {"name": "Bo", "age": 0},
+]
+
+
+def compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+def test_agrees_with_jsonschema(schema):
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema,
+                                                format_checker=jsonschema.FormatChecker())
+    for value in INSTANCES:
+        expected = validator.is_valid(value)
+        assert machine.matches(compact(value)) == expected, (schema, value)
+
+
+def test_schema_order_of_properties():
+    m = JsonSchema({"properties": {"a": {}, "b": {}}})
+    assert m.matches('{"a":1,"b":2}') and m.matches('{"b":2}')
+    assert not m.matches('{"b":2,"a":1}')  # listed properties come in schema order
+    assert m.matches('{"a":1,"z":3}') and not m.matches('{"a":1,"a":3}')
+
+
+def test_large_max_length_is_counted():
+    m = JsonSchema({"type": "string", "maxLength": 1_000_000})
+    assert m.compile().n_dfa_states < 20
+    assert m.matches('"' + "x" * 5000 + '"')
+
+
+def test_unicode_and_escapes_count_as_one_character():
+    m = JsonSchema({"type": "string", "minLength": 2, "maxLength": 2})
+    for text, ok in [('"é🎉"', True), ('"\\n\\u00e9"', True), ('"a"', False), ('"abc"', False)]:
+        assert m.matches(text) == ok, text
+
+
+@pytest.mark.parametrize("lo, hi", [(None, None), (0, None), (None, 0), (-17, 42), (5, 5),
+                                    (-1000, -3), (99, 1001), (None, -10), (7, None)])
+def test_integer_ranges(lo, hi):
+    dfa = compile_regex(integer_pattern(lo, hi))
+    for n in list(range(-1200, 1200)) + [10**12, -10**12]:
+        inside = (lo is None or n >= lo) and (hi is None or n <= hi)
+        assert dfa.matches(str(n).encode()) == inside, n
+    assert not dfa.matches(b"01") and not dfa.matches(b"-")
+    assert dfa.matches(b"-0") == ((lo is None or lo <= 0) and (hi is None or hi >= 0))
+
+
+def test_pattern_is_a_search_and_spelled_as_json():
+    m = JsonSchema({"type": "string", "pattern": 'a"b'})
+    assert m.matches('"xxa\\"byy"') and not m.matches('"ab"')
+    anchored = JsonSchema({"type": "string", "pattern": "^a+$"})
+    assert anchored.matches('"aaa"') and not anchored.matches('"baaa"')
+
+
+def test_schema_from_text_and_bad_schemas():
+    assert JsonSchema('{"type": "integer"}').matches("12")
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        JsonSchema("{nope")
+    with pytest.raises(SchemaError, match="false"):
+        JsonSchema(False)
+    with pytest.raises(SchemaError, match="does not resolve"):
+        JsonSchema({"$ref": "#/$defs/missing"})
+    with pytest.raises(SchemaError, match="unknown type"):
+        JsonSchema({"type": "strin"})
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        JsonSchema({"type": "array", "uniqueItems": True})
+    with pytest.raises(SchemaError, match="property_order"):
+        JsonSchema({}, property_order="sorted")
+
+
+def test_not_strict_approximates_with_a_warning():
+    with pytest.warns(UserWarning, match="uniqueItems"):
+        m = JsonSchema({"type": "array", "uniqueItems": True}, strict=False)
+    assert m.matches("[1,1]") and m.warnings
+
+
+def test_unknown_format_is_ignored_with_a_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = JsonSchema({"type": "string", "format": "colour"})
+    assert any("colour" in str(w.message) for w in caught)
+    assert m.matches('"anything"')
+
+
+def test_unsatisfiable_schema():
+    with pytest.raises(SchemaError):
+        JsonSchema({"type": "integer", "minimum": 5, "maximum": 4})
+
+
+def test_engine_takes_schemas_directly():
+    vocab = shared_vocab("llama3")
+    engine = StructuringEngine(vocab)
+    engine.configure({"type": "integer", "maximum": 9})
+    assert engine.consume_tokens(vocab.encode("7")) == 1 and engine.is_accepting()
+    engine.configure('{"const": "x"}')
+    assert engine.consume_tokens(vocab.encode('"x"')) == len(vocab.encode('"x"'))
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is in the test extra")
+
+    class Point(pydantic.BaseModel):
+        x: int
+        y: int
+
+    engine.configure(Point)
+    text = '{"x":1,"y":-2}'
+    assert engine.consume_tokens(vocab.encode(text)) == len(vocab.encode(text))
+    assert engine.is_accepting()
+
+
+def test_remote_ref_through_retrieve():
+    remote = {"type": "string", "maxLength": 3}
+    m = JsonSchema({"$ref": "http://example.com/s.json"}, retrieve=lambda uri: remote)
+    assert m.matches('"abc"') and not m.matches('"abcd"')
+    with pytest.raises(SchemaError, match="retrieve"):
+        JsonSchema({"$ref": "http://example.com/s.json"})
+
+
+# --- random generations validate (jsonschema is the oracle) ----------------------------------
+
+_LENGTHS: dict = {}
+
+
+def generate(engine: StructuringEngine, rng: random.Random, max_tokens: int = 150):
+    """Sample tokens from the mask (mostly short ones, so that structures close) until EOS;
+    the text, or None when it did not finish."""
+    vocab = engine.vocab
+    if id(vocab) not in _LENGTHS:
+        _LENGTHS[id(vocab)] = np.array([len(vocab.token_bytes(i)) if vocab.has_token(i) else 0
+                                        for i in range(vocab.size)])
+    lengths = _LENGTHS[id(vocab)]
+    eos = vocab.eos_token_ids[0]
+    tokens = []
+    for _ in range(max_tokens):
+        allowed = engine.allowed_token_ids()
+        assert len(allowed), "empty mask"
+        choices = allowed[allowed != eos]
+        if eos in allowed and (not len(choices) or rng.random() < 0.5):
+            return vocab.decode_bytes(tokens)
+        short = choices[lengths[choices] <= 2]
+        pool = short if len(short) and rng.random() < 0.8 else choices
+        tid = int(pool[rng.randrange(len(pool))])
+        assert engine.consume_token(tid)
+        tokens.append(tid)
+    return None
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+def test_generated_values_validate(schema):
+    vocab = shared_vocab("llama3")
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(0)
+    engine = StructuringEngine(vocab)
+    engine.configure(JsonSchema(schema))
+    finished = 0
+    for _ in range(15):
+        engine.reset()
+        text = generate(engine, rng)
+        if text is None:
+            continue
+        finished += 1
+        validator.validate(json.loads(text))
+    assert finished >= 3
