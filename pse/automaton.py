@@ -344,8 +344,16 @@ def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
         yield [(a[k], b[k]) for k in range(n)]
 
 
+# A product of two automata with more states than this is refused (compile time and memory).
+MAX_PRODUCT_STATES = 20_000
+
+
 def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
-    """BFS over pairs of states; b's missing edges lead to -1 (a dead b) when keep_dead_b."""
+    """BFS over pairs of states; b's missing edges lead to -1 (a dead b) when keep_dead_b.
+
+    Raises:
+        GrammarError: more than MAX_PRODUCT_STATES states.
+    """
     index = {(0, 0): 0}
     pairs = [(0, 0)]
     trans: list[list[tuple[int, int, int]]] = []
@@ -371,6 +379,11 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
             if j is None:
                 j = index[(t1, t2)] = len(pairs)
                 pairs.append((t1, t2))
+                if len(pairs) > MAX_PRODUCT_STATES:
+                    from pse.errors import GrammarError
+
+                    raise GrammarError(f"combining two automata needs more than "
+                                       f"{MAX_PRODUCT_STATES} states (MAX_PRODUCT_STATES)")
             row.append((lo, hi, j))
         trans.append(row)
     return minimize(trim(DFA(trans, accepts)))

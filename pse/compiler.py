@@ -45,8 +45,10 @@ class _Rule:
 
 
 class _Terminal:
-    def __init__(self, dfa: automaton.DFA, counted: bool, min_count: int, max_count: int) -> None:
+    def __init__(self, dfa: automaton.DFA, counted: bool, min_count: int, max_count: int,
+                 key: Hashable) -> None:
         self.dfa, self.counted, self.min, self.max = dfa, counted, min_count, max_count
+        self.key = key  # equal keys: equal terminals, in any structure
 
 
 class _Compiler:
@@ -136,7 +138,7 @@ class _Compiler:
                     raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
                 dfa = _without_reentry(dfa)
             tid = self.terminal_ids[key] = len(self.terminals)
-            self.terminals.append(_Terminal(dfa, counted, key[2], key[3]))
+            self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key))
         rule.terms[a].append((tid, b))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
@@ -293,7 +295,7 @@ class _Compiler:
             dfa_accept=accept, dfa_final=final,
             term_start=offsets, term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
-            term_first=term_first.ravel(),
+            term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
         )
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 import re
 import warnings
 from typing import Any, Callable
 
 from pse import automaton
-from pse.errors import SchemaError
+from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import AnyOf, Chain, Forward, Phrase, StateMachine, Terminal, Whitespace
 from pse.regex import compile_regex
@@ -74,7 +75,7 @@ FORMATS = {
 
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
 # unrolled length automaton; above this bound that is refused.
-MAX_UNROLLED_LENGTH = 256
+MAX_UNROLLED_LENGTH = 64
 
 
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
@@ -140,18 +141,11 @@ class DfaTerminal(Terminal):
         return self._dfa
 
     def terminal_key(self):
-        return ("dfa", id(self))
+        # by content: equal automata share compiled terminals and cached mask slices
+        return ("dfa", tuple(map(tuple, self._dfa.trans)), tuple(self._dfa.accept))
 
     def __repr__(self) -> str:
         return f"DfaTerminal({self.name})"
-
-
-def _string_content_dfa() -> automaton.DFA:
-    nfa = automaton.NFA()
-    unit = JsonStringContent().unit_dfa()
-    # re-enter the unit DFA as NFA fragments: (unit)*
-    start, end = _dfa_into(nfa, unit)
-    return automaton.determinize(nfa, automaton.star(nfa, (start, end)))
 
 
 def _dfa_into(nfa: automaton.NFA, dfa: automaton.DFA) -> automaton.Fragment:
@@ -230,6 +224,100 @@ def integer_pattern(lo: int | None, hi: int | None) -> str:
     return "|".join(f"(?:{a})" for a in alts) if alts else "(?!)"
 
 
+# --- decimal ranges ------------------------------------------------------------------------------
+# Numbers with bounds are written without an exponent: -?(0|[1-9][0-9]*)(\.[0-9]+)?, and a
+# bound compares the magnitude I.F digit by digit (exact for any decimal bound).
+
+_ANY_FRACTION = r"(\.[0-9]+)?"
+
+
+def _split(d: Decimal) -> tuple[int, str]:
+    """|d| as (integer part, fraction digits without trailing zeros)."""
+    text = format(abs(d), "f")
+    whole, _, frac = text.partition(".")
+    return int(whole), frac.rstrip("0")
+
+
+def _int_regex(lo: int, hi: int | None) -> str:
+    alts = _nonnegative_range(lo, hi)
+    return "(?:" + "|".join(alts) + ")" if alts else "(?!)"
+
+
+def _magnitude_at_least(d: Decimal, strict: bool) -> str:
+    """Regex of magnitudes I.F >= |d| (strict: >)."""
+    a, b = _split(d)
+    alts = [_int_regex(a + 1, None) + _ANY_FRACTION]
+    if not b:
+        alts.append(f"{a}" + (r"\.[0-9]*[1-9][0-9]*" if strict else _ANY_FRACTION))
+    else:
+        for i, digit in enumerate(b):
+            if digit != "9":
+                alts.append(f"{a}\\.{b[:i]}[{int(digit) + 1}-9][0-9]*")
+        alts.append(f"{a}\\.{b}" + (r"[0-9]*[1-9][0-9]*" if strict else r"[0-9]*"))
+    return "|".join(f"(?:{x})" for x in alts)
+
+
+def _magnitude_at_most(d: Decimal, strict: bool) -> str:
+    """Regex of magnitudes I.F <= |d| (strict: <)."""
+    a, b = _split(d)
+    alts = [_int_regex(0, a - 1) + _ANY_FRACTION] if a > 0 else []
+    if not b:
+        if not strict:
+            alts.append(f"{a}" + r"(\.0+)?")
+    else:
+        alts.append(f"{a}")
+        for i, digit in enumerate(b):
+            if digit != "0":
+                alts.append(f"{a}\\.{b[:i]}[0-{int(digit) - 1}][0-9]*")
+        for i in range(1, len(b) + (0 if strict else 1)):
+            alts.append(f"{a}\\.{b[:i]}0*")
+    return "|".join(f"(?:{x})" for x in alts) if alts else "(?!)"
+
+
+_MAGNITUDE = r"(0|[1-9][0-9]*)(\.[0-9]+)?"
+
+
+def number_range_dfa(lo, hi) -> automaton.DFA:
+    """JSON numbers (no exponent) v with lo <= v <= hi; lo/hi are (Decimal, exclusive) or None."""
+    def side(constraints: list[tuple[str, Decimal, bool]]) -> automaton.DFA:
+        dfa = compile_regex(_MAGNITUDE)
+        for kind, d, strict in constraints:
+            pattern = (_magnitude_at_least if kind == "ge" else _magnitude_at_most)(d, strict)
+            dfa = automaton.intersect(dfa, compile_regex(pattern))
+        return dfa
+
+    # v >= 0, written without "-": the magnitude is v
+    pos: list = []
+    pos_ok = True
+    if lo is not None and (lo[0] > 0 or (lo[0] == 0 and lo[1])):
+        pos.append(("ge", lo[0], lo[1]))
+    if hi is not None:
+        if hi[0] < 0 or (hi[0] == 0 and hi[1]):
+            pos_ok = False
+        else:
+            pos.append(("le", hi[0], hi[1]))
+    # v <= 0, written with "-": v = -m
+    neg: list = []
+    neg_ok = True
+    if lo is not None:
+        if lo[0] > 0 or (lo[0] == 0 and lo[1]):
+            neg_ok = False
+        else:
+            neg.append(("le", -lo[0], lo[1]))  # -m >= lo  <=>  m <= -lo
+    if hi is not None and (hi[0] < 0 or (hi[0] == 0 and hi[1])):
+        neg.append(("ge", -hi[0], hi[1]))  # -m <= hi  <=>  m >= -hi
+    nfa = automaton.NFA()
+    parts = []
+    if pos_ok:
+        parts.append(_dfa_into(nfa, side(pos)))
+    if neg_ok:
+        parts.append(automaton.concat(nfa, [automaton.literal(nfa, b"-"),
+                                            _dfa_into(nfa, side(neg))]))
+    if not parts:
+        return automaton.DFA([[]], [False])
+    return automaton.determinize(nfa, automaton.alternation(nfa, parts))
+
+
 # --- the compiler ------------------------------------------------------------------------------
 
 class JsonSchema(StateMachine):
@@ -290,7 +378,6 @@ class _Compiler:
         self.warnings: list[str] = []
         self.refs: dict[str, Forward] = {}
         self.any_value = Json(whitespace=ws).value
-        self.string_dfa = None
 
     # -- helpers ---------------------------------------------------------------------------
     def fail(self, pointer: str, keyword: str, message: str) -> None:
@@ -489,11 +576,10 @@ class _Compiler:
         dfa = None
         for pattern, search, where in patterns:
             try:
-                p = compile_regex(pattern, re.ASCII if not search else 0, search=search,
-                                  char_class=json_char_class)
-            except Exception as e:  # GrammarError with the regex's own message
+                p = compile_regex(pattern, re.ASCII, search=search, char_class=json_char_class)
+            except GrammarError as e:
                 raise SchemaError(f"{where}: {e}") from None
-            dfa = p if dfa is None else automaton.intersect(dfa, p)
+            dfa = p if dfa is None else self.intersect(dfa, p, where)
         if lo > 0 or hi is not None:
             if hi is None or hi > MAX_UNROLLED_LENGTH:
                 if hi is not None or lo > MAX_UNROLLED_LENGTH:
@@ -501,9 +587,9 @@ class _Compiler:
                               f"a length bound over {MAX_UNROLLED_LENGTH} together with a "
                               "pattern or format is not supported")
                 else:
-                    dfa = automaton.intersect(dfa, _at_least_dfa(lo))
+                    dfa = self.intersect(dfa, _at_least_dfa(lo), f"{pointer}/minLength")
             else:
-                dfa = automaton.intersect(dfa, _length_dfa(lo, hi))
+                dfa = self.intersect(dfa, _length_dfa(lo, hi), f"{pointer}/maxLength")
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
@@ -522,39 +608,75 @@ class _Compiler:
                 return None
             pattern = integer_pattern(ilo, ihi)
             return DfaTerminal(compile_regex(pattern), f"integer at {pointer}")
-        if lo is not None or hi is not None:
-            self.fail(pointer, "minimum/maximum", "bounds on non-integer numbers are not "
-                      "supported yet")
-        return JsonNumber()
+        if lo is None and hi is None:
+            return JsonNumber()
+        dec = lambda b: None if b is None else (Decimal(str(b[0])), b[1])  # noqa: E731
+        try:
+            dfa = number_range_dfa(dec(lo), dec(hi))
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: minimum/maximum: {e}") from None
+        if not dfa.trans[0]:
+            return None
+        return DfaTerminal(dfa, f"number at {pointer}")
 
     # -- objects -----------------------------------------------------------------------------
     def object(self, node: dict, pointer: str) -> StateMachine | None:
         props: dict = node.get("properties", {}) or {}
         required = list(dict.fromkeys(node.get("required", []) or []))
         additional = node.get("additionalProperties", True)
-        for key in ("patternProperties", "propertyNames"):
-            if node.get(key):
-                self.fail(f"{pointer}/{key}", key, "not supported yet")
-        names = list(props)
-        for name in required:
-            if name not in props:
-                names.append(name)
+        patterns: dict = node.get("patternProperties", {}) or {}
+        if node.get("propertyNames") not in (None, True, {}):
+            self.fail(f"{pointer}/propertyNames", "propertyNames", "not supported yet")
+        names = list(props) + [n for n in required if n not in props]
+
+        def value_schema(name: str) -> Any:
+            """What a named property must satisfy: its own schema (or additionalProperties
+            when it is not listed) and every patternProperties schema whose pattern it has."""
+            own = [props[name]] if name in props else []
+            matching = [sub for pat, sub in patterns.items() if _search(pat, name, pointer)]
+            if not own and not matching:
+                own = [additional]
+            schemas = own + matching
+            return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+
         members: list[tuple[str, StateMachine, bool]] = []
         for name in names:
-            sub = props[name] if name in props else additional
-            where = f"{pointer}/properties/{_escape(name)}"
-            m = self.compile(sub, where)
+            m = self.compile(value_schema(name), f"{pointer}/properties/{_escape(name)}")
             if m is None:
                 if name in required:
                     return None
                 continue
             members.append((name, m, name in required))
-        n_min = node.get("minProperties", 0)
-        n_max = node.get("maxProperties")
+        # keys not listed: one kind per patternProperties pattern, then the rest
+        others: list[tuple[automaton.DFA, StateMachine, str]] = []
+        listed = self.key_dfa("|".join(re.escape(n) for n in names), False, pointer) \
+            if names else None
+        covered = None
+        for i, (pat, sub) in enumerate(patterns.items()):
+            where = f"{pointer}/patternProperties/{_escape(pat)}"
+            keys = self.key_dfa(pat, True, where)
+            if listed is not None:
+                keys = automaton.difference(keys, listed)
+            if covered is not None and _nonempty(self.intersect(keys, covered, where)):
+                self.fail(where, "patternProperties", "patterns that overlap are not "
+                          "supported yet")
+            covered = keys if covered is None else _union(covered, keys)
+            m = self.compile(sub, where)
+            if m is not None and _nonempty(keys):
+                others.append((keys, m, where))
         extra = None if additional is False else self.compile(additional,
                                                                f"{pointer}/additionalProperties")
+        if extra is not None:
+            keys = self.key_dfa("(?s).*", False, pointer)
+            for cut in (listed, covered):
+                if cut is not None:
+                    keys = automaton.difference(keys, cut)
+            if _nonempty(keys):
+                others.append((keys, extra, f"{pointer}/additionalProperties"))
+        n_min = node.get("minProperties", 0)
+        n_max = node.get("maxProperties")
         n_required = sum(1 for *_, req in members if req)
-        n_possible = math.inf if extra is not None else len(members)
+        n_possible = math.inf if others else len(members)
         if n_min > n_possible:
             return None
         if n_min > n_required or (n_max is not None and n_max < n_possible):
@@ -570,25 +692,30 @@ class _Compiler:
                     (member if first else Chain(self.sep(","), member), (i + 1, False)))
                 if not req:
                     graph[(i, first)].append((empty, (i + 1, first)))
-        ends = [(n, True), (n, False)]
         for first in (True, False):
             graph.setdefault((n, first), [])
-        if extra is not None:
-            key_dfa = automaton.difference(self.string_content(),
-                                           _literal_dfa([json.dumps(x, ensure_ascii=False)[1:-1]
-                                                         .encode() for x in names]))
-            key = Chain(Phrase('"'), DfaTerminal(key_dfa, f"other key at {pointer}"),
-                        Phrase('"'))
-            member = Chain(key, self.sep(":"), extra)
+        for keys, m, where in others:
+            key = Chain(Phrase('"'), DfaTerminal(keys, f"keys at {where}"), Phrase('"'))
+            member = Chain(key, self.sep(":"), m)
             graph[(n, True)].append((member, (n, False)))
             graph[(n, False)].append((Chain(self.sep(","), member), (n, False)))
-        body = StateMachine(graph, start_state=(0, True), end_states=ends)
+        body = StateMachine(graph, start_state=(0, True), end_states=[(n, True), (n, False)])
         return Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), Phrase("}"))
 
-    def string_content(self) -> automaton.DFA:
-        if self.string_dfa is None:
-            self.string_dfa = _string_content_dfa()
-        return self.string_dfa
+    def key_dfa(self, pattern: str, search: bool, where: str) -> automaton.DFA:
+        """Object keys (string content, spelled as `json_char_class` spells characters) whose
+        value matches `pattern`."""
+        try:
+            return compile_regex(pattern, re.ASCII if search else 0, search=search,
+                                 char_class=json_char_class)
+        except GrammarError as e:
+            raise SchemaError(f"{where}: {e}") from None
+
+    def intersect(self, a: automaton.DFA, b: automaton.DFA, where: str) -> automaton.DFA:
+        try:
+            return automaton.intersect(a, b)
+        except GrammarError as e:
+            raise SchemaError(f"{where}: {e}") from None
 
     # -- arrays ------------------------------------------------------------------------------
     def array(self, node: dict, pointer: str) -> StateMachine | None:
@@ -643,9 +770,21 @@ def _at_least_dfa(lo: int) -> automaton.DFA:
     return automaton.determinize(nfa, automaton.concat(nfa, parts))
 
 
-def _literal_dfa(words: list[bytes]) -> automaton.DFA:
+def _search(pattern: str, text: str, pointer: str) -> bool:
+    try:
+        return re.search(pattern, text, re.ASCII) is not None
+    except re.error as e:
+        raise SchemaError(f"{pointer}/patternProperties: {pattern!r} is malformed: {e}") from None
+
+
+def _nonempty(dfa: automaton.DFA) -> bool:
+    return dfa.accept[0] or bool(dfa.trans[0])
+
+
+def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
     nfa = automaton.NFA()
-    return automaton.determinize(nfa, automaton.literals(nfa, words))
+    return automaton.determinize(nfa, automaton.alternation(nfa, [
+        _dfa_into(nfa, a), _dfa_into(nfa, b)]))
 
 
 def _escape(name: str) -> str:

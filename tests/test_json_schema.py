@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import random
 import warnings
+from decimal import Decimal
 
 import jsonschema
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from conftest import shared_vocab
 from pse import JsonSchema, SchemaError, StructuringEngine
-from pse.json_schema import integer_pattern
+from pse.json_schema import integer_pattern, number_range_dfa
 from pse.regex import compile_regex
 
 SCHEMAS = [
@@ -43,6 +45,11 @@ SCHEMAS = [
                                       "ip": {"type": "string", "format": "ipv4"}},
      "additionalProperties": False, "required": ["id"]},
     {"enum": [1, "two", None, [3], {"four": 4}]},
+    {"type": "object", "properties": {"id": {"type": "integer"}, "x-id": {"type": "string"}},
+     "patternProperties": {"^x-": {"type": "string", "maxLength": 3}, "^n_": {"type": "number"}},
+     "additionalProperties": False},
+    {"type": "number", "minimum": -1.5, "exclusiveMaximum": 2},
+    {"enum": ["a", 1, "bb"], "type": "string", "maxLength": 1},
 ]
 
 INSTANCES = [
@@ -56,6 +63,8 @@ INSTANCES = [
     {"id": "123e4567-e89b-12d3-a456-426614174000", "ip": "10.0.0.255"},
     {"id": "123e4567-e89b-12d3-a456-426614174000", "ip": "10.0.0.256"}, 1, "two", [3],
     {"four": 4}, {"four": 5}, 1.5, {"name": "Bo", "age": -1}, {"name": "Bo", "age": 0},
+    {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}, {"x-": "s", "n_1": 2.5}, {"other": 1},
+    {"id": "1"}, {"x-id": "long text"}, {"x-abc": "long"}, -1.5, -1.6, 1.99, 2, "a", "bb",
 ]
 
 
@@ -217,3 +226,33 @@ def test_generated_values_validate(schema):
         finished += 1
         validator.validate(json.loads(text))
     assert finished >= 3
+
+
+decimals = st.decimals(min_value=-500, max_value=500, allow_nan=False, places=3)
+bounds = st.one_of(st.none(), st.tuples(decimals, st.booleans()))
+number_texts = st.one_of(
+    st.decimals(min_value=-600, max_value=600, allow_nan=False, places=4).map(
+        lambda d: format(d, "f")),
+    st.integers(-600, 600).map(str),
+)
+
+
+@given(bounds, bounds, st.lists(number_texts, min_size=1, max_size=30))
+def test_number_ranges_against_decimal(lo, hi, texts):
+    dfa = number_range_dfa(lo, hi)
+    for text in texts:
+        if text.startswith("-0") and len(text) > 2 and text[2] != ".":
+            continue
+        v = Decimal(text)
+        inside = (lo is None or (v > lo[0] if lo[1] else v >= lo[0])) and \
+            (hi is None or (v < hi[0] if hi[1] else v <= hi[0]))
+        assert dfa.matches(text.encode()) == inside, (lo, hi, text)
+
+
+def test_number_bounds_in_a_schema():
+    m = JsonSchema({"type": "number", "minimum": 0, "exclusiveMaximum": 1.5})
+    for text, ok in [("0", True), ("-0", True), ("1.49", True), ("1.5", False), ("-0.01", False),
+                     ("1", True), ("0.0", True)]:
+        assert m.matches(text) == ok, text
+    with pytest.raises(SchemaError):
+        JsonSchema({"type": "number", "minimum": 2, "maximum": 1})

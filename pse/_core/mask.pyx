@@ -21,6 +21,9 @@ cnp.import_array()
 
 from collections import OrderedDict
 
+# Slice entries kept per vocabulary for reuse across structures (least recently used dropped).
+MAX_SHARED_SLICES = 4096
+
 cdef enum:
     TOKEN_TEXT = 0
     TOKEN_EOS = 1
@@ -82,6 +85,8 @@ cdef class SliceCache:
         cdef int32_t e, term, target, k
         cdef TokenTrie trie = vocab.trie
         cdef int vocab_size = vocab.size
+        if trie.shared_slices is None:
+            trie.shared_slices = OrderedDict()
         self.structure = structure
         self.trie = trie
         self.vocab_size = vocab_size
@@ -115,8 +120,22 @@ cdef class SliceCache:
         cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
         key = (s.term, s.dstate, cls)
         entry = self.entries.get(key)
+        if entry is not None:
+            return <SliceEntry>entry
+        # equal terminals in other structures (the same phrase, JSON string) built it already?
+        shared = self.trie.shared_slices
+        follow = (<char*>&self.follow[8 * s.term])[:32]
+        global_key = (self.structure.terminal_keys[s.term],
+                      s.dstate - self.structure.t.term_start[s.term], cls, follow)
+        entry = shared.get(global_key)
         if entry is None:
-            entry = self.entries[key] = self.build(s.term, s.dstate, cls)
+            entry = self.build(s.term, s.dstate, cls)
+            shared[global_key] = entry
+            if len(shared) > MAX_SHARED_SLICES:
+                shared.popitem(last=False)
+        else:
+            shared.move_to_end(global_key)
+        self.entries[key] = entry
         return <SliceEntry>entry
 
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):

@@ -157,6 +157,7 @@ cdef class CompiledStructure:
     cdef Arena arena
     cdef object _buffers        # numpy arrays that own the table memory
     cdef readonly object machine
+    cdef readonly list terminal_keys   # per terminal: a key equal terminals share
     cdef readonly int n_rules
     cdef object __weakref__
 

@@ -19,3 +19,4 @@ ctypedef struct Trie:
 cdef class TokenTrie:
     cdef Trie t
     cdef object _buffers
+    cdef public object shared_slices   # slice entries shared by every structure (mask.pyx)
