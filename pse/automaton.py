@@ -155,8 +155,17 @@ def _eps_closure(nfa: NFA, states: Iterable[int]) -> frozenset[int]:
     return frozenset(seen)
 
 
+# A determinized automaton with more states than this is refused (subset construction can
+# grow exponentially: a search for `a.{30}` needs 2^30 states).
+MAX_DFA_STATES = 10_000
+
+
 def determinize(nfa: NFA, frag: Fragment) -> DFA:
-    """Subset construction over byte ranges, then trimming and minimization."""
+    """Subset construction over byte ranges, then trimming and minimization.
+
+    Raises:
+        GrammarError: more than MAX_DFA_STATES states.
+    """
     start = _eps_closure(nfa, [frag[0]])
     index = {start: 0}
     sets = [start]
@@ -180,6 +189,11 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
             if j is None:
                 j = index[target_set] = len(sets)
                 sets.append(target_set)
+                if len(sets) > MAX_DFA_STATES:
+                    from pse.errors import GrammarError
+
+                    raise GrammarError(f"the automaton needs more than {MAX_DFA_STATES} states "
+                                       "(MAX_DFA_STATES)")
             if row and row[-1][2] == j and row[-1][1] == lo - 1:
                 row[-1] = (row[-1][0], hi, j)
             else:
@@ -386,7 +400,7 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
                                        f"{MAX_PRODUCT_STATES} states (MAX_PRODUCT_STATES)")
             row.append((lo, hi, j))
         trans.append(row)
-    return minimize(trim(DFA(trans, accepts)))
+    return trim(DFA(trans, accepts))  # minimizing costs more than the extra states
 
 
 def intersect(a: DFA, b: DFA) -> DFA:

@@ -13,6 +13,8 @@ Steps:
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Hashable
 
 import numpy as np
@@ -124,19 +126,9 @@ class _Compiler:
         key = (m.terminal_key(), counted, max(lo, 1), UNBOUNDED if hi is None else hi)
         tid = self.terminal_ids.get(key)
         if tid is None:
-            dfa = m.unit_dfa()
-            if dfa.accept[0]:
-                if counted:
-                    raise GrammarError(f"{m!r}: a repeated unit must not match the empty string")
-                if lo != 0:
-                    raise GrammarError(f"{m!r} matches the empty string: its min_count must be 0")
-                dfa = _without_empty(dfa)  # the empty match is the epsilon edge added above
-            if not dfa.trans[0]:
+            dfa = _terminal_dfa(m, key, counted, lo)
+            if dfa is None:
                 return  # nothing (more) to match: no edge
-            if counted:
-                if not dfa.is_prefix_free():
-                    raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
-                dfa = _without_reentry(dfa)
             tid = self.terminal_ids[key] = len(self.terminals)
             self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key))
         rule.terms[a].append((tid, b))
@@ -309,6 +301,39 @@ def _resolve(machine: StateMachine) -> StateMachine:
         seen.add(id(machine))
         machine = machine.target
     return machine
+
+
+# The DFAs of terminals seen lately, by key: structures built from the same pieces (every
+# schema's strings, numbers and punctuation) determinize them once.
+_DFA_CACHE: OrderedDict = OrderedDict()
+_DFA_CACHE_SIZE = 4096
+_DFA_LOCK = threading.Lock()
+
+
+def _terminal_dfa(m: Terminal, key: Hashable, counted: bool, lo: int) -> automaton.DFA | None:
+    """The DFA the core runs for terminal `m` (None: it matches only the empty string)."""
+    with _DFA_LOCK:
+        if key in _DFA_CACHE:
+            _DFA_CACHE.move_to_end(key)
+            return _DFA_CACHE[key]
+    dfa = m.unit_dfa()
+    if dfa.accept[0]:
+        if counted:
+            raise GrammarError(f"{m!r}: a repeated unit must not match the empty string")
+        if lo != 0:
+            raise GrammarError(f"{m!r} matches the empty string: its min_count must be 0")
+        dfa = _without_empty(dfa)  # the empty match is the epsilon edge the caller adds
+    if not dfa.trans[0]:
+        dfa = None
+    elif counted:
+        if not dfa.is_prefix_free():
+            raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
+        dfa = _without_reentry(dfa)
+    with _DFA_LOCK:
+        _DFA_CACHE[key] = dfa
+        if len(_DFA_CACHE) > _DFA_CACHE_SIZE:
+            _DFA_CACHE.popitem(last=False)
+    return dfa
 
 
 def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:

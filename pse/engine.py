@@ -6,7 +6,7 @@ import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -100,24 +100,10 @@ class StructuringEngine:
             ValueError: wrong shape, dtype or index.
         """
         matcher = self.matcher
-        if type(bitmask) is np.ndarray:
-            matcher.fill_row(bitmask, _index(index))
-            return
-        if type(bitmask).__module__.split(".")[0] != "torch":
-            raise ValueError(f"bitmask must be a numpy array or a torch tensor, not "
-                             f"{type(bitmask).__name__}")
-        if str(bitmask.dtype) != "torch.int32" or bitmask.dim() != 2:
-            raise ValueError(f"bitmask must be a 2-D int32 tensor, got {bitmask.dtype} "
-                             f"with {bitmask.dim()} dimensions")
-        if bitmask.device.type == "cpu" and bitmask.is_contiguous():
-            matcher.fill_row(bitmask.numpy(), _index(index))
-            return
-        row = np.empty((1, self.n_words), dtype=np.int32)
-        matcher.fill_row(row, 0)
-        if bitmask.shape[1] != self.n_words or not 0 <= _index(index) < bitmask.shape[0]:
-            raise ValueError(f"bitmask of shape {tuple(bitmask.shape)} has no row {index} of "
-                             f"{self.n_words} words")
-        bitmask[index].copy_(_torch_from_numpy(bitmask, row[0]))
+        host, copy_back = _host_bitmask(bitmask)
+        matcher.fill_row(host, _index(index))
+        if copy_back is not None:
+            copy_back()
 
     # -- consuming ----------------------------------------------------------------------------
     def consume_token(self, token_id: int) -> bool:
@@ -229,10 +215,23 @@ def _index(index: Any) -> int:
     return int(index)
 
 
-def _torch_from_numpy(like: Any, arr: np.ndarray) -> Any:
+def _host_bitmask(bitmask: Any) -> tuple[np.ndarray, Callable[[], None] | None]:
+    """A numpy view of a bitmask (numpy, or a CPU torch tensor), or for a tensor elsewhere a
+    host copy and the function that copies it back."""
+    if type(bitmask) is np.ndarray:
+        return bitmask, None
+    if type(bitmask).__module__.split(".")[0] != "torch":
+        raise ValueError(f"bitmask must be a numpy array or a torch tensor, not "
+                         f"{type(bitmask).__name__}")
+    if str(bitmask.dtype) != "torch.int32" or bitmask.dim() != 2:
+        raise ValueError(f"bitmask must be a 2-D int32 tensor, got {bitmask.dtype} "
+                         f"with {bitmask.dim()} dimensions")
+    if bitmask.device.type == "cpu" and bitmask.is_contiguous():
+        return bitmask.numpy(), None
     import torch
 
-    return torch.from_numpy(arr).to(like.device)
+    host = bitmask.cpu().contiguous().numpy()
+    return host, lambda: bitmask.copy_(torch.from_numpy(host).to(bitmask.device))
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -259,18 +258,7 @@ def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: A
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
                                        thread_name_prefix="pse-mask")
-    if type(bitmask) is np.ndarray:
-        fill_batch(matchers, bitmask, _POOL, threads)
-        return
-    if type(bitmask).__module__.split(".")[0] != "torch":
-        raise ValueError(f"bitmask must be a numpy array or a torch tensor, not "
-                         f"{type(bitmask).__name__}")
-    if str(bitmask.dtype) != "torch.int32" or bitmask.dim() != 2:
-        raise ValueError(f"bitmask must be a 2-D int32 tensor, got {bitmask.dtype} "
-                         f"with {bitmask.dim()} dimensions")
-    if bitmask.device.type == "cpu" and bitmask.is_contiguous():
-        fill_batch(matchers, bitmask.numpy(), _POOL, threads)
-        return
-    host = np.empty((len(engines), bitmask.shape[1]), dtype=np.int32)
+    host, copy_back = _host_bitmask(bitmask)
     fill_batch(matchers, host, _POOL, threads)
-    bitmask[: len(engines)].copy_(_torch_from_numpy(bitmask, host))
+    if copy_back is not None:
+        copy_back()

@@ -29,7 +29,7 @@ _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
                 "$defs", "definitions", "contentMediaType", "contentEncoding", "$vocabulary",
-                "discriminator", "xml", "externalDocs", "example", "nullable_note"}
+                "discriminator", "xml", "externalDocs", "example"}
 
 # A calendar date, month lengths and leap years included (2024-02-29 yes, 2023-02-29 no).
 _DATE = (r"(\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)"
@@ -533,7 +533,15 @@ class _Compiler:
                 and k not in _ANNOTATIONS}
         if "const" in node and "enum" in node:
             rest["enum"] = node["enum"]
-        if rest:
+        if set(rest) == {"type"}:
+            types = [rest["type"]] if isinstance(rest["type"], str) else list(rest["type"])
+            values = [v for v in values if _json_type(v) in types
+                      or (_json_type(v) == "integer" and "number" in types)
+                      or (_json_type(v) == "number" and "integer" in types
+                          and float(v).is_integer())]
+            if not values:
+                return None
+        elif rest:
             check = self.compile(rest, pointer)
             if check is None:
                 return None
@@ -768,6 +776,20 @@ def _at_least_dfa(lo: int) -> automaton.DFA:
     parts = [_dfa_into(nfa, unit) for _ in range(lo)]
     parts.append(automaton.star(nfa, _dfa_into(nfa, unit)))
     return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _search(pattern: str, text: str, pointer: str) -> bool:

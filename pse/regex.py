@@ -175,10 +175,12 @@ def _strip_anchors(items: list) -> tuple[list, bool, bool]:
     return items, start, end
 
 
+@lru_cache(maxsize=1024)
 def compile_regex(pattern: str, flags: int = 0, search: bool = False,
                   char_class: CharClass = automaton.char_class) -> automaton.DFA:
     """A DFA for `pattern`: the whole text matches (search=True: the pattern occurs somewhere
-    in it, as JSON Schema's `pattern` means, unless anchored with ^ / $).
+    in it, as JSON Schema's `pattern` means, unless anchored with ^ / $). Results are cached;
+    the DFA returned is shared and must not be changed.
 
     Args:
         char_class: builds one character of a class; JSON strings pass one that also spells
@@ -211,7 +213,10 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
             body = automaton.concat(b.nfa, parts)
         frags.append(body)
     frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
-    return automaton.determinize(b.nfa, frag)
+    try:
+        return automaton.determinize(b.nfa, frag)
+    except GrammarError as e:
+        raise GrammarError(f"regex {pattern!r}: {e}") from None
 
 
 class Regex(Terminal):

@@ -12,7 +12,7 @@ cimport numpy as cnp
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_FRAME, PState, Scratch, StateSet, Tables, UNBOUNDED,
     exit_bytes, expand, get_frame, has_bit, is_accepting, push_frame, stateset_add,
-    stateset_free, stateset_init, step_set, term_accepting, term_step,
+    stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -319,7 +319,7 @@ cdef class Matcher:
     def advance(self, bytes data) -> bool:
         """Commit `data` if some live state consumes all of it; otherwise change nothing."""
         cdef Ctx c
-        cdef StateSet nxt, cur, swap
+        cdef StateSet nxt, cur
         cdef const unsigned char* p = data
         cdef Py_ssize_t i, n = len(data)
         if self.finished:
@@ -330,13 +330,8 @@ cdef class Matcher:
         try:
             for i in range(self.live.n):
                 stateset_add(&cur, &self.live.items[i])
-            for i in range(n):
-                step_set(&c, &cur, p[i], &nxt)
-                swap = cur
-                cur = nxt
-                nxt = swap
-                if cur.n == 0:
-                    return False
+            if step_bytes(&c, &cur, &nxt, p, n) == 0:
+                return False
             self.history.append(self.snapshot())
             self.live.n = 0
             for i in range(cur.n):

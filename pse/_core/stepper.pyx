@@ -5,7 +5,7 @@ from libc.stdint cimport int32_t, uint32_t
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, is_accepting, next_bytes, stateset_add,
-    stateset_free, stateset_init, step_set, step_state,
+    stateset_free, stateset_init, step_bytes, step_state,
 )
 
 
@@ -214,10 +214,10 @@ def consume_tokens(list steppers, tokens) -> list:
     cdef Stepper first, s
     cdef CompiledStructure structure
     cdef Ctx c
-    cdef StateSet cur, nxt, swap
+    cdef StateSet cur, nxt
     cdef bytes data
     cdef const unsigned char* p
-    cdef Py_ssize_t i, n
+    cdef Py_ssize_t i
     if not steppers:
         return []
     first = steppers[0]
@@ -235,14 +235,8 @@ def consume_tokens(list steppers, tokens) -> list:
             data = as_bytes(token)
             chunks.append(data)
             p = data
-            n = len(data)
-            for i in range(n):
-                step_set(&c, &cur, p[i], &nxt)
-                swap = cur
-                cur = nxt
-                nxt = swap
-                if cur.n == 0:
-                    return []
+            if step_bytes(&c, &cur, &nxt, p, len(data)) == 0:
+                return []
         history = (first.history, b"".join(chunks))
         return [Stepper.make(structure, cur.items[i], history, b"") for i in range(cur.n)]
     finally:

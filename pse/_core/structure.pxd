@@ -147,6 +147,8 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil
 cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
+cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
+                    ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, int32_t node, int32_t frame, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil

@@ -209,6 +209,22 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     return out.n
 
 
+cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
+                    ) except -1 nogil:
+    """Advance the set `cur` over n bytes in place (`spare` is scratch); how many states live.
+    Stops early once none is left."""
+    cdef Py_ssize_t i
+    cdef StateSet swap
+    for i in range(n):
+        step_set(c, cur, p[i], spare)
+        swap = cur[0]
+        cur[0] = spare[0]
+        spare[0] = swap
+        if cur.n == 0:
+            return 0
+    return cur.n
+
+
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     cdef int32_t node = s.node
     cdef int32_t frame = s.frame

@@ -60,6 +60,8 @@ def test_unsupported_and_malformed(pattern, needle):
 def test_too_large():
     with pytest.raises(GrammarError, match="MAX_NFA_STATES"):
         Regex(r"(a{1000}){1000}")
+    with pytest.raises(GrammarError, match="MAX_DFA_STATES"):
+        Regex(r"[ab]*a[ab]{20}")  # its DFA has 2^21 states
 
 
 ATOMS = [r"a", r"b", r"é", r"[ab]", r"[^a]", r"\d", r".", r"[a-c]", r"\w", r"-"]
