@@ -39,7 +39,6 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=200)
     args = ap.parse_args()
 
-    base = rss_mb()
     import pse
 
     after_import = rss_mb()

@@ -614,7 +614,8 @@ class _Compiler:
             ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
-            pattern = integer_pattern(ilo, ihi)
+            # 1.0 is an integer too (the specification's "integer" is a value, not a spelling)
+            pattern = f"(?:{integer_pattern(ilo, ihi)})(?:\\.0+)?"
             return DfaTerminal(compile_regex(pattern), f"integer at {pointer}")
         if lo is None and hi is None:
             return JsonNumber()

@@ -82,6 +82,12 @@ def test_agrees_with_jsonschema(schema):
         assert machine.matches(compact(value)) == expected, (schema, value)
 
 
+def test_integers_written_with_a_zero_fraction():
+    m = JsonSchema({"type": "integer", "minimum": 1})
+    assert m.matches("1.0") and m.matches("12.000") and not m.matches("1.5")
+    assert not m.matches("0.0") and not m.matches("1.")
+
+
 def test_schema_order_of_properties():
     m = JsonSchema({"properties": {"a": {}, "b": {}}})
     assert m.matches('{"a":1,"b":2}') and m.matches('{"b":2}')
