@@ -26,6 +26,10 @@ from pse.machines import Forward, StateMachine, Terminal
 
 # Composite machines larger than this (in inlined nodes) become rules of their own.
 INLINE_LIMIT = 256
+# A structure with more parser nodes than this is refused (compile time and memory).
+MAX_NODES = 100_000
+# Rules with more nodes than this are not searched for equivalent nodes (see below).
+MERGE_LIMIT = 5_000
 UNBOUNDED = -1
 
 
@@ -40,6 +44,9 @@ class _Rule:
         self.ends: set[int] = set()  # after epsilon elimination
 
     def new_node(self) -> int:
+        if len(self.eps) >= MAX_NODES:
+            raise GrammarError(f"the structure needs more than {MAX_NODES} parser nodes "
+                               f"(MAX_NODES) in {self.name}")
         self.eps.append([])
         self.terms.append([])
         self.calls.append([])
@@ -402,8 +409,12 @@ def _keep_live_nodes(rule: _Rule) -> None:
 
 def _merge_equivalent_nodes(rule: _Rule) -> None:
     """Merge bisimilar nodes (same end flag, same edges into the same classes), so that
-    copies made by inlining do not keep equivalent parser states apart."""
+    copies made by inlining do not keep equivalent parser states apart. Moore's refinement
+    takes one round per step of the longest chain, so very large rules are left as they are
+    (merging only saves work; it never changes the language)."""
     n = len(rule.terms)
+    if n > MERGE_LIMIT:
+        return
     block = [int(s in rule.ends) for s in range(n)]
     n_blocks = len(set(block))
     while True:

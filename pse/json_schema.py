@@ -76,6 +76,8 @@ FORMATS = {
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
 # unrolled length automaton; above this bound that is refused.
 MAX_UNROLLED_LENGTH = 64
+# minItems/maxItems unroll one parser state per item; above this bound that is refused.
+MAX_UNROLLED_ITEMS = 256
 
 
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
@@ -751,6 +753,15 @@ class _Compiler:
             hi = len(machines) if hi is None else min(hi, len(machines))
         if hi is not None and lo > hi:
             return None
+        if max(lo, hi or 0) > MAX_UNROLLED_ITEMS:
+            if lo > MAX_UNROLLED_ITEMS:
+                self.fail(f"{pointer}/minItems", "minItems",
+                          f"more than {MAX_UNROLLED_ITEMS} (MAX_UNROLLED_ITEMS) is not supported")
+                lo = MAX_UNROLLED_ITEMS
+            if hi is not None and hi > MAX_UNROLLED_ITEMS:
+                self.fail(f"{pointer}/maxItems", "maxItems",
+                          f"more than {MAX_UNROLLED_ITEMS} (MAX_UNROLLED_ITEMS) is not supported")
+                hi = None
         top = max(lo, len(machines)) if hi is None else hi
         graph: dict = {}
         last = 0
