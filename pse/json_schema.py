@@ -47,6 +47,13 @@ _VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
                "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
                "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
 
+# URIs (RFC 3986, loosely: no check of the authority's shape): a scheme, then characters that
+# may stand in a URI, "%" only before two hex digits; a relative reference's first segment
+# has no ":" (it would read as a scheme).
+_URI_CHAR = r"([^%\s\"\\<>^`{|}]|%[0-9A-Fa-f]{2})"
+_URI = rf"[A-Za-z][A-Za-z0-9+.-]*:{_URI_CHAR}*"
+_RELATIVE_REF = r"([^%:/?#\s\"\\<>^`{|}]|%[0-9A-Fa-f]{2})*" + rf"([/?#]{_URI_CHAR}*)?"
+
 FORMATS = {
     "date": _DATE,
     "time": _TIME,
@@ -65,13 +72,19 @@ FORMATS = {
             r"|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}"
             r"|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}"
             r"|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))",
-    "uri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\"\\<>^`{|}]*",
-    "uri-reference": r"[^\s\"\\<>^`{|}]*",
-    "iri": r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\"\\<>^`{|}]*",
-    "iri-reference": r"[^\s\"\\<>^`{|}]*",
+    "uri": _URI,
+    "uri-reference": f"{_URI}|{_RELATIVE_REF}",
+    "iri": _URI,
+    "iri-reference": f"{_URI}|{_RELATIVE_REF}",
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "json-pointer": r"(/([^/~]|~[01])*)*",
+    "relative-json-pointer": r"(0|[1-9][0-9]*)(#|(/([^/~]|~[01])*)*)",
 }
+
+# Formats the specification defines that no automaton can check exactly (a regex is nested,
+# IDNs and URI templates need more than this): strict=True refuses them, as it would any
+# keyword it cannot enforce. Other unknown formats are annotations.
+UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
 # unrolled length automaton; above this bound that is refused.
@@ -357,7 +370,11 @@ class JsonSchema(StateMachine):
         self.schema = schema
         self.strict = strict
         compiler = _Compiler(schema, whitespace or 0, retrieve, strict)
-        root = compiler.compile(schema, "#")
+        try:
+            root = compiler.compile(schema, "#")
+        except RecursionError:
+            raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
+                              "deeply to compile") from None
         if root is None:
             raise SchemaError("#: the schema is false: nothing is valid")
         self.warnings = compiler.warnings
@@ -380,6 +397,8 @@ class _Compiler:
         self.warnings: list[str] = []
         self.refs: dict[str, Forward] = {}
         self.any_value = Json(whitespace=ws).value
+        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.draft4 = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
 
     # -- helpers ---------------------------------------------------------------------------
     def fail(self, pointer: str, keyword: str, message: str) -> None:
@@ -489,19 +508,43 @@ class _Compiler:
                 raise SchemaError(f"{pointer}/$ref: {ref!r} does not resolve") from None
         return node
 
+    def resolve_shallow(self, node: Any, pointer: str) -> Any:
+        """`node` with a top-level $ref (and allOf) replaced by what it stands for."""
+        for _ in range(16):
+            if isinstance(node, dict) and "$ref" in node:
+                node = {**self.resolve(node["$ref"], pointer),
+                        **{k: v for k, v in node.items() if k != "$ref"}}
+            else:
+                break
+        if isinstance(node, dict) and "allOf" in node:
+            try:
+                node = self.merge_all(node, pointer)
+            except SchemaError:
+                pass
+        return node
+
     # -- composition ---------------------------------------------------------------------------
-    def merge_all(self, node: dict, pointer: str) -> dict:
+    def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
         merged = {k: v for k, v in node.items() if k != "allOf"}
         for i, sub in enumerate(node["allOf"]):
+            where = f"{pointer}/allOf/{i}"
             if sub is True:
                 continue
             if sub is False:
                 return {"not": {}, "type": []}
             if "$ref" in sub:
-                sub = {**self.resolve(sub["$ref"], f"{pointer}/allOf/{i}"),
+                ref = sub["$ref"]
+                if ref in merging:
+                    raise SchemaError(f"{where}/$ref: {ref} refers back to itself inside "
+                                      "allOf; such a schema cannot be merged")
+                target = self.resolve(ref, where)
+                if target is False:
+                    return {"not": {}, "type": []}
+                sub = {**(target if isinstance(target, dict) else {}),
                        **{k: v for k, v in sub.items() if k != "$ref"}}
+                merging = merging | {ref}
             if "allOf" in sub:
-                sub = self.merge_all(sub, f"{pointer}/allOf/{i}")
+                sub = self.merge_all(sub, where, merging)
             merged = _merge(merged, sub, lambda k: self.fail(f"{pointer}/allOf/{i}", k,
                                                              "conflicting values"))
         return merged
@@ -509,7 +552,9 @@ class _Compiler:
     def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
         rest = {k: v for k, v in node.items() if k != key}
         branches = node[key]
-        if key == "oneOf" and len(branches) > 1 and not _disjoint(branches):
+        if key == "oneOf" and len(branches) > 1 and not _disjoint(
+                [rest and isinstance(b, dict) and {**rest, **b} or b for b in branches],
+                lambda b: self.resolve_shallow(b, pointer)):
             self.fail(f"{pointer}/oneOf", "oneOf", "branches may overlap; only anyOf "
                       "semantics can be compiled")
         machines = []
@@ -577,6 +622,8 @@ class _Compiler:
         if fmt is not None:
             if fmt in FORMATS:
                 patterns.append((FORMATS[fmt], False, f"{pointer}/format"))
+            elif fmt in UNSUPPORTED_FORMATS:
+                self.fail(f"{pointer}/format", "format", f"{fmt!r} cannot be checked exactly")
             else:
                 msg = f"{pointer}/format: unknown format {fmt!r} is an annotation; ignored"
                 self.warnings.append(msg)
@@ -616,8 +663,9 @@ class _Compiler:
             ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
-            # 1.0 is an integer too (the specification's "integer" is a value, not a spelling)
-            pattern = f"(?:{integer_pattern(ilo, ihi)})(?:\\.0+)?"
+            # from draft 6 on, 1.0 is an integer too ("integer" is a value, not a spelling)
+            fraction = "" if self.draft4 else "(?:\\.0+)?"
+            pattern = f"(?:{integer_pattern(ilo, ihi)}){fraction}"
             return DfaTerminal(compile_regex(pattern), f"integer at {pointer}")
         if lo is None and hi is None:
             return JsonNumber()
@@ -878,20 +926,64 @@ def _merge(a: dict, b: dict, conflict) -> dict:
     return out
 
 
-def _disjoint(branches: list) -> bool:
-    """oneOf branches are disjoint when their types, or their const values, all differ."""
-    types = []
-    for b in branches:
-        if not isinstance(b, dict):
-            return False
-        if "const" in b:
-            types.append(("const", json.dumps(b["const"], sort_keys=True)))
-        elif isinstance(b.get("type"), str) and not {"anyOf", "oneOf", "allOf", "$ref"} & set(b):
-            t = b["type"]
-            types.append(("type", "number" if t == "integer" else t))
-        else:
-            return False
-    return len(set(types)) == len(types)
+_ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
+
+
+def _types(branch: dict) -> frozenset[str]:
+    """The JSON types a branch may match ("integer" counted as "number")."""
+    if "const" in branch or "enum" in branch:
+        values = [branch["const"]] if "const" in branch else list(branch.get("enum") or [])
+        return frozenset("number" if _json_type(v) == "integer" else _json_type(v)
+                         for v in values)
+    t = branch.get("type")
+    if t is None:
+        return _ALL_TYPES
+    names = [t] if isinstance(t, str) else list(t)
+    return frozenset("number" if x == "integer" else x for x in names)
+
+
+def _values(branch: dict) -> set[str] | None:
+    if "const" in branch:
+        return {json.dumps(branch["const"], sort_keys=True)}
+    if "enum" in branch and isinstance(branch["enum"], list):
+        return {json.dumps(v, sort_keys=True) for v in branch["enum"]}
+    return None
+
+
+def _pair_disjoint(a: Any, b: Any) -> bool:
+    """A proof that no value matches both branches (False: maybe one does)."""
+    if a is False or b is False:
+        return True
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    if not _types(a) & _types(b):
+        return True
+    va, vb = _values(a), _values(b)
+    if va is not None and vb is not None and not va & vb:
+        return True
+    if _types(a) <= {"object"} or _types(b) <= {"object"}:
+        pa, pb = a.get("properties") or {}, b.get("properties") or {}
+        ra, rb = set(a.get("required") or []), set(b.get("required") or [])
+        # a property both require, with values that cannot agree (a discriminator)
+        for name in ra & rb:
+            if name in pa and name in pb and _pair_disjoint(pa[name], pb[name]):
+                return True
+        # one requires a property the other forbids
+        for x, y, rx in ((a, b, ra), (b, a, rb)):
+            py = y.get("properties") or {}
+            if y.get("additionalProperties") is False and not y.get("patternProperties"):
+                if any(name not in py for name in rx):
+                    return True
+            if any(py.get(name) is False for name in rx):
+                return True
+    return False
+
+
+def _disjoint(branches: list, resolve: Callable[[Any], Any]) -> bool:
+    """oneOf equals anyOf when no two branches can match the same value."""
+    resolved = [resolve(b) for b in branches]
+    return all(_pair_disjoint(resolved[i], resolved[j])
+               for i in range(len(resolved)) for j in range(i + 1, len(resolved)))
 
 
 def _find_anchor(doc: Any, name: str) -> Any:

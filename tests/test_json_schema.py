@@ -50,6 +50,11 @@ SCHEMAS = [
      "additionalProperties": False},
     {"type": "number", "minimum": -1.5, "exclusiveMaximum": 2},
     {"enum": ["a", 1, "bb"], "type": "string", "maxLength": 1},
+    {"type": "object", "oneOf": [
+        {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]},
+        {"properties": {"z": {"type": "null"}}, "required": ["z"],
+         "additionalProperties": False}]},
 ]
 
 INSTANCES = [
@@ -65,6 +70,7 @@ INSTANCES = [
     {"four": 4}, {"four": 5}, 1.5, {"name": "Bo", "age": -1}, {"name": "Bo", "age": 0},
     {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}, {"x-": "s", "n_1": 2.5}, {"other": 1},
     {"id": "1"}, {"x-id": "long text"}, {"x-abc": "long"}, -1.5, -1.6, 1.99, 2, "a", "bb",
+    {"kind": "a", "x": 1}, {"kind": "b", "x": 1}, {"kind": "c"}, {"z": None}, {"z": None, "q": 1},
 ]
 
 
@@ -86,6 +92,8 @@ def test_integers_written_with_a_zero_fraction():
     m = JsonSchema({"type": "integer", "minimum": 1})
     assert m.matches("1.0") and m.matches("12.000") and not m.matches("1.5")
     assert not m.matches("0.0") and not m.matches("1.")
+    draft4 = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})
+    assert draft4.matches("1") and not draft4.matches("1.0")  # draft 4: 1.0 is a number
 
 
 def test_schema_order_of_properties():
@@ -137,6 +145,8 @@ def test_schema_from_text_and_bad_schemas():
         JsonSchema({"type": "strin"})
     with pytest.raises(SchemaError, match="uniqueItems"):
         JsonSchema({"type": "array", "uniqueItems": True})
+    with pytest.raises(SchemaError, match="oneOf"):
+        JsonSchema({"oneOf": [{"type": "integer"}, {"type": "number"}]})
     with pytest.raises(SchemaError, match="property_order"):
         JsonSchema({}, property_order="sorted")
 
@@ -145,6 +155,11 @@ def test_not_strict_approximates_with_a_warning():
     with pytest.warns(UserWarning, match="uniqueItems"):
         m = JsonSchema({"type": "array", "uniqueItems": True}, strict=False)
     assert m.matches("[1,1]") and m.warnings
+
+
+def test_standard_formats_no_automaton_checks_are_refused():
+    with pytest.raises(SchemaError, match="regex"):
+        JsonSchema({"type": "string", "format": "regex"})
 
 
 def test_unknown_format_is_ignored_with_a_warning():
@@ -262,3 +277,12 @@ def test_number_bounds_in_a_schema():
         assert m.matches(text) == ok, text
     with pytest.raises(SchemaError):
         JsonSchema({"type": "number", "minimum": 2, "maximum": 1})
+
+
+def test_item_counts_past_the_unrolling_limit():
+    with pytest.raises(SchemaError, match="MAX_UNROLLED_ITEMS"):
+        JsonSchema({"type": "array", "maxItems": 5000})
+    with pytest.warns(UserWarning, match="maxItems"):
+        m = JsonSchema({"type": "array", "items": {"type": "integer"}, "maxItems": 5000},
+                       strict=False)
+    assert m.matches("[1,2,3]")

@@ -62,3 +62,8 @@ def test_large_bounded_loop():
 def test_bad_arguments(kwargs, needle):
     with pytest.raises(GrammarError, match=needle):
         Loop(Phrase("a"), **kwargs)
+
+
+def test_too_many_nodes_is_a_clear_error():
+    with pytest.raises(GrammarError, match="MAX_NODES"):
+        Loop(Phrase("ab"), 0, 200_000).compile()
