@@ -435,6 +435,10 @@ class _Compiler:
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self.union(node, key, pointer)
+        if "not" in node:
+            node = self.negate(node, pointer)
+            if node is None:
+                return None
         for key in ("not", "if", "unevaluatedProperties", "unevaluatedItems",
                     "dependentSchemas", "dependencies", "dependentRequired", "$dynamicRef",
                     "$recursiveRef"):
@@ -521,6 +525,30 @@ class _Compiler:
                 node = self.merge_all(node, pointer)
             except SchemaError:
                 pass
+        return node
+
+    def negate(self, node: dict, pointer: str) -> dict | None:
+        """`node` with its `not` folded in where that is exact: `not {}` (nothing is valid),
+        `not false` (no constraint), `not {"type": ...}` (those types left out). None when
+        nothing is valid; `not` stays in the node otherwise (and is refused)."""
+        sub = node["not"]
+        rest = {k: v for k, v in node.items() if k != "not"}
+        if sub is True or sub == {}:
+            return None
+        if sub is False:
+            return rest
+        if isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
+            banned = {sub["type"]} if isinstance(sub["type"], str) else set(sub["type"])
+            if "number" in banned:
+                banned.add("integer")
+            current = rest.get("type", sorted(_ALL_TYPES | {"integer"}))
+            current = [current] if isinstance(current, str) else list(current)
+            if "integer" in banned and "number" in current:
+                return node  # numbers that are not integers: not expressible here
+            kept = [t for t in current if t not in banned]
+            if not kept:
+                return None
+            return {**rest, "type": kept}
         return node
 
     # -- composition ---------------------------------------------------------------------------

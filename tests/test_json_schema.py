@@ -55,6 +55,7 @@ SCHEMAS = [
         {"properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]},
         {"properties": {"z": {"type": "null"}}, "required": ["z"],
          "additionalProperties": False}]},
+    {"properties": {"gone": {"not": {}}, "t": {"not": {"type": ["string", "null"]}}}},
 ]
 
 INSTANCES = [
@@ -71,6 +72,7 @@ INSTANCES = [
     {"id": 1, "x-a": "s"}, {"id": 1, "x-a": 2}, {"x-": "s", "n_1": 2.5}, {"other": 1},
     {"id": "1"}, {"x-id": "long text"}, {"x-abc": "long"}, -1.5, -1.6, 1.99, 2, "a", "bb",
     {"kind": "a", "x": 1}, {"kind": "b", "x": 1}, {"kind": "c"}, {"z": None}, {"z": None, "q": 1},
+    {"gone": 1}, {"t": 1}, {"t": "s"}, {"t": [None]},
 ]
 
 
