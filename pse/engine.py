@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
@@ -15,18 +14,17 @@ from pse._core.stepper import StepperDelta
 from pse.machines import StateMachine
 from pse.vocabulary import Vocabulary
 
-# One slice cache per (compiled structure, vocabulary), shared by every engine using the pair.
-_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CACHES_LOCK = threading.Lock()
 
 
 def _slice_cache(structure: Any, vocab: Vocabulary, mask_memo: int) -> SliceCache:
+    """The mask cache of (structure, vocabulary), shared by every engine using the pair. It
+    lives on the compiled structure, so it goes when the structure goes."""
+    key = (id(vocab), mask_memo)
     with _CACHES_LOCK:
-        per_vocab = _CACHES.setdefault(structure, weakref.WeakKeyDictionary())
-        by_memo = per_vocab.setdefault(vocab, {})
-        cache = by_memo.get(mask_memo)
-        if cache is None:
-            cache = by_memo[mask_memo] = SliceCache(structure, vocab, mask_memo)
+        cache = structure.slice_caches.get(key)
+        if cache is None or cache.trie is not vocab.trie:  # an id reused by a new vocabulary
+            cache = structure.slice_caches[key] = SliceCache(structure, vocab, mask_memo)
         return cache
 
 

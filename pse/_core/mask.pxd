@@ -16,8 +16,8 @@ from pse._core.trie cimport TokenTrie, Trie
 
 
 ctypedef struct Slice:
-    uint32_t* within              # n_words of bits
-    int32_t* within_words         # indices of the non-zero words of `within`
+    int32_t* within_words         # the non-zero words of the "within" bitmask: their indices
+    uint32_t* within_bits         # ... and their bits
     int32_t n_within_words
     int32_t exit_off[257]         # exit_nodes[exit_off[b]:exit_off[b + 1]]: exits on byte b
     int32_t* exit_nodes           # exit nodes that have children (their subtrees are walked)

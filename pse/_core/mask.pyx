@@ -59,7 +59,7 @@ cdef class SliceEntry:
     @property
     def n_within(self) -> int:
         """Number of tokens consumed entirely within the terminal."""
-        return int(sum(bin(w).count("1") for w in self._arrays[0]))
+        return int(sum(bin(int(w)).count("1") for w in self._arrays[1]))
 
     @property
     def n_exit_nodes(self) -> int:
@@ -189,15 +189,16 @@ cdef class SliceCache:
                     i = tr.node_end[i]
         cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
         words = np.flatnonzero(within).astype(np.int32)
+        bits = np.ascontiguousarray(within[words])
         order = np.argsort(exit_byte[:n_exit], kind="stable")
         nodes = np.ascontiguousarray(exit_node[:n_exit][order])
         exit_counts = np.bincount(exit_byte[:n_exit], minlength=256)
         order = np.argsort(leaf_byte[:n_leaf], kind="stable")
         leaves = np.ascontiguousarray(leaf_id[:n_leaf][order])
         leaf_counts = np.bincount(leaf_byte[:n_leaf], minlength=256)
-        entry._arrays = (within, words, nodes, leaves)
-        entry.s.within = w
+        entry._arrays = (words, bits, nodes, leaves)
         entry.s.within_words = <int32_t*>cnp.PyArray_DATA(words)
+        entry.s.within_bits = <uint32_t*>cnp.PyArray_DATA(bits)
         entry.s.n_within_words = len(words)
         entry.s.exit_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
         entry.s.leaf_ids = <int32_t*>cnp.PyArray_DATA(leaves)
@@ -551,7 +552,7 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
         sl = w.slices[i]
         r = &w.roots.items[i]
         for k in range(sl.n_within_words):
-            out[sl.within_words[k]] |= sl.within[sl.within_words[k]]
+            out[sl.within_words[k]] |= sl.within_bits[k]
         memset(bytes8, 0, sizeof(bytes8))
         exit_bytes(&c, r.node, r.frame, bytes8)
         for k in range(8):

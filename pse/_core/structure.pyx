@@ -308,6 +308,7 @@ cdef class CompiledStructure:
         self.machine = machine
         self.n_rules = n_rules
         self.terminal_keys = list(tables["terminal_keys"])
+        self.slice_caches = {}
         classes = np.asarray(tables["byte_class"], dtype=np.uint8)
         for i in range(256):
             self.t.byte_class[i] = classes[i]
