@@ -10,8 +10,8 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, Frame, NO_FRAME, PState, Scratch, StateSet, Tables, UNBOUNDED,
-    exit_bytes, expand, get_frame, has_bit, is_accepting, push_frame, stateset_add,
+    CompiledStructure, Ctx, Frame, NO_BYTE, PState, Scratch, StateSet, Tables, UNBOUNDED,
+    exit_bytes, expand, has_bit, is_accepting, stateset_add,
     stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
@@ -482,11 +482,8 @@ cdef class Matcher:
         """With the GIL: the roots (live states inside or before a terminal) and their cache
         entries (built here on a miss)."""
         cdef Ctx c
-        cdef const Tables* t = &self.structure.t
-        cdef int32_t i, e, p, f, node, frame
-        cdef PState ps
+        cdef int32_t i
         cdef const PState* s
-        cdef Frame* fr
         cdef SliceEntry entry
         self.structure.ctx(&c)
         c.scratch = &self.w.scratch
@@ -501,25 +498,7 @@ cdef class Matcher:
                 stateset_add(&self.w.roots, s)
                 continue
             # before a terminal: one root per terminal that can start here
-            node = s.node
-            frame = s.frame
-            while True:
-                for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
-                    f = frame
-                    for p in range(t.entry_push_off[e], t.entry_push_off[e + 1]):
-                        f = push_frame(&c, t.pushes[p], f)
-                    ps.frame = f
-                    ps.node = t.entry_target[e]
-                    ps.term = t.entry_term[e]
-                    ps.dstate = t.term_start[ps.term]
-                    ps.count = 0
-                    stateset_add(&self.w.roots, &ps)
-                if t.node_end[node] and frame != NO_FRAME:
-                    fr = get_frame(&c, frame)
-                    node = fr.node
-                    frame = fr.parent
-                else:
-                    break
+            expand(&c, s.node, s.frame, NO_BYTE, &self.w.roots)
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))

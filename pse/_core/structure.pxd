@@ -15,6 +15,7 @@ cdef enum:
     CHUNK_SIZE = 4096             # frames per arena chunk; chunks never move once allocated
     MAX_CHUNKS = 65536
     UNBOUNDED = -1
+    NO_BYTE = -1                  # expand(): stop before the terminals' first byte
 
 ctypedef struct PState:
     int32_t frame     # top of the return stack (NO_FRAME: empty)
@@ -144,7 +145,7 @@ cdef void stateset_free(StateSet* s) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 
 cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil
-cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil
+cdef int expand(Ctx* c, int32_t node, int32_t frame, int b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n

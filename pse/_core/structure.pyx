@@ -154,18 +154,19 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil:
 
 # --- the byte step ----------------------------------------------------------------------------
 
-cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) except -1 nogil:
-    """Start every terminal reachable from `node` (popping the stack where rules end) on b."""
+cdef int expand(Ctx* c, int32_t node, int32_t frame, int b, StateSet* out) except -1 nogil:
+    """Start every terminal reachable from `node` (popping the stack where rules end) on
+    byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
     cdef const Tables* t = c.t
     cdef int32_t e, p, f, term
     cdef int produced = 0
     cdef PState ns
     cdef Frame* fr
     while True:
-        if has_bit(&t.node_first[8 * node], b):
+        if b == NO_BYTE or has_bit(&t.node_first[8 * node], b):
             for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
                 term = t.entry_term[e]
-                if not has_bit(&t.term_first[8 * term], b):
+                if b != NO_BYTE and not has_bit(&t.term_first[8 * term], b):
                     continue
                 f = frame
                 for p in range(t.entry_push_off[e], t.entry_push_off[e + 1]):
@@ -173,8 +174,12 @@ cdef int expand(Ctx* c, int32_t node, int32_t frame, uint8_t b, StateSet* out) e
                 ns.frame = f
                 ns.node = t.entry_target[e]
                 ns.term = term
-                term_step(t, term, t.term_start[term], 0, b, &ns)
-                normalize(t, &ns)
+                if b == NO_BYTE:
+                    ns.dstate = t.term_start[term]
+                    ns.count = 0
+                else:
+                    term_step(t, term, t.term_start[term], 0, <uint8_t>b, &ns)
+                    normalize(t, &ns)
                 stateset_add(out, &ns)
                 produced += 1
         if t.node_end[node] and frame != NO_FRAME:
