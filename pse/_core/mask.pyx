@@ -56,16 +56,6 @@ cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
 cdef class SliceEntry:
     """The cached part of the mask for one (terminal, DFA state, count class)."""
 
-    @property
-    def n_within(self) -> int:
-        """Number of tokens consumed entirely within the terminal."""
-        return int(sum(bin(int(w)).count("1") for w in self._arrays[1]))
-
-    @property
-    def n_exit_nodes(self) -> int:
-        """Number of trie nodes whose subtrees are walked with the live context."""
-        return self.s.exit_off[256]
-
 
 cdef class SliceCache:
     """Slice entries of one (compiled structure, vocabulary) pair, built on first use, and a
@@ -212,12 +202,6 @@ cdef class SliceCache:
                 entry.s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
         return entry
 
-    def entry_for(self, Stepper stepper):
-        """The cache entry of a stepper inside a terminal (for tests and tools)."""
-        if stepper.state.term < 0:
-            raise ValueError("the stepper is not inside a terminal")
-        return self.get(&stepper.state)
-
 
 cdef class Matcher:
     """The live parser states of one engine: masks, committed tokens, snapshots to roll back.
@@ -306,16 +290,6 @@ cdef class Matcher:
         self.live.n = 0
         for i in range(n):
             stateset_add(&self.live, <const PState*>(p + i * sizeof(PState)))
-
-    @property
-    def n_live(self) -> int:
-        """Number of live parser states (after merging identical ones)."""
-        return self.live.n
-
-    @property
-    def n_committed(self) -> int:
-        """Number of tokens committed since the start (rollback can undo that many)."""
-        return len(self.history)
 
     def advance(self, bytes data) -> bool:
         """Commit `data` if some live state consumes all of it; otherwise change nothing."""
