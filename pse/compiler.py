@@ -8,7 +8,8 @@ Steps:
    end is kept (rules that match nothing, nodes that cannot finish), so no parser state is a
    dead end.
 3. Per node, the closure over calls is precomputed: the terminals that can start there, with
-   the frames to push on the way. The step at run time is then a table lookup.
+   the frames to push on the way and the guard on the rule's register (see registers.py).
+   The step at run time is then a table lookup.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pse import automaton
 from pse._core.structure import CompiledStructure
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
+from pse.registers import Guard, Guarded, Scope
 
 # Composite machines larger than this (in inlined nodes) become rules of their own.
 INLINE_LIMIT = 256
@@ -37,7 +39,7 @@ class _Rule:
     def __init__(self, name: str) -> None:
         self.name = name
         self.eps: list[list[int]] = []
-        self.terms: list[list[tuple[int, int]]] = []  # (terminal, target node)
+        self.terms: list[list[tuple[int, int, int]]] = []  # (terminal, target node, guard)
         self.calls: list[list[tuple[int, int]]] = []  # (rule, return node)
         self.start = self.new_node()
         self.end = self.new_node()
@@ -67,7 +69,10 @@ class _Compiler:
         self.rules: list[_Rule] = []
         self.rule_ids: dict[int, int] = {}
         self.sizes: dict[int, int] = {}
+        self.guarded: dict[int, bool] = {}
         self.keep: list[StateMachine] = []  # keeps ids in the dicts above valid
+        self.guards: list[Guard | None] = [None]  # guard 0: none
+        self.guard_ids: dict[Guard, int] = {}
 
     # -- step 1: rules and terminals ----------------------------------------------------------
     def rule_for(self, machine: StateMachine) -> int:
@@ -82,11 +87,15 @@ class _Compiler:
         return rid
 
     def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False) -> None:
-        if isinstance(m, Forward):
+        if isinstance(m, Forward) or (isinstance(m, Scope) and not top):
             rule.calls[a].append((self.rule_for(m), b))
+        elif isinstance(m, Scope):
+            self.inline(m.inner, rule, a, b, top=True)
         elif isinstance(m, Terminal):
             self.add_terminal(m, rule, a, b)
-        elif not top and self.size(m) > INLINE_LIMIT:
+        elif isinstance(m, Guarded):
+            self.add_terminal(m.terminal, rule, a, b, self.guard_id(m.guard))
+        elif not top and self.size(m) > INLINE_LIMIT and not self.reads_register(m):
             rule.calls[a].append((self.rule_for(m), b))
         else:
             if not m.state_graph and not m.end_states:
@@ -105,12 +114,25 @@ class _Compiler:
                 for sub, target in edges:
                     self.inline(sub, rule, at(state), at(target))
 
+    def reads_register(self, m: StateMachine) -> bool:
+        """Whether `m` holds guards of the enclosing rule's register (outside nested rules):
+        such a machine stays inlined, since a call would give it a register of its own."""
+        key = id(m)
+        if key not in self.guarded:
+            self.guarded[key] = False  # while in progress (a cycle goes through a Forward)
+            self.keep.append(m)
+            self.guarded[key] = isinstance(m, Guarded) or (
+                not isinstance(m, (Forward, Terminal, Scope))
+                and any(self.reads_register(sub) for edges in m.state_graph.values()
+                        for sub, _ in edges))
+        return self.guarded[key]
+
     def size(self, m: StateMachine) -> int:
         """Nodes `m` adds when inlined; a machine that contains itself counts as huge."""
         key = id(m)
         if key in self.sizes:
             return self.sizes[key]
-        if isinstance(m, (Forward, Terminal)):
+        if isinstance(m, (Forward, Terminal, Scope)):
             return 1
         self.sizes[key] = INLINE_LIMIT + 1  # while in progress: recursion makes it a rule
         self.keep.append(m)
@@ -123,7 +145,14 @@ class _Compiler:
         self.sizes[key] = total
         return total
 
-    def add_terminal(self, m: Terminal, rule: _Rule, a: int, b: int) -> None:
+    def guard_id(self, guard: Guard) -> int:
+        gid = self.guard_ids.get(guard)
+        if gid is None:
+            gid = self.guard_ids[guard] = len(self.guards)
+            self.guards.append(guard)
+        return gid
+
+    def add_terminal(self, m: Terminal, rule: _Rule, a: int, b: int, guard: int = 0) -> None:
         lo, hi = m.min_count, m.max_count
         if lo == 0:
             rule.eps[a].append(b)
@@ -138,13 +167,13 @@ class _Compiler:
                 return  # nothing (more) to match: no edge
             tid = self.terminal_ids[key] = len(self.terminals)
             self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key))
-        rule.terms[a].append((tid, b))
+        rule.terms[a].append((tid, b, guard))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
     def eliminate_epsilons(self) -> None:
         for rule in self.rules:
             n = len(rule.eps)
-            terms: list[list[tuple[int, int]]] = []
+            terms: list[list[tuple[int, int, int]]] = []
             calls: list[list[tuple[int, int]]] = []
             ends = set()
             for s in range(n):
@@ -207,21 +236,22 @@ class _Compiler:
                     nullable.add(rid)
                     changed = True
 
-        first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        # an entry: (terminal, target node, frames to push, guard)
+        first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...], int]]] = {}
         in_progress: set[int] = set()
 
-        def entries_at(rid: int, s: int) -> list[tuple[int, int, tuple[int, ...]]]:
+        def entries_at(rid: int, s: int) -> list[tuple[int, int, tuple[int, ...], int]]:
             rule = self.rules[rid]
             out = []
             for k in sorted(_nullable_reach(rule, s, nullable)):
-                for tid, target in rule.terms[k]:
-                    out.append((tid, base[rid] + target, ()))
+                for tid, target, guard in rule.terms[k]:
+                    out.append((tid, base[rid] + target, (), guard))
                 for callee, ret in rule.calls[k]:
-                    for tid, target, pushes in rule_first(callee):
-                        out.append((tid, target, (base[rid] + ret,) + pushes))
+                    for tid, target, pushes, guard in rule_first(callee):
+                        out.append((tid, target, (base[rid] + ret,) + pushes, guard))
             return list(dict.fromkeys(out))
 
-        def rule_first(rid: int) -> list[tuple[int, int, tuple[int, ...]]]:
+        def rule_first(rid: int) -> list[tuple[int, int, tuple[int, ...], int]]:
             if rid not in first_of_rule:
                 if rid in in_progress:
                     raise GrammarError(
@@ -234,16 +264,21 @@ class _Compiler:
 
         node_entry_off = [0]
         node_end = []
-        entry_term, entry_target, entry_push_off, pushes = [], [], [0], []
+        node_guarded = []
+        entry_term, entry_target, entry_push_off, pushes, entry_guard = [], [], [0], [], []
         for rid in order:
             rule = self.rules[rid]
             for s in range(len(rule.eps)):
-                for tid, target, push in entries_at(rid, s):
+                guarded = False
+                for tid, target, push, guard in entries_at(rid, s):
                     entry_term.append(tid)
                     entry_target.append(target)
                     pushes.extend(push)
                     entry_push_off.append(len(pushes))
+                    entry_guard.append(guard)
+                    guarded |= guard != 0
                 node_entry_off.append(len(entry_term))
+                node_guarded.append(guarded)
                 node_end.append(bool(rule.ends & _nullable_reach(rule, s, nullable)))
 
         tables = self.dfa_tables()
@@ -256,8 +291,30 @@ class _Compiler:
             node_entry_off=node_entry_off, node_end=node_end, node_first=node_first.ravel(),
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
+            entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
         )
         return tables
+
+    def guard_tables(self) -> dict:
+        columns: dict[str, list[int]] = {name: [] for name in (
+            "guard_forbid", "guard_need", "guard_set", "guard_min", "guard_inc", "guard_max",
+            "guard_reserve", "guard_cap")}
+        offsets, clause_if, clause_then = [0], [], []
+        for g in self.guards:
+            g = g or Guard()
+            for name, value in (("guard_forbid", g.forbid), ("guard_need", g.need),
+                                ("guard_set", g.set), ("guard_min", g.min_props),
+                                ("guard_inc", g.inc),
+                                ("guard_max", UNBOUNDED if g.max_props is None else g.max_props),
+                                ("guard_reserve", g.reserve),
+                                ("guard_cap", g.cap)):
+                columns[name].append(value)
+            for a, b in g.clauses:
+                clause_if.append(a)
+                clause_then.append(b)
+            offsets.append(len(clause_if))
+        return dict(columns, guard_clause_off=offsets, clause_if=clause_if,
+                    clause_then=clause_then)
 
     def dfa_tables(self) -> dict:
         cuts = {0, 256}
@@ -378,7 +435,7 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
         s = todo.pop()
         if s in rule.ends:
             return True
-        nxt = [t for _, t in rule.terms[s]] + [t for r, t in rule.calls[s] if r in productive]
+        nxt = [e[1] for e in rule.terms[s]] + [t for r, t in rule.calls[s] if r in productive]
         for t in nxt:
             if t not in seen:
                 seen.add(t)
@@ -389,7 +446,7 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
 def _keep_live_nodes(rule: _Rule) -> None:
     """Keep the nodes reachable from the start that can reach an end; renumber them."""
     n = len(rule.eps)
-    succ = [[t for _, t in rule.terms[s]] + [t for _, t in rule.calls[s]] for s in range(n)]
+    succ = [[e[1] for e in rule.terms[s]] + [t for _, t in rule.calls[s]] for s in range(n)]
     reach = _closure(succ, rule.start)
     pred: list[list[int]] = [[] for _ in range(n)]
     for s in range(n):
@@ -400,7 +457,8 @@ def _keep_live_nodes(rule: _Rule) -> None:
         coreach |= _closure(pred, e)
     live = sorted(reach & coreach, key=lambda s: (s != rule.start, s))
     remap = {s: i for i, s in enumerate(live)}
-    rule.terms = [[(tid, remap[t]) for tid, t in rule.terms[s] if t in remap] for s in live]
+    rule.terms = [[(tid, remap[t], g) for tid, t, g in rule.terms[s] if t in remap]
+                  for s in live]
     rule.calls = [[(r, remap[t]) for r, t in rule.calls[s] if t in remap] for s in live]
     rule.ends = {remap[s] for s in rule.ends if s in remap}
     rule.eps = [[] for _ in live]
@@ -422,7 +480,7 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
         new_block = []
         for s in range(n):
             sig = (block[s],
-                   frozenset((tid, block[t]) for tid, t in rule.terms[s]),
+                   frozenset((tid, block[t], g) for tid, t, g in rule.terms[s]),
                    frozenset((r, block[t]) for r, t in rule.calls[s]))
             new_block.append(sigs.setdefault(sig, len(sigs)))
         if len(sigs) == n_blocks:
@@ -437,7 +495,7 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
     rep = {}
     for s in range(n):
         rep.setdefault(remap[block[s]], s)
-    rule.terms = [sorted({(tid, remap[block[t]]) for tid, t in rule.terms[rep[b]]})
+    rule.terms = [sorted({(tid, remap[block[t]], g) for tid, t, g in rule.terms[rep[b]]})
                   for b in range(n_blocks)]
     rule.calls = [sorted({(r, remap[block[t]]) for r, t in rule.calls[rep[b]]})
                   for b in range(n_blocks)]

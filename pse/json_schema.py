@@ -1,7 +1,9 @@
 """`JsonSchema`: a JSON Schema compiled into a StateMachine.
 
 Property order "schema": listed properties in the order the schema lists them (optional ones
-may be skipped), additional ones after. Strings, numbers, arrays and objects become automata
+may be skipped), additional ones after. Property order "any": any order, each key at most
+once, required ones enforced, tracked in the register of the object's rule (registers.py).
+Strings, numbers, arrays and objects become automata
 and counted runs; `$ref` becomes a `Forward`, so recursive schemas work. What cannot be
 expressed exactly raises `SchemaError` naming the keyword and its JSON pointer (strict=True),
 or is approximated with a warning (strict=False).
@@ -15,10 +17,12 @@ from decimal import Decimal
 import re
 import warnings
 from typing import Any, Callable
+from urllib.parse import urljoin
 
 from pse import automaton
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
+from pse.registers import KEY_BITS, Guard, Guarded, Scope
 from pse.machines import AnyOf, Chain, Forward, Phrase, StateMachine, Terminal, Whitespace
 from pse.regex import compile_regex
 
@@ -26,6 +30,7 @@ _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
 
 # Keywords that only annotate; they never change what is valid.
+_DATA_KEYWORDS = {"enum", "const", "default", "examples", "example"}  # values, not schemas
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
                 "$defs", "definitions", "contentMediaType", "contentEncoding", "$vocabulary",
@@ -35,7 +40,9 @@ _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$sch
 _DATE = (r"(\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)"
          r"|02-(0[1-9]|1\d|2[0-8]))"
          r"|(\d\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)")
-_TIME = r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)"
+# a leap second only at 23:59 UTC; with a non-zero offset it is refused (conservative)
+_TIME = (r"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)"
+         r"|23:59:60(\.\d+)?([Zz]|[+-]00:00))")
 
 # Keywords that change what is valid (a conflict between allOf branches on any other key is
 # no conflict at all).
@@ -47,39 +54,66 @@ _VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
                "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
                "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
 
-# URIs (RFC 3986, loosely: no check of the authority's shape): a scheme, then characters that
-# may stand in a URI, "%" only before two hex digits; a relative reference's first segment
-# has no ":" (it would read as a scheme).
-_URI_CHAR = r"([^%\s\"\\<>^`{|}]|%[0-9A-Fa-f]{2})"
-_URI = rf"[A-Za-z][A-Za-z0-9+.-]*:{_URI_CHAR}*"
-_RELATIVE_REF = r"([^%:/?#\s\"\\<>^`{|}]|%[0-9A-Fa-f]{2})*" + rf"([/?#]{_URI_CHAR}*)?"
+# URIs and IRIs by the ABNF of RFC 3986 and RFC 3987 (an IPv6 literal without an embedded
+# IPv4 part; IRIs' extra characters are non-ASCII ones).
+_IPV4 = r"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_H16 = r"[0-9a-fA-F]{1,4}"
+_IPV6 = (rf"(({_H16}:){{7}}{_H16}|({_H16}:){{1,7}}:|({_H16}:){{1,6}}:{_H16}"
+         rf"|({_H16}:){{1,5}}(:{_H16}){{1,2}}|({_H16}:){{1,4}}(:{_H16}){{1,3}}"
+         rf"|({_H16}:){{1,3}}(:{_H16}){{1,4}}|({_H16}:){{1,2}}(:{_H16}){{1,5}}"
+         rf"|{_H16}:(:{_H16}){{1,6}}|:((:{_H16}){{1,7}}|:))")
+
+
+def _uri_grammar(extra: str) -> tuple[str, str]:
+    """(absolute URI, URI reference) regexes; `extra` adds characters to 'unreserved'."""
+    unreserved = rf"[A-Za-z0-9._~{extra}-]"
+    pct = r"%[0-9A-Fa-f]{2}"
+    sub = r"[!$&'()*+,;=]"
+    pchar = rf"({unreserved}|{pct}|{sub}|[:@])"
+    userinfo = rf"({unreserved}|{pct}|{sub}|:)*"
+    host = (rf"(\[({_IPV6}|v[0-9A-Fa-f]+\.({unreserved}|{sub}|:)+)\]"
+            rf"|({unreserved}|{pct}|{sub})*)")
+    authority = rf"({userinfo}@)?{host}(:\d*)?"
+    segment_nz = rf"{pchar}+"
+    abempty = rf"(/{pchar}*)*"
+    absolute = rf"/({segment_nz}(/{pchar}*)*)?"
+    rootless = rf"{segment_nz}(/{pchar}*)*"
+    noscheme = rf"({unreserved}|{pct}|{sub}|@)+(/{pchar}*)*"
+    tail = rf"(\?({pchar}|[/?])*)?(#({pchar}|[/?])*)?"
+    uri = rf"[A-Za-z][A-Za-z0-9+.-]*:(//{authority}{abempty}|{absolute}|{rootless}|){tail}"
+    relative = rf"(//{authority}{abempty}|{absolute}|{noscheme}|){tail}"
+    return uri, f"{uri}|{relative}"
+
+
+_URI, _URI_REFERENCE = _uri_grammar("")
+_IRI, _IRI_REFERENCE = _uri_grammar("\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef\U00010000-\U000effff")
+# a hostname label: 1-63 letters, digits and hyphens, no hyphen at either end
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
 FORMATS = {
     "date": _DATE,
     "time": _TIME,
     "date-time": f"({_DATE})[Tt]{_TIME}",
-    "duration": r"P(\d+W|(\d+Y(\d+M)?(\d+D)?|\d+M(\d+D)?|\d+D)(T(\d+H(\d+M)?(\d+S)?|\d+M(\d+S)?"
-                r"|\d+S))?|T(\d+H(\d+M)?(\d+S)?|\d+M(\d+S)?|\d+S))",
+    # RFC 3339 appendix A: a unit may only be followed by the next smaller one
+    "duration": r"P(\d+W|(\d+D|\d+M(\d+D)?|\d+Y(\d+M(\d+D)?)?)(T(\d+S|\d+M(\d+S)?"
+                r"|\d+H(\d+M(\d+S)?)?))?|T(\d+S|\d+M(\d+S)?|\d+H(\d+M(\d+S)?)?))",
     "email": r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
              r"@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+",
-    "hostname": r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
-    "ipv4": r"((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)",
-    "ipv6": r"(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:"
-            r"|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}"
-            r"|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}"
-            r"|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}"
-            r"|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}"
-            r"|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}"
-            r"|[0-9a-fA-F]{1,4}:(:[0-9a-fA-F]{1,4}){1,6}|:((:[0-9a-fA-F]{1,4}){1,7}|:))",
+    "hostname": rf"{_LABEL}(\.{_LABEL})*",
+    "ipv4": _IPV4,
+    "ipv6": _IPV6,
     "uri": _URI,
-    "uri-reference": f"{_URI}|{_RELATIVE_REF}",
-    "iri": _URI,
-    "iri-reference": f"{_URI}|{_RELATIVE_REF}",
+    "uri-reference": _URI_REFERENCE,
+    "iri": _IRI,
+    "iri-reference": _IRI_REFERENCE,
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "json-pointer": r"(/([^/~]|~[01])*)*",
     "relative-json-pointer": r"(0|[1-9][0-9]*)(#|(/([^/~]|~[01])*)*)",
 }
+
+# What a format's regex matches but the format does not allow: labels with "--" in the 3rd
+# and 4th place are reserved for IDNA (xn--), whose rules no automaton checks, so refused.
+FORMAT_EXCLUDED = {"hostname": r"(.*\.)?[A-Za-z0-9]{2}--.*"}
 
 # Formats the specification defines that no automaton can check exactly (a regex is nested,
 # IDNs and URI templates need more than this): strict=True refuses them, as it would any
@@ -341,7 +375,8 @@ class JsonSchema(StateMachine):
     Args:
         schema: the schema; drafts 4 to 2020-12.
         property_order: "schema" — listed properties in schema order (optional ones
-            skippable), additional properties after them. ("any" is not supported yet.)
+            skippable), additional properties after them; "any" — the exact JSON Schema
+            meaning: any order, each key at most once.
         whitespace: None (compact JSON) or the most blanks allowed between two tokens.
         retrieve: `retrieve(uri) -> schema` for remote `$ref`s.
         strict: raise SchemaError for what cannot be expressed exactly (else approximate it
@@ -361,15 +396,16 @@ class JsonSchema(StateMachine):
                 raise SchemaError(f"the schema is not valid JSON: {e}") from None
         if not isinstance(schema, (dict, bool)):
             raise SchemaError(f"a schema is an object or a boolean, got {type(schema).__name__}")
-        if property_order not in ("schema",):
-            raise SchemaError(f"property_order={property_order!r} is not supported; "
-                              "use 'schema'")
+        if property_order not in ("schema", "any"):
+            raise SchemaError(f"property_order must be 'schema' or 'any', got "
+                              f"{property_order!r}")
         if whitespace is not None and (isinstance(whitespace, bool)
                                        or not isinstance(whitespace, int) or whitespace < 0):
             raise SchemaError(f"whitespace must be None or an int >= 0, got {whitespace!r}")
         self.schema = schema
         self.strict = strict
-        compiler = _Compiler(schema, whitespace or 0, retrieve, strict)
+        self.property_order = property_order
+        compiler = _Compiler(schema, whitespace or 0, retrieve, strict, property_order)
         try:
             root = compiler.compile(schema, "#")
         except RecursionError:
@@ -389,16 +425,26 @@ class JsonSchema(StateMachine):
 
 
 class _Compiler:
-    def __init__(self, root: Any, ws: int, retrieve, strict: bool) -> None:
+    def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str) -> None:
         self.root = root
+        self.property_order = property_order
         self.ws = ws
         self.retrieve = retrieve
         self.strict = strict
         self.warnings: list[str] = []
         self.refs: dict[str, Forward] = {}
+        # schema resources by base URI, anchors by (base URI, name), and the base URI each
+        # schema object is read against
+        self.resources: dict[str, Any] = {}
+        self.anchors: dict[tuple[str, str], Any] = {}
+        self.bases: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; base)
         self.any_value = Json(whitespace=ws).value
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
-        self.draft4 = isinstance(dialect, str) and ("draft-04" in dialect or "draft-03" in dialect)
+        dialect = dialect if isinstance(dialect, str) else ""
+        self.draft4 = "draft-04" in dialect or "draft-03" in dialect
+        # drafts 4 to 7: "$ref" replaces its siblings instead of joining them
+        self.ref_alone = self.draft4 or "draft-06" in dialect or "draft-07" in dialect
+        self.index(root, "")
 
     # -- helpers ---------------------------------------------------------------------------
     def fail(self, pointer: str, keyword: str, message: str) -> None:
@@ -424,10 +470,12 @@ class _Compiler:
         if not isinstance(node, dict):
             raise SchemaError(f"{pointer}: a schema is an object or a boolean, got {node!r}")
         if "$ref" in node:
-            target = self.ref(node["$ref"], pointer)
-            rest = {k: v for k, v in node.items() if k != "$ref" and k not in _ANNOTATIONS}
+            uri = self.absolute(node, node["$ref"])
+            target = self.ref(uri, pointer)
+            rest = {} if self.ref_alone else {k: v for k, v in node.items()
+                                              if k != "$ref" and k not in _ANNOTATIONS}
             if rest:
-                return self.compile({"allOf": [{"$ref": node["$ref"]}, rest]}, pointer)
+                return self.compile({"allOf": [{"$ref": uri}, rest]}, pointer)
             return target
         if "allOf" in node:
             merged = self.merge_all(node, pointer)
@@ -439,10 +487,14 @@ class _Compiler:
             node = self.negate(node, pointer)
             if node is None:
                 return None
-        for key in ("not", "if", "unevaluatedProperties", "unevaluatedItems",
-                    "dependentSchemas", "dependencies", "dependentRequired", "$dynamicRef",
+        dependent = _dependent_schemas(node)
+        if dependent:
+            return self.dependent(node, dependent, pointer)
+        if "if" in node:
+            return self.compile(self.conditional(node, pointer), pointer)
+        for key in ("not", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                     "$recursiveRef"):
-            if key in node and not (key == "unevaluatedProperties" and node[key] is True):
+            if key in node and node[key] is not True and node[key] != {}:
                 self.fail(f"{pointer}/{key}", key, "not supported yet")
         if "const" in node or "enum" in node:
             return self.enum(node, pointer)
@@ -478,6 +530,40 @@ class _Compiler:
         raise SchemaError(f"{pointer}/type: unknown type {t!r}")
 
     # -- references --------------------------------------------------------------------------
+    def index(self, doc: Any, base: str) -> None:
+        """Record the resources ($id) and anchors of `doc`, read against `base`."""
+        self.resources.setdefault(base, doc)
+        todo = [(doc, base)]
+        while todo:
+            node, here = todo.pop()
+            if isinstance(node, list):
+                todo.extend((v, here) for v in node)
+                continue
+            if not isinstance(node, dict):
+                continue
+            ident = node.get("$id", node.get("id") if self.draft4 else None)
+            if self.ref_alone and "$ref" in node:
+                ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
+            if isinstance(ident, str):
+                if ident.startswith("#"):
+                    self.anchors[(here, ident[1:])] = node
+                else:
+                    here, _, frag = urljoin(here, ident).partition("#")
+                    self.resources.setdefault(here, node)
+                    if frag:
+                        self.anchors[(here, frag)] = node
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(node.get(key), str):
+                    self.anchors.setdefault((here, node[key]), node)
+            self.bases[id(node)] = (node, here)
+            for key, value in node.items():
+                if key not in _DATA_KEYWORDS:
+                    todo.append((value, here))
+
+    def absolute(self, node: dict, ref: str) -> str:
+        """The absolute URI a `$ref` found in `node` points to."""
+        return urljoin(self.bases.get(id(node), (None, ""))[1], ref)
+
     def ref(self, ref: str, pointer: str) -> StateMachine:
         if ref in self.refs:
             return self.refs[ref]
@@ -490,16 +576,21 @@ class _Compiler:
         return forward
 
     def resolve(self, ref: str, pointer: str) -> Any:
+        """The schema an absolute reference (see `absolute`) points to."""
         base, _, fragment = ref.partition("#")
-        doc = self.root
-        if base:
+        doc = self.resources.get(base)
+        if doc is None:
             if self.retrieve is None:
                 raise SchemaError(f"{pointer}/$ref: {ref!r} is remote and no retrieve= was given")
-            doc = self.retrieve(base)
+            try:
+                doc = self.retrieve(base)
+            except Exception as e:
+                raise SchemaError(f"{pointer}/$ref: retrieving {base!r} failed: {e}") from None
+            self.index(doc, base)
         if not fragment:
             return doc
         if not fragment.startswith("/"):
-            found = _find_anchor(doc, fragment)
+            found = self.anchors.get((base, fragment))
             if found is None:
                 raise SchemaError(f"{pointer}/$ref: anchor {fragment!r} not found")
             return found
@@ -516,7 +607,7 @@ class _Compiler:
         """`node` with a top-level $ref (and allOf) replaced by what it stands for."""
         for _ in range(16):
             if isinstance(node, dict) and "$ref" in node:
-                node = {**self.resolve(node["$ref"], pointer),
+                node = {**self.resolve(self.absolute(node, node["$ref"]), pointer),
                         **{k: v for k, v in node.items() if k != "$ref"}}
             else:
                 break
@@ -552,6 +643,47 @@ class _Compiler:
         return node
 
     # -- composition ---------------------------------------------------------------------------
+    def dependent(self, node: dict, dependent: dict, pointer: str) -> StateMachine | None:
+        """`dependentSchemas` (draft 4-7 `dependencies` with schema values): for the first
+        such key, the union of "present, and the object also matches its schema" and
+        "absent"; the rest is handled in each branch."""
+        name, sub = next(iter(dependent.items()))
+        rest = {k: v for k, v in node.items() if k not in ("dependentSchemas", "dependencies")}
+        for key in ("dependentSchemas", "dependencies"):
+            left = {k: v for k, v in (node.get(key) or {}).items() if k != name}
+            if left:
+                rest[key] = left
+        where = f"{pointer}/dependentSchemas/{_escape(name)}"
+        absent = _merge(rest, {"properties": {name: False}}, lambda k: None)
+        branches = [self.compile(absent, pointer)]
+        if sub is not False:
+            present = {"allOf": [rest, {"type": "object", "required": [name]}, sub]}
+            branches.append(self.compile(present, where))
+        machines = [m for m in branches if m is not None]
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def conditional(self, node: dict, pointer: str) -> Any:
+        """`if`/`then`/`else` where it folds away: a boolean `if`, or `then` and `else` that
+        constrain nothing."""
+        cond = node["if"]
+        rest = {k: v for k, v in node.items() if k not in ("if", "then", "else")}
+        then, other = node.get("then", True), node.get("else", True)
+        if cond is True or cond == {}:
+            branch = then
+        elif cond is False:
+            branch = other
+        elif then in (True, {}) and other in (True, {}):
+            return rest
+        else:
+            self.fail(f"{pointer}/if", "if", "if/then/else with a condition is not supported "
+                      "yet")
+            return rest
+        if branch is False:
+            return False
+        return {"allOf": [rest, branch]} if branch not in (True, {}) else rest
+
     def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
         merged = {k: v for k, v in node.items() if k != "allOf"}
         for i, sub in enumerate(node["allOf"]):
@@ -561,7 +693,7 @@ class _Compiler:
             if sub is False:
                 return {"not": {}, "type": []}
             if "$ref" in sub:
-                ref = sub["$ref"]
+                ref = self.absolute(sub, sub["$ref"])
                 if ref in merging:
                     raise SchemaError(f"{where}/$ref: {ref} refers back to itself inside "
                                       "allOf; such a schema cannot be merged")
@@ -628,16 +760,39 @@ class _Compiler:
         return self.literals(values, f"{pointer}/{key}")
 
     def literals(self, values: list, pointer: str) -> StateMachine:
-        texts = sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
-                        for v in values})
+        """The values, compared as JSON compares them: a number in any spelling of its
+        value (1, 1.0), an object's members in any order when property_order is "any"."""
+        texts, numbers, composite = set(), [], []
+        for v in _distinct(values):
+            text = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+            if isinstance(v, (dict, list)):
+                composite.append(v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                texts.add(text.encode())  # the spelling itself (exponents too)
+                numbers.append(_number_spellings(v))
+            else:
+                texts.add(text.encode())
         nfa = automaton.NFA()
-        dfa = automaton.determinize(nfa, automaton.literals(nfa, texts))
-        return DfaTerminal(dfa, f"enum at {pointer}")
+        dfa = automaton.determinize(nfa, automaton.literals(nfa, sorted(texts))) \
+            if texts else None
+        if numbers:
+            spelled = compile_regex("|".join(numbers))
+            dfa = spelled if dfa is None else _union(dfa, spelled)
+        machines = [] if dfa is None else [DfaTerminal(dfa, f"enum at {pointer}")]
+        for v in composite:
+            if isinstance(v, dict):
+                shape = {"type": "object", "properties": {k: {"const": x} for k, x in v.items()},
+                         "required": list(v), "additionalProperties": False}
+            else:
+                shape = {"type": "array", "prefixItems": [{"const": x} for x in v],
+                         "minItems": len(v), "items": False}
+            machines.append(self.compile(shape, pointer))
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
     # -- strings -----------------------------------------------------------------------------
     def string(self, node: dict, pointer: str) -> StateMachine | None:
-        lo = node.get("minLength", 0)
-        hi = node.get("maxLength")
+        lo = _count(node, "minLength", pointer, 0)
+        hi = _count(node, "maxLength", pointer)
         if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int)
                                                                      or hi < 0)):
             raise SchemaError(f"{pointer}: minLength/maxLength must be integers >= 0")
@@ -649,7 +804,7 @@ class _Compiler:
         fmt = node.get("format")
         if fmt is not None:
             if fmt in FORMATS:
-                patterns.append((FORMATS[fmt], False, f"{pointer}/format"))
+                patterns += _format_patterns(fmt, f"{pointer}/format")
             elif fmt in UNSUPPORTED_FORMATS:
                 self.fail(f"{pointer}/format", "format", f"{fmt!r} cannot be checked exactly")
             else:
@@ -658,13 +813,28 @@ class _Compiler:
                 warnings.warn(f"pse: {msg}", stacklevel=4)
         if not patterns:
             return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
+        dfa = self.content_dfa(node, patterns, pointer)
+        if not dfa.accept[0] and not dfa.trans[0]:
+            return None
+        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+
+    def content_dfa(self, node: dict, patterns: list, pointer: str) -> automaton.DFA:
+        """String content (as JSON spells it) that the patterns and length bounds allow."""
+        lo = _count(node, "minLength", pointer, 0)
+        hi = _count(node, "maxLength", pointer)
         dfa = None
-        for pattern, search, where in patterns:
+        for pattern, search, where in patterns:  # search None: a pattern to exclude
             try:
-                p = compile_regex(pattern, re.ASCII, search=search, char_class=json_char_class)
+                p = compile_regex(pattern, 0, search=bool(search), char_class=json_char_class,
+                                  ecma=True)
+                if search is None:
+                    dfa = automaton.difference(dfa, p)
+                    continue
             except GrammarError as e:
                 raise SchemaError(f"{where}: {e}") from None
             dfa = p if dfa is None else self.intersect(dfa, p, where)
+        if dfa is None:
+            dfa = _at_least_dfa(0)
         if lo > 0 or hi is not None:
             if hi is None or hi > MAX_UNROLLED_LENGTH:
                 if hi is not None or lo > MAX_UNROLLED_LENGTH:
@@ -675,9 +845,7 @@ class _Compiler:
                     dfa = self.intersect(dfa, _at_least_dfa(lo), f"{pointer}/minLength")
             else:
                 dfa = self.intersect(dfa, _length_dfa(lo, hi), f"{pointer}/maxLength")
-        if not dfa.accept[0] and not dfa.trans[0]:
-            return None
-        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+        return dfa
 
     # -- numbers -----------------------------------------------------------------------------
     def number(self, node: dict, pointer: str, integer: bool) -> StateMachine | None:
@@ -712,9 +880,10 @@ class _Compiler:
         required = list(dict.fromkeys(node.get("required", []) or []))
         additional = node.get("additionalProperties", True)
         patterns: dict = node.get("patternProperties", {}) or {}
-        if node.get("propertyNames") not in (None, True, {}):
-            self.fail(f"{pointer}/propertyNames", "propertyNames", "not supported yet")
-        names = list(props) + [n for n in required if n not in props]
+        depends = _dependent_required(node, pointer)
+        names = list(dict.fromkeys(list(props) + required
+                                   + [n for a, bs in depends.items() for n in [a, *bs]]))
+        allowed = self.property_names_dfa(node, pointer)
 
         def value_schema(name: str) -> Any:
             """What a named property must satisfy: its own schema (or additionalProperties
@@ -726,20 +895,129 @@ class _Compiler:
             schemas = own + matching
             return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
 
-        members: list[tuple[str, StateMachine, bool]] = []
+        # the named properties that can be present, with their value machines
+        values: dict[str, StateMachine] = {}
         for name in names:
             m = self.compile(value_schema(name), f"{pointer}/properties/{_escape(name)}")
-            if m is None:
-                if name in required:
-                    return None
-                continue
-            members.append((name, m, name in required))
-        # keys not listed: one kind per patternProperties pattern, then the rest
-        others: list[tuple[automaton.DFA, StateMachine, str]] = []
+            if m is not None and (allowed is None or allowed.matches(_content(name))):
+                values[name] = m
+        absent = {n for n in names if n not in values}
+        changed = True
+        while changed:  # a property whose dependencies cannot be present cannot be either
+            changed = False
+            for a, bs in depends.items():
+                if a in values and any(b in absent for b in bs):
+                    del values[a]
+                    absent.add(a)
+                    changed = True
+        if any(n in absent for n in required):
+            return None
+        others = self.other_keys(node, names, allowed, pointer)
+        n_min = _count(node, "minProperties", pointer, 0)
+        n_max = _count(node, "maxProperties", pointer)
+        n_possible = math.inf if others else len(values)
+        if n_min > n_possible or (n_max is not None and n_max < len(required)):
+            return None
+
+        any_order = self.property_order == "any"
+        counted = n_min > 0 or n_max is not None
+        # key bits: every present-able name in any order (a key appears at most once); else
+        # those a dependency clause reads and, under maxProperties, the required ones
+        wanted = list(values) if any_order else [
+            n for n in values if n in depends or any(n in bs for bs in depends.values())
+            or (n_max is not None and n in required)]
+        wanted.sort(key=lambda n: (n not in required and n not in depends, names.index(n)))
+        if len(wanted) > KEY_BITS:
+            self.fail(f"{pointer}/properties", "properties",
+                      f"more than {KEY_BITS} properties (KEY_BITS) to tell apart in any order; "
+                      "the rest may repeat")
+        bit = {n: 1 << i for i, n in enumerate(wanted[:KEY_BITS])}
+        for a, bs in depends.items():
+            if a in values and any(b not in bit for b in bs):
+                raise SchemaError(f"{pointer}/dependentRequired: more than {KEY_BITS} "
+                                  "properties (KEY_BITS) are involved")
+        reserve = sum(bit[n] for n in required if n in bit) if n_max is not None else 0
+
+        def key_guard(b: int) -> Guard | None:
+            if not b and not counted:
+                return None
+            return Guard(forbid=b if any_order else 0, set=b, inc=int(counted), max_props=n_max,
+                         reserve=reserve, cap=n_max if n_max is not None else n_min)
+
+        def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
+            """The start of a member: its key (or opening quote) with the comma before it,
+            one terminal, so that a guard that refuses the key refuses the comma too."""
+            term = Phrase(text) if first else self.comma_then(text)
+            return term if guard is None else Guarded(term, guard)
+
+        def named(name: str, m: StateMachine) -> Callable[[bool], StateMachine]:
+            text = json.dumps(name, ensure_ascii=False)
+            guard = key_guard(bit.get(name, 0))
+            return lambda first: Chain(opening(text, first, guard), self.sep(":"), m)
+
+        def other(keys: automaton.DFA, m: StateMachine, where: str
+                  ) -> Callable[[bool], StateMachine]:
+            rest = DfaTerminal(keys, f"keys at {where}")
+            guard = key_guard(0)
+            return lambda first: Chain(opening('"', first, guard), rest, Phrase('"'),
+                                       self.sep(":"), m)
+
+        members = [named(n, m) for n, m in values.items()]
+        other_members = [other(*o) for o in others]
+        clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
+                        if a in values and bs)
+        need = sum(bit[n] for n in required) if any_order else 0
+        close: StateMachine = Phrase("}")
+        if need or n_min or clauses:
+            close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
+        if any_order:
+            makes = members + other_members
+            body = StateMachine({"first": [(make(True), "more") for make in makes],
+                                 "more": [(make(False), "more") for make in makes]},
+                                start_state="first", end_states=["first", "more"])
+        else:
+            body = self.ordered_members(
+                [(make, n in required) for make, n in zip(members, values)], other_members)
+        machine = Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), close)
+        return Scope(machine) if bit or counted or any_order else machine
+
+    def comma_then(self, text: str) -> Terminal:
+        """`,` then `text`, with the blanks allowed around the comma, as one terminal."""
+        if not self.ws:
+            return Phrase("," + text)
+        blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
+        return DfaTerminal(compile_regex(f"{blank},{blank}{re.escape(text)}"), f",{text}")
+
+    def ordered_members(self, members: list[tuple[Callable[[bool], StateMachine], bool]],
+                        others: list[Callable[[bool], StateMachine]]) -> StateMachine:
+        """Named members in schema order (optional ones skippable), then other keys. A
+        member is made for its place: first in the object, or after a comma."""
+        graph: dict = {}
+        n = len(members)
+        empty = Phrase("")
+        for i, (make, req) in enumerate(members):
+            for first in (True, False):
+                graph.setdefault((i, first), []).append((make(first), (i + 1, False)))
+                if not req:
+                    graph[(i, first)].append((empty, (i + 1, first)))
+        for first in (True, False):
+            graph.setdefault((n, first), [])
+        for make in others:
+            graph[(n, True)].append((make(True), (n, False)))
+            graph[(n, False)].append((make(False), (n, False)))
+        return StateMachine(graph, start_state=(0, True), end_states=[(n, True), (n, False)])
+
+    def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
+                   pointer: str) -> list[tuple[automaton.DFA, StateMachine, str]]:
+        """Keys not named: one kind per patternProperties pattern, then the rest (each a key
+        DFA, the value machine, and where in the schema it comes from)."""
+        patterns: dict = node.get("patternProperties", {}) or {}
+        additional = node.get("additionalProperties", True)
+        others = []
         listed = self.key_dfa("|".join(re.escape(n) for n in names), False, pointer) \
             if names else None
         covered = None
-        for i, (pat, sub) in enumerate(patterns.items()):
+        for pat, sub in patterns.items():
             where = f"{pointer}/patternProperties/{_escape(pat)}"
             keys = self.key_dfa(pat, True, where)
             if listed is not None:
@@ -748,53 +1026,61 @@ class _Compiler:
                 self.fail(where, "patternProperties", "patterns that overlap are not "
                           "supported yet")
             covered = keys if covered is None else _union(covered, keys)
+            if allowed is not None:
+                keys = self.intersect(keys, allowed, where)
             m = self.compile(sub, where)
             if m is not None and _nonempty(keys):
                 others.append((keys, m, where))
         extra = None if additional is False else self.compile(additional,
                                                                f"{pointer}/additionalProperties")
         if extra is not None:
-            keys = self.key_dfa("(?s).*", False, pointer)
+            keys = self.key_dfa("(?s).*", False, pointer) if allowed is None else allowed
             for cut in (listed, covered):
                 if cut is not None:
                     keys = automaton.difference(keys, cut)
             if _nonempty(keys):
                 others.append((keys, extra, f"{pointer}/additionalProperties"))
-        n_min = node.get("minProperties", 0)
-        n_max = node.get("maxProperties")
-        n_required = sum(1 for *_, req in members if req)
-        n_possible = math.inf if others else len(members)
-        if n_min > n_possible:
+        return others
+
+    def property_names_dfa(self, node: dict, pointer: str) -> automaton.DFA | None:
+        """Key contents (as JSON spells them) that `propertyNames` allows; None: any."""
+        sub = node.get("propertyNames", True)
+        where = f"{pointer}/propertyNames"
+        if sub is True or sub == {}:
             return None
-        if n_min > n_required or (n_max is not None and n_max < n_possible):
-            self.fail(pointer, "minProperties/maxProperties", "not supported yet")
-        graph: dict = {}
-        n = len(members)
-        empty = Phrase("")
-        for i, (name, m, req) in enumerate(members):
-            key = Phrase(json.dumps(name, ensure_ascii=False))
-            member = Chain(key, self.sep(":"), m)
-            for first in (True, False):
-                graph.setdefault((i, first), []).append(
-                    (member if first else Chain(self.sep(","), member), (i + 1, False)))
-                if not req:
-                    graph[(i, first)].append((empty, (i + 1, first)))
-        for first in (True, False):
-            graph.setdefault((n, first), [])
-        for keys, m, where in others:
-            key = Chain(Phrase('"'), DfaTerminal(keys, f"keys at {where}"), Phrase('"'))
-            member = Chain(key, self.sep(":"), m)
-            graph[(n, True)].append((member, (n, False)))
-            graph[(n, False)].append((Chain(self.sep(","), member), (n, False)))
-        body = StateMachine(graph, start_state=(0, True), end_states=[(n, True), (n, False)])
-        return Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), Phrase("}"))
+        if sub is False:
+            return self.key_dfa("(?!)", False, where)
+        if not isinstance(sub, dict):
+            raise SchemaError(f"{where}: a schema is an object or a boolean, got {sub!r}")
+        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        types = sub.get("type", "string")
+        if "string" not in ([types] if isinstance(types, str) else types):
+            return self.key_dfa("(?!)", False, where)
+        if "const" in sub or "enum" in sub:
+            values = [sub["const"]] if "const" in sub else list(sub["enum"])
+            rest = {k: v for k, v in sub.items() if k not in ("const", "enum", "type")}
+            names = [v for v in values if isinstance(v, str)]
+            if rest:
+                inner = self.property_names_dfa({"propertyNames": rest}, pointer)
+                names = [n for n in names if inner is None or inner.matches(_content(n))]
+            return self.key_dfa("|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1])
+                                         for n in names) or "(?!)", False, where)
+        unknown = set(sub) - {"type", "pattern", "format", "minLength", "maxLength"}
+        if unknown:
+            self.fail(where, "propertyNames", f"{sorted(unknown)} on key names not supported")
+        patterns = []
+        if "pattern" in sub:
+            patterns.append((sub["pattern"], True, f"{where}/pattern"))
+        if sub.get("format") in FORMATS:
+            patterns += _format_patterns(sub["format"], f"{where}/format")
+        return self.content_dfa(sub, patterns, where)
 
     def key_dfa(self, pattern: str, search: bool, where: str) -> automaton.DFA:
         """Object keys (string content, spelled as `json_char_class` spells characters) whose
         value matches `pattern`."""
         try:
-            return compile_regex(pattern, re.ASCII if search else 0, search=search,
-                                 char_class=json_char_class)
+            return compile_regex(pattern, 0, search=search, char_class=json_char_class,
+                                 ecma=True)
         except GrammarError as e:
             raise SchemaError(f"{where}: {e}") from None
 
@@ -812,11 +1098,24 @@ class _Compiler:
         if isinstance(items, list):  # drafts 4-7: a list of items, then additionalItems
             prefix, rest = items, node.get("additionalItems", True)
         prefix = prefix or []
-        for key in ("uniqueItems", "contains"):
-            if node.get(key):
-                self.fail(f"{pointer}/{key}", key, "not supported yet")
-        lo = node.get("minItems", 0)
-        hi = node.get("maxItems")
+        lo = _count(node, "minItems", pointer, 0)
+        hi = _count(node, "maxItems", pointer)
+        if "contains" in node:
+            n_min = _count(node, "minContains", pointer, 1)
+            n_max = _count(node, "maxContains", pointer)
+            sub = node["contains"]
+            if n_max is not None and n_min > n_max:
+                return None
+            if sub is False:
+                if n_min > 0:
+                    return None
+            elif sub is True or sub == {}:  # every item counts
+                lo = max(lo, n_min)
+                hi = n_max if hi is None else hi if n_max is None else min(hi, n_max)
+            elif n_min > 0 or n_max is not None:
+                return self.containing(node, sub, n_min, n_max, lo, hi, pointer)
+        if node.get("uniqueItems") is True:
+            return self.unique_items(node, prefix, rest, lo, hi, pointer)
         machines = []
         for i, sub in enumerate(prefix):
             m = self.compile(sub, f"{pointer}/prefixItems/{i}")
@@ -858,6 +1157,103 @@ class _Compiler:
         return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
 
 
+    def containing(self, node: dict, sub: Any, n_min: int, n_max: int | None, lo: int,
+                   hi: int | None, pointer: str) -> StateMachine | None:
+        """An array with at least `n_min` items matching `contains` (items otherwise as
+        `items` says): a counter of matches in the states. maxContains, prefixItems and item
+        counts alongside would need the complement of the contains schema."""
+        where = f"{pointer}/contains"
+        rest = node.get("items", True)
+        if n_max is not None or lo > 0 or hi is not None or "prefixItems" in node \
+                or isinstance(rest, list):
+            self.fail(where, "contains", "contains with maxContains, prefixItems or an item "
+                      "count is not supported yet")
+        item = self.compile(rest, f"{pointer}/items")
+        match = self.compile({"allOf": [rest, sub]} if rest is not True else sub, where)
+        if match is None:
+            return None
+        graph: dict = {}
+        for j in range(n_min + 1):
+            for first in (True, False):
+                sep = [] if first else [self.sep(",")]
+                edges = graph.setdefault((j, first), [])
+                if item is not None:
+                    edges.append((Chain(*sep, item), (j, False)))
+                edges.append((Chain(*sep, match), (min(j + 1, n_min), False)))
+        body = StateMachine(graph, start_state=(0, True),
+                            end_states=[(n_min, True), (n_min, False)])
+        return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
+
+    def unique_items(self, node: dict, prefix: list, rest: Any, lo: int, hi: int | None,
+                     pointer: str) -> StateMachine | None:
+        """uniqueItems over items drawn from a few literal values (enum, const, boolean,
+        null): one key bit per value, guarded like object keys."""
+        where = f"{pointer}/uniqueItems"
+        values = _literal_values(rest) if not prefix else None
+        if values is None or len(values) > KEY_BITS:
+            self.fail(where, "uniqueItems", f"only items with at most {KEY_BITS} literal "
+                      "values (enum, const, boolean, null) are supported")
+            return self.array({k: v for k, v in node.items() if k != "uniqueItems"}, pointer)
+        texts = sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+                        for v in values})
+        if not texts:
+            return None if lo > 0 else Chain(Phrase("["), *self.wsp(), Phrase("]"))
+        hi = len(texts) if hi is None else min(hi, len(texts))
+        if lo > hi:
+            return None
+        item = AnyOf(*[Guarded(Phrase(t), Guard(forbid=1 << i, set=1 << i))
+                       for i, t in enumerate(texts)])
+        graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
+        body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
+        return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]")))
+
+
+def _literal_values(schema: Any) -> list | None:
+    """The values a schema allows when they are a few literals (None: not that kind)."""
+    if not isinstance(schema, dict):
+        return None
+    schema = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+    if set(schema) == {"const"}:
+        return [schema["const"]]
+    if set(schema) == {"enum"} and isinstance(schema["enum"], list):
+        return _distinct(schema["enum"])
+    if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
+        return [True, False] if schema["type"] == "boolean" else [None]
+    return None
+
+
+def _number_spellings(v: int | float) -> str:
+    """A regex of the decimal spellings of the number v (1 -> 1, 1.0, 1.00, ...)."""
+    d = Decimal(str(v)) if isinstance(v, float) else Decimal(v)
+    if d == d.to_integral_value():
+        digits = re.escape(str(abs(int(d))))
+        sign = "-?" if d == 0 else "-" if d < 0 else ""
+        return f"{sign}{digits}(\\.0+)?"
+    text = format(abs(d).normalize(), "f")
+    return f"{'-' if d < 0 else ''}{re.escape(text)}0*"
+
+
+def _distinct(values: list) -> list:
+    """Values without JSON-equal repeats (1 and 1.0 are one value)."""
+    out: list = []
+    for v in values:
+        if not any(_json_equal(v, w) for w in out):
+            out.append(v)
+    return out
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
 def _at_least_dfa(lo: int) -> automaton.DFA:
     nfa = automaton.NFA()
     unit = JsonStringContent().unit_dfa()
@@ -897,6 +1293,53 @@ def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
         _dfa_into(nfa, a), _dfa_into(nfa, b)]))
 
 
+def _format_patterns(fmt: str, where: str) -> list[tuple[str, bool | None, str]]:
+    """(regex, search, where) for a known format; search None marks a regex to exclude."""
+    out: list[tuple[str, bool | None, str]] = [(FORMATS[fmt], False, where)]
+    if fmt in FORMAT_EXCLUDED:
+        out.append((FORMAT_EXCLUDED[fmt], None, where))
+    return out
+
+
+def _count(node: dict, key: str, pointer: str, default: int | None = None) -> int | None:
+    """A non-negative integer keyword (2.0 counts as 2)."""
+    value = node.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SchemaError(f"{pointer}/{key}: must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _content(name: str) -> bytes:
+    """A key's string content as compact JSON spells it."""
+    return json.dumps(name, ensure_ascii=False)[1:-1].encode()
+
+
+def _dependent_schemas(node: dict) -> dict[str, Any]:
+    """`dependentSchemas`, and draft 4-7 `dependencies` whose values are schemas."""
+    out = dict(node.get("dependentSchemas") or {})
+    for name, sub in (node.get("dependencies") or {}).items():
+        if not isinstance(sub, list):
+            out[name] = sub if name not in out else {"allOf": [out[name], sub]}
+    return {k: v for k, v in out.items() if v is not True and v != {}}
+
+
+def _dependent_required(node: dict, pointer: str) -> dict[str, list[str]]:
+    """`dependentRequired`, and draft 4-7 `dependencies` whose values are lists."""
+    out: dict[str, list[str]] = {}
+    for key in ("dependentRequired", "dependencies"):
+        for name, needs in (node.get(key) or {}).items():
+            if isinstance(needs, list):
+                out.setdefault(name, [])
+                out[name] += [n for n in needs if n not in out[name]]
+            elif key == "dependentRequired":
+                raise SchemaError(f"{pointer}/{key}/{_escape(name)}: must be an array")
+    return out
+
+
 def _escape(name: str) -> str:
     return str(name).replace("~", "~0").replace("/", "~1")
 
@@ -921,8 +1364,21 @@ def _bounds(node: dict, pointer: str):
     return lo, hi
 
 
+_OBJECT_SHAPE = ("properties", "patternProperties", "additionalProperties")
+_ARRAY_SHAPE = ("prefixItems", "items", "additionalItems")
+
+
 def _merge(a: dict, b: dict, conflict) -> dict:
+    """The schema both `a` and `b` describe (allOf of two). Keywords that read their siblings
+    (additionalProperties, items after prefixItems) are merged by what they mean."""
+    shapes = {}
+    for keys, merge in ((_OBJECT_SHAPE, _merge_object_shape), (_ARRAY_SHAPE, _merge_array_shape)):
+        if any(k in a for k in keys) and any(k in b for k in keys):
+            shapes.update(merge(a, b, conflict))
+            a = {k: v for k, v in a.items() if k not in keys}
+            b = {k: v for k, v in b.items() if k not in keys}
     out = dict(a)
+    out.update(shapes)
     for k, v in b.items():
         if k not in out:
             out[k] = v
@@ -952,6 +1408,65 @@ def _merge(a: dict, b: dict, conflict) -> dict:
         else:
             conflict(k)
     return out
+
+
+def _all_of(schemas: list) -> Any:
+    schemas = [x for x in schemas if x is not True and x != {}]
+    if any(x is False for x in schemas):
+        return False
+    return True if not schemas else schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+
+
+def _merge_object_shape(a: dict, b: dict, conflict) -> dict:
+    """properties / patternProperties / additionalProperties of allOf(a, b)."""
+    def trivial(x: dict) -> bool:
+        return x.get("additionalProperties", True) in (True, {})
+
+    pa, pb = a.get("patternProperties", {}), b.get("patternProperties", {})
+    patterns = dict(pa)
+    for pat, sub in pb.items():
+        patterns[pat] = _all_of([patterns[pat], sub]) if pat in patterns else sub
+    if trivial(a) and trivial(b):
+        props = dict(a.get("properties", {}))
+        for name, sub in b.get("properties", {}).items():
+            props[name] = _all_of([props[name], sub]) if name in props else sub
+        out: dict = {"properties": props}
+        if patterns:
+            out["patternProperties"] = patterns
+        return out
+    if (not trivial(a) and set(pb) - set(pa)) or (not trivial(b) and set(pa) - set(pb)):
+        conflict("additionalProperties")  # a name a pattern of one side takes, the other's
+        # additionalProperties would take as well: not expressible as one object schema
+
+    def side(x: dict, name: str) -> Any:
+        if name in x.get("properties", {}):
+            return x["properties"][name]
+        if any(_search(p, name, "#") for p in x.get("patternProperties", {})):
+            return True  # the merged patternProperties carry it
+        return x.get("additionalProperties", True)
+
+    names = list(dict.fromkeys([*a.get("properties", {}), *b.get("properties", {})]))
+    out = {"properties": {n: _all_of([side(a, n), side(b, n)]) for n in names},
+           "additionalProperties": _all_of([a.get("additionalProperties", True),
+                                            b.get("additionalProperties", True)])}
+    if patterns:
+        out["patternProperties"] = patterns
+    return out
+
+
+def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
+    """prefixItems / items (draft 4-7: an items list and additionalItems) of allOf(a, b)."""
+    def split(x: dict) -> tuple[list, Any]:
+        if isinstance(x.get("items"), list):
+            return list(x["items"]), x.get("additionalItems", True)
+        return list(x.get("prefixItems", [])), x.get("items", True)
+
+    (fa, ra), (fb, rb) = split(a), split(b)
+    n = max(len(fa), len(fb))
+    prefix = [_all_of([fa[i] if i < len(fa) else ra, fb[i] if i < len(fb) else rb])
+              for i in range(n)]
+    return {"prefixItems": prefix, "items": _all_of([ra, rb])} if prefix else \
+        {"items": _all_of([ra, rb])}
 
 
 _ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
@@ -1012,19 +1527,3 @@ def _disjoint(branches: list, resolve: Callable[[Any], Any]) -> bool:
     resolved = [resolve(b) for b in branches]
     return all(_pair_disjoint(resolved[i], resolved[j])
                for i in range(len(resolved)) for j in range(i + 1, len(resolved)))
-
-
-def _find_anchor(doc: Any, name: str) -> Any:
-    if isinstance(doc, dict):
-        if doc.get("$anchor") == name or doc.get("$id") == "#" + name:
-            return doc
-        for v in doc.values():
-            found = _find_anchor(v, name)
-            if found is not None:
-                return found
-    elif isinstance(doc, list):
-        for v in doc:
-            found = _find_anchor(v, name)
-            if found is not None:
-                return found
-    return None

@@ -51,22 +51,30 @@ _ASCII_CATEGORY = {
     "space": ((0x09, 0x0D), (0x20, 0x20)),
     "word": ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)),
 }
+# ECMA-262's \s (JSON Schema patterns are ECMA-262 regexes): \d and \w stay ASCII
+_ECMA_SPACE = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+               (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+               (0xFEFF, 0xFEFF))
 
 
-def _category(code, ascii_only: bool) -> list[tuple[int, int]]:
+def _category(code, ascii_only: bool, ecma: bool) -> list[tuple[int, int]]:
     name = str(code).lower()
     negate = "not_" in name
     kind = "digit" if "digit" in name else "space" if "space" in name else \
         "word" if "word" in name else None
     if kind is None:
         raise GrammarError(f"unsupported character category {code}")
-    ranges = list(_ASCII_CATEGORY[kind] if ascii_only else _unicode_category(kind))
+    if ecma:
+        ranges = list(_ECMA_SPACE if kind == "space" else _ASCII_CATEGORY[kind])
+    else:
+        ranges = list(_ASCII_CATEGORY[kind] if ascii_only else _unicode_category(kind))
     return automaton.complement(ranges) if negate else ranges
 
 
 class _Builder:
-    def __init__(self, pattern: str, flags: int, char_class: CharClass) -> None:
+    def __init__(self, pattern: str, flags: int, char_class: CharClass, ecma: bool) -> None:
         self.pattern = pattern
+        self.ecma = ecma
         self.flags = flags
         self.nfa = automaton.NFA()
         self.char_class = char_class
@@ -129,7 +137,7 @@ class _Builder:
             elif op is _c.RANGE:
                 ranges.append(av)
             elif op is _c.CATEGORY:
-                ranges.extend(_category(av, ascii_only))
+                ranges.extend(_category(av, ascii_only, self.ecma))
             else:
                 raise GrammarError(f"regex {self.pattern!r}: unsupported class item {op}")
         if flags & re.IGNORECASE:
@@ -177,7 +185,8 @@ def _strip_anchors(items: list) -> tuple[list, bool, bool]:
 
 @lru_cache(maxsize=1024)
 def compile_regex(pattern: str, flags: int = 0, search: bool = False,
-                  char_class: CharClass = automaton.char_class) -> automaton.DFA:
+                  char_class: CharClass = automaton.char_class, ecma: bool = False
+                  ) -> automaton.DFA:
     """A DFA for `pattern`: the whole text matches (search=True: the pattern occurs somewhere
     in it, as JSON Schema's `pattern` means, unless anchored with ^ / $). Results are cached;
     the DFA returned is shared and must not be changed.
@@ -185,6 +194,8 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     Args:
         char_class: builds one character of a class; JSON strings pass one that also spells
             characters as JSON escapes.
+        ecma: ECMA-262 classes, as JSON Schema patterns mean them: digits and word
+            characters ASCII, blanks Unicode.
 
     Raises:
         GrammarError: malformed pattern, lookaround, backreferences, or too large.
@@ -196,7 +207,7 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
     flags = parsed.state.flags
-    b = _Builder(pattern, flags, char_class)
+    b = _Builder(pattern, flags, char_class, ecma)
     items = list(parsed)
     branches = [items]
     if len(items) == 1 and items[0][0] is _c.BRANCH:

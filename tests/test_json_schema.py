@@ -10,7 +10,7 @@ from decimal import Decimal
 import jsonschema
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
 from pse import JsonSchema, SchemaError, StructuringEngine
@@ -288,3 +288,91 @@ def test_item_counts_past_the_unrolling_limit():
         m = JsonSchema({"type": "array", "items": {"type": "integer"}, "maxItems": 5000},
                        strict=False)
     assert m.matches("[1,2,3]")
+
+
+# --- property order "any" and the keywords the register serves -------------------------------
+
+ANY_ORDER_SCHEMAS = SCHEMAS + [
+    {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
+                                      "c": {"type": "null"}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "object", "minProperties": 2, "maxProperties": 3,
+     "propertyNames": {"maxLength": 2}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+     "dependentRequired": {"a": ["b"], "c": ["a", "b"]}},
+    {"type": "object", "propertyNames": {"pattern": "^[a-c]+$", "maxLength": 2}},
+    {"type": "object", "properties": {"kind": {}},
+     "dependentSchemas": {"kind": {"properties": {"x": {"type": "integer"}}, "required": ["x"]}}},
+    {"type": "array", "contains": {"type": "string"}, "minContains": 2,
+     "items": {"type": ["integer", "string"], "maxLength": 3}},
+    {"type": "array", "items": {"enum": [1, "a", None]}, "uniqueItems": True},
+    {"const": {"x": [1, {"y": 2}], "z": "w"}},
+    {"allOf": [{"properties": {"foo": {}}}], "additionalProperties": {"type": "boolean"}},
+]
+
+ANY_ORDER_INSTANCES = INSTANCES + [
+    {"b": "s", "a": 1}, {"c": None, "b": "s", "a": 1}, {"a": 1}, {"a": 1, "b": "s", "d": 0},
+    {}, {"p": 1}, {"p": 1, "q": 2}, {"p": 1, "q": 2, "r": 3, "s": 4}, {"a": 1, "b": 2},
+    {"c": 1, "b": 2}, {"c": 1, "b": 2, "a": 3}, {"ab": 1}, {"abc": 1}, {"d": 1},
+    {"kind": 1}, {"kind": 1, "x": 2}, {"x": "s"}, ["a", 1, "b"], ["a"], [1, 2], ["a", "b"],
+    [1, "a", None], [1, 1], [None, "a"], {"z": "w", "x": [1, {"y": 2}]}, {"x": [1, {"y": 2}]},
+    {"z": "w", "x": [1.0, {"y": 2}]}, {"foo": 1, "bar": True}, {"foo": True}, {"bar": 1},
+]
+
+
+@pytest.mark.parametrize("schema", ANY_ORDER_SCHEMAS, ids=range(len(ANY_ORDER_SCHEMAS)))
+def test_any_order_agrees_with_jsonschema(schema):
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema,
+                                                format_checker=jsonschema.FormatChecker())
+    for value in ANY_ORDER_INSTANCES:
+        expected = validator.is_valid(value)
+        assert machine.matches(compact(value)) == expected, (schema, value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(["a", "b", "c", "d", "e"]), st.sets(st.sampled_from("abcdef")))
+def test_any_order_takes_every_order_each_key_once(order, present):
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcde"},
+              "required": ["a", "c"], "additionalProperties": False}
+    machine = JsonSchema(schema, property_order="any")
+    keys = [k for k in [*order, "f"] if k in present]
+    text = "{" + ",".join(f'"{k}":1' for k in keys) + "}"
+    assert machine.matches(text) == ({"a", "c"} <= present and "f" not in present)
+    if keys:  # a repeated key is refused
+        assert not machine.matches(text[:-1] + f',"{keys[0]}":2}}')
+
+
+@pytest.mark.parametrize("schema", ANY_ORDER_SCHEMAS[-9:], ids=range(9))
+def test_any_order_generated_values_validate(schema):
+    vocab = shared_vocab("llama3")
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(1)
+    engine = StructuringEngine(vocab)
+    engine.configure(JsonSchema(schema, property_order="any"))
+    finished = 0
+    for _ in range(15):
+        engine.reset()
+        text = generate(engine, rng)
+        if text is None:
+            continue
+        finished += 1
+        validator.validate(json.loads(text))
+    assert finished >= 3
+
+
+def test_any_order_masks_equal_brute_force():
+    from test_engine import check_along
+
+    vocab = shared_vocab("llama3")
+    schema = {"type": "object", "properties": {"name": {"type": "string"},
+                                               "age": {"type": "integer"}, "ok": {}},
+              "required": ["name", "age"], "maxProperties": 3}
+    engine = StructuringEngine(vocab, mask_memo=0)
+    engine.configure(JsonSchema(schema, property_order="any"))
+    check_along(engine, vocab.encode('{"age":3,"ok":[],"name":"x"}'))
+
+
+def test_property_order_is_checked():
+    with pytest.raises(SchemaError, match="property_order"):
+        JsonSchema({}, property_order="sorted")

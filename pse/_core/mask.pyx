@@ -472,7 +472,7 @@ cdef class Matcher:
                 stateset_add(&self.w.roots, s)
                 continue
             # before a terminal: one root per terminal that can start here
-            expand(&c, s.node, s.frame, NO_BYTE, &self.w.roots)
+            expand(&c, s, NO_BYTE, &self.w.roots)
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
@@ -507,7 +507,7 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
         for k in range(sl.n_within_words):
             out[sl.within_words[k]] |= sl.within_bits[k]
         memset(bytes8, 0, sizeof(bytes8))
-        exit_bytes(&c, r.node, r.frame, bytes8)
+        exit_bytes(&c, r, bytes8)
         for k in range(8):
             bytes8[k] &= sl.exit_bytes[k]
         for b in range(256):
@@ -515,7 +515,7 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
                 continue
             w.scratch.n = base
             w.seed.n = 0
-            expand(&c, r.node, r.frame, <uint8_t>b, &w.seed)
+            expand(&c, r, <uint8_t>b, &w.seed)
             if w.seed.n == 0:
                 continue
             for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):

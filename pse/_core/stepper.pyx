@@ -133,7 +133,7 @@ cdef class Stepper:
     def state_key(self) -> tuple:
         """The parser state as a tuple of ints: equal keys accept exactly the same futures."""
         return (self.state.frame, self.state.node, self.state.term, self.state.dstate,
-                self.state.count)
+                self.state.count, self.state.props, self.state.keys)
 
     def __copy__(self):
         return self

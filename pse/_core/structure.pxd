@@ -3,10 +3,15 @@
 # A structure compiles into rules (recursive transition networks). Inside a rule, a node has
 # precomputed entries: (terminal, target node, frames to push), the closure over calls, so the
 # step never searches. Terminals are byte DFAs, optionally counted (a unit repeated min..max
-# times without unrolling). A parser state (PState) is five ints: the stack is an id into a
+# times without unrolling). A parser state (PState) is a few ints: the stack is an id into a
 # hash-consed arena of frames, so copying or comparing a state is O(1).
+#
+# Each rule invocation has a small register (key bits and a property count): an entry may
+# carry a guard that checks and updates it, which is how an object with properties in any
+# order refuses a repeated key and requires its required ones without enumerating orders.
+# A call starts the callee with an empty register; the caller's is saved in the frame.
 
-from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 
 cdef enum:
     NO_FRAME = -1
@@ -23,10 +28,14 @@ ctypedef struct PState:
     int32_t term      # current terminal, or -1: positioned at `node` with no terminal
     int32_t dstate    # state of the terminal's DFA
     int32_t count     # counted terminals: units completed (capped at min when max is unbounded)
+    int32_t props     # register of the current rule invocation: properties counted so far
+    uint64_t keys     # ... and the key bits set so far
 
 ctypedef struct Frame:
     int32_t node      # where to continue after the called rule ends
     int32_t parent
+    int32_t props     # the caller's register, restored on return
+    uint64_t keys
 
 ctypedef struct Tables:
     int32_t n_classes
@@ -50,6 +59,20 @@ ctypedef struct Tables:
     int32_t* entry_target
     int32_t* entry_push_off   # n_entries + 1, into `pushes`
     int32_t* pushes           # frames to push, outermost first
+    int32_t* entry_guard      # 0: none, else an index into the guard tables
+    uint8_t* node_guarded     # some entry of the node has a guard
+    int32_t n_guards
+    uint64_t* guard_forbid    # key bits that must be clear
+    uint64_t* guard_need      # key bits that must be set
+    uint64_t* guard_set       # key bits set on entry
+    int32_t* guard_min        # at least this many properties counted
+    int32_t* guard_inc        # properties added on entry
+    int32_t* guard_max        # then at most this many (UNBOUNDED: no limit) ...
+    uint64_t* guard_reserve   # ... counting these key bits still clear as to come
+    int32_t* guard_cap        # the count saturates here (states beyond it are equal)
+    int32_t* guard_clause_off # n_guards + 1, into the clauses
+    uint64_t* clause_if       # clause: if all these bits are set ...
+    uint64_t* clause_then     # ... then all these must be too
     int32_t root_node
 
 ctypedef struct Arena:
@@ -138,20 +161,50 @@ cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
         s.count = 0
 
 
+cdef inline bint guard_pass(const Tables* t, int32_t g, PState* s) noexcept nogil:
+    """Check guard g against the register of `s` and apply it; False: the entry is closed."""
+    cdef uint64_t k = s.keys
+    cdef int32_t i
+    if (k & t.guard_forbid[g]) != 0 or (k & t.guard_need[g]) != t.guard_need[g]:
+        return False
+    if s.props < t.guard_min[g]:
+        return False
+    for i in range(t.guard_clause_off[g], t.guard_clause_off[g + 1]):
+        if (k & t.clause_if[i]) == t.clause_if[i] and (k & t.clause_then[i]) != t.clause_then[i]:
+            return False
+    s.props += t.guard_inc[g]
+    k |= t.guard_set[g]
+    if (t.guard_max[g] != UNBOUNDED
+            and s.props + popcount64(t.guard_reserve[g] & ~k) > t.guard_max[g]):
+        return False
+    if s.props > t.guard_cap[g]:
+        s.props = t.guard_cap[g]
+    s.keys = k
+    return True
+
+
+cdef inline int popcount64(uint64_t x) noexcept nogil:
+    x = x - ((x >> 1) & <uint64_t>0x5555555555555555)
+    x = (x & <uint64_t>0x3333333333333333) + ((x >> 2) & <uint64_t>0x3333333333333333)
+    x = (x + (x >> 4)) & <uint64_t>0x0F0F0F0F0F0F0F0F
+    return <int>((x * <uint64_t>0x0101010101010101) >> 56)
+
+
 # --- the parser ------------------------------------------------------------------------------
 
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil
 cdef void stateset_free(StateSet* s) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 
-cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil
-cdef int expand(Ctx* c, int32_t node, int32_t frame, int b, StateSet* out) except -1 nogil
+cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
+                       ) except -2 nogil
+cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
                     ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
-cdef void exit_bytes(Ctx* c, int32_t node, int32_t frame, uint32_t* out8) noexcept nogil
+cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 
 

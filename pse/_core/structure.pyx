@@ -49,9 +49,11 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
 
 # --- frames -----------------------------------------------------------------------------------
 
-cdef inline uint32_t frame_hash(int32_t node, int32_t parent) noexcept nogil:
+cdef inline uint32_t frame_hash(int32_t node, int32_t parent, int32_t props, uint64_t keys
+                                ) noexcept nogil:
     cdef uint32_t h = <uint32_t>node * 0x9E3779B1u
     h ^= <uint32_t>parent + 0x7F4A7C15u + (h << 6) + (h >> 2)
+    h ^= <uint32_t>props + <uint32_t>keys + <uint32_t>(keys >> 32) + (h << 6) + (h >> 2)
     return h * 0x85EBCA77u
 
 
@@ -90,7 +92,7 @@ cdef int arena_grow_hash(Arena* a) except -1 nogil:
     memset(slots, 0xFF, size * sizeof(int32_t))
     for i in range(a.n_frames):
         fr = &a.chunks[i >> CHUNK_BITS][i & (CHUNK_SIZE - 1)]
-        h = frame_hash(fr.node, fr.parent) & (size - 1)
+        h = frame_hash(fr.node, fr.parent, fr.props, fr.keys) & (size - 1)
         while slots[h] >= 0:
             h = (h + 1) & (size - 1)
         slots[h] = i
@@ -100,9 +102,11 @@ cdef int arena_grow_hash(Arena* a) except -1 nogil:
     return 0
 
 
-cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent) except -2 nogil:
-    """The id of frame (node, parent), creating it once: equal stacks get equal ids."""
-    cdef int64_t h = frame_hash(node, parent) & a.hash_mask
+cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* reg
+                          ) except -2 nogil:
+    """The id of frame (node, parent, register of `reg`), creating it once: equal stacks get
+    equal ids."""
+    cdef int64_t h = frame_hash(node, parent, reg.props, reg.keys) & a.hash_mask
     cdef int32_t f
     cdef Frame* fr
     while True:
@@ -110,7 +114,8 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent) except -2 nogi
         if f < 0:
             break
         fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
-        if fr.node == node and fr.parent == parent:
+        if (fr.node == node and fr.parent == parent and fr.props == reg.props
+                and fr.keys == reg.keys):
             return f
         h = (h + 1) & a.hash_mask
     f = a.n_frames
@@ -125,6 +130,8 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent) except -2 nogi
     fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
     fr.node = node
     fr.parent = parent
+    fr.props = reg.props
+    fr.keys = reg.keys
     a.n_frames = f + 1
     a.hash_slots[h] = f
     if 2 * a.n_frames > a.hash_mask:
@@ -132,11 +139,13 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent) except -2 nogi
     return f
 
 
-cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil:
+cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
+                       ) except -2 nogil:
+    """A frame returning to `node` under `parent` that restores the register of `reg`."""
     cdef Scratch* s = c.scratch
     cdef Frame* grown
     if s == NULL:
-        return arena_intern(c.arena, node, parent)
+        return arena_intern(c.arena, node, parent, reg)
     if s.n == s.cap:
         grown = <Frame*>realloc(s.frames, (2 * s.cap + 16) * sizeof(Frame))
         if grown == NULL:
@@ -146,31 +155,45 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent) except -2 nogil:
         s.cap = 2 * s.cap + 16
     s.frames[s.n].node = node
     s.frames[s.n].parent = parent
+    s.frames[s.n].props = reg.props
+    s.frames[s.n].keys = reg.keys
     s.n += 1
     return (s.n - 1) | SCRATCH_BIT
 
 
-# --- terminals --------------------------------------------------------------------------------
-
 # --- the byte step ----------------------------------------------------------------------------
 
-cdef int expand(Ctx* c, int32_t node, int32_t frame, int b, StateSet* out) except -1 nogil:
-    """Start every terminal reachable from `node` (popping the stack where rules end) on
+cdef PState ZERO_REG               # the register of a rule invocation that has just started
+memset(&ZERO_REG, 0, sizeof(PState))
+
+
+cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
+    """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
     cdef const Tables* t = c.t
-    cdef int32_t e, p, f, term
+    cdef int32_t e, p, f, term, g, first
+    cdef int32_t node = at.node, frame = at.frame
     cdef int produced = 0
-    cdef PState ns
+    cdef PState ns, reg
     cdef Frame* fr
+    reg.props = at.props
+    reg.keys = at.keys
     while True:
         if b == NO_BYTE or has_bit(&t.node_first[8 * node], b):
             for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
                 term = t.entry_term[e]
                 if b != NO_BYTE and not has_bit(&t.term_first[8 * term], b):
                     continue
+                first = t.entry_push_off[e]
+                # a call starts the callee's register empty; the guard sees the callee's
+                ns.props = reg.props if first == t.entry_push_off[e + 1] else 0
+                ns.keys = reg.keys if first == t.entry_push_off[e + 1] else 0
+                g = t.entry_guard[e]
+                if g != 0 and not guard_pass(t, g, &ns):
+                    continue
                 f = frame
-                for p in range(t.entry_push_off[e], t.entry_push_off[e + 1]):
-                    f = push_frame(c, t.pushes[p], f)
+                for p in range(first, t.entry_push_off[e + 1]):
+                    f = push_frame(c, t.pushes[p], f, &reg if p == first else &ZERO_REG)
                 ns.frame = f
                 ns.node = t.entry_target[e]
                 ns.term = term
@@ -186,6 +209,8 @@ cdef int expand(Ctx* c, int32_t node, int32_t frame, int b, StateSet* out) excep
             fr = get_frame(c, frame)
             node = fr.node
             frame = fr.parent
+            reg.props = fr.props
+            reg.keys = fr.keys
             continue
         return produced
 
@@ -203,7 +228,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
             produced = 1
         if not term_accepting(t, s.term, s.dstate, s.count):
             return produced
-    return produced + expand(c, s.node, s.frame, b, out)
+    return produced + expand(c, s, b, out)
 
 
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
@@ -245,20 +270,47 @@ cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     return False
 
 
-cdef void exit_bytes(Ctx* c, int32_t node, int32_t frame, uint32_t* out8) noexcept nogil:
-    """The bytes that can start something at `node` (popping where rules end), ORed in."""
+cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
+    """The bytes that can start something at `at`'s node (popping where rules end), ORed in."""
     cdef const Tables* t = c.t
     cdef int k
+    cdef int32_t e, g, node = at.node, frame = at.frame
     cdef Frame* fr
+    cdef PState reg
+    reg.props = at.props
+    reg.keys = at.keys
     while True:
-        for k in range(8):
-            out8[k] |= t.node_first[8 * node + k]
+        if not t.node_guarded[node]:
+            for k in range(8):
+                out8[k] |= t.node_first[8 * node + k]
+        else:
+            for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+                g = t.entry_guard[e]
+                if g != 0 and not entry_open(t, e, g, &reg):
+                    continue
+                for k in range(8):
+                    out8[k] |= t.term_first[8 * t.entry_term[e] + k]
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
             node = fr.node
             frame = fr.parent
+            reg.props = fr.props
+            reg.keys = fr.keys
         else:
             return
+
+
+cdef inline bint entry_open(const Tables* t, int32_t e, int32_t g, const PState* reg
+                            ) noexcept nogil:
+    """Whether guard g of entry e lets a state with register `reg` in."""
+    cdef PState probe
+    if t.entry_push_off[e] == t.entry_push_off[e + 1]:
+        probe.props = reg.props
+        probe.keys = reg.keys
+    else:
+        probe.props = 0
+        probe.keys = 0
+    return guard_pass(t, g, &probe)
 
 
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
@@ -273,7 +325,7 @@ cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
                 out8[b >> 5] |= (<uint32_t>1) << (b & 31)
         if not term_accepting(t, s.term, s.dstate, s.count):
             return
-    exit_bytes(c, s.node, s.frame, out8)
+    exit_bytes(c, s, out8)
 
 
 # --- the compiled structure -------------------------------------------------------------------
@@ -284,6 +336,11 @@ _TABLE_FIELDS = {
     "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
     "node_end": np.uint8, "node_first": np.uint32, "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
+    "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
+    "guard_need": np.uint64, "guard_set": np.uint64, "guard_min": np.int32,
+    "guard_inc": np.int32, "guard_max": np.int32, "guard_reserve": np.uint64,
+    "guard_cap": np.int32,
+    "guard_clause_off": np.int32, "clause_if": np.uint64, "clause_then": np.uint64,
 }
 
 
@@ -338,6 +395,20 @@ cdef class CompiledStructure:
         self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
         self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
         self.t.pushes = <int32_t*>_ptr(bufs, "pushes")
+        self.t.entry_guard = <int32_t*>_ptr(bufs, "entry_guard")
+        self.t.node_guarded = <uint8_t*>_ptr(bufs, "node_guarded")
+        self.t.n_guards = len(tables["guard_min"])
+        self.t.guard_forbid = <uint64_t*>_ptr(bufs, "guard_forbid")
+        self.t.guard_need = <uint64_t*>_ptr(bufs, "guard_need")
+        self.t.guard_set = <uint64_t*>_ptr(bufs, "guard_set")
+        self.t.guard_min = <int32_t*>_ptr(bufs, "guard_min")
+        self.t.guard_inc = <int32_t*>_ptr(bufs, "guard_inc")
+        self.t.guard_max = <int32_t*>_ptr(bufs, "guard_max")
+        self.t.guard_reserve = <uint64_t*>_ptr(bufs, "guard_reserve")
+        self.t.guard_cap = <int32_t*>_ptr(bufs, "guard_cap")
+        self.t.guard_clause_off = <int32_t*>_ptr(bufs, "guard_clause_off")
+        self.t.clause_if = <uint64_t*>_ptr(bufs, "clause_if")
+        self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         arena_init(&self.arena)
 
     def __dealloc__(self):
@@ -350,6 +421,8 @@ cdef class CompiledStructure:
         s.term = -1
         s.dstate = 0
         s.count = 0
+        s.props = 0
+        s.keys = 0
         return s
 
     @property
