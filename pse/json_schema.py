@@ -17,7 +17,7 @@ from decimal import Decimal
 import re
 import warnings
 from typing import Any, Callable
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 from pse import automaton
 from pse.errors import GrammarError, SchemaError
@@ -125,6 +125,8 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 MAX_UNROLLED_LENGTH = 64
 # minItems/maxItems unroll one parser state per item; above this bound that is refused.
 MAX_UNROLLED_ITEMS = 256
+# Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
+MAX_KEY_REGIONS = 32
 
 
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
@@ -475,7 +477,7 @@ class _Compiler:
             rest = {} if self.ref_alone else {k: v for k, v in node.items()
                                               if k != "$ref" and k not in _ANNOTATIONS}
             if rest:
-                return self.compile({"allOf": [{"$ref": uri}, rest]}, pointer)
+                return self.compile({**rest, "allOf": [{"$ref": uri}]}, pointer)
             return target
         if "allOf" in node:
             merged = self.merge_all(node, pointer)
@@ -492,8 +494,7 @@ class _Compiler:
             return self.dependent(node, dependent, pointer)
         if "if" in node:
             return self.compile(self.conditional(node, pointer), pointer)
-        for key in ("not", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-                    "$recursiveRef"):
+        for key in ("not", "$dynamicRef", "$recursiveRef"):
             if key in node and node[key] is not True and node[key] != {}:
                 self.fail(f"{pointer}/{key}", key, "not supported yet")
         if "const" in node or "enum" in node:
@@ -589,6 +590,7 @@ class _Compiler:
             self.index(doc, base)
         if not fragment:
             return doc
+        fragment = unquote(fragment)
         if not fragment.startswith("/"):
             found = self.anchors.get((base, fragment))
             if found is None:
@@ -657,7 +659,7 @@ class _Compiler:
         absent = _merge(rest, {"properties": {name: False}}, lambda k: None)
         branches = [self.compile(absent, pointer)]
         if sub is not False:
-            present = {"allOf": [rest, {"type": "object", "required": [name]}, sub]}
+            present = {**rest, "allOf": [{"type": "object", "required": [name]}, sub]}
             branches.append(self.compile(present, where))
         machines = [m for m in branches if m is not None]
         if not machines:
@@ -674,7 +676,7 @@ class _Compiler:
             branch = then
         elif cond is False:
             branch = other
-        elif then in (True, {}) and other in (True, {}):
+        elif then in (True, {}) and other in (True, {}) and not _reads_evaluation(rest):
             return rest
         else:
             self.fail(f"{pointer}/if", "if", "if/then/else with a condition is not supported "
@@ -682,7 +684,7 @@ class _Compiler:
             return rest
         if branch is False:
             return False
-        return {"allOf": [rest, branch]} if branch not in (True, {}) else rest
+        return {**rest, "allOf": [branch]} if branch not in (True, {}) else rest
 
     def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
         merged = {k: v for k, v in node.items() if k != "allOf"}
@@ -705,6 +707,9 @@ class _Compiler:
                 merging = merging | {ref}
             if "allOf" in sub:
                 sub = self.merge_all(sub, where, merging)
+            if _reads_evaluation(sub):
+                self.fail(where, "unevaluatedProperties", "unevaluatedProperties/Items inside "
+                          "allOf or a $ref with siblings is not supported yet")
             merged = _merge(merged, sub, lambda k: self.fail(f"{pointer}/allOf/{i}", k,
                                                              "conflicting values"))
         return merged
@@ -720,7 +725,7 @@ class _Compiler:
         machines = []
         for i, sub in enumerate(branches):
             if rest and sub is not False:
-                sub = {"allOf": [rest, sub]} if sub is not True else rest
+                sub = {**rest, "allOf": [sub]} if sub is not True else rest
             m = self.compile(sub, f"{pointer}/{key}/{i}")
             if m is not None:
                 machines.append(m)
@@ -878,7 +883,9 @@ class _Compiler:
     def object(self, node: dict, pointer: str) -> StateMachine | None:
         props: dict = node.get("properties", {}) or {}
         required = list(dict.fromkeys(node.get("required", []) or []))
-        additional = node.get("additionalProperties", True)
+        # in place applicators are merged or distributed into this node by now, so the
+        # properties they evaluate are the ones listed here
+        additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         patterns: dict = node.get("patternProperties", {}) or {}
         depends = _dependent_required(node, pointer)
         names = list(dict.fromkeys(list(props) + required
@@ -1009,26 +1016,42 @@ class _Compiler:
 
     def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
                    pointer: str) -> list[tuple[automaton.DFA, StateMachine, str]]:
-        """Keys not named: one kind per patternProperties pattern, then the rest (each a key
-        DFA, the value machine, and where in the schema it comes from)."""
+        """Keys not named: one kind per region of the patternProperties patterns (a key that
+        two patterns match must satisfy both schemas), then the rest; each a key DFA, the
+        value machine, and where in the schema it comes from."""
         patterns: dict = node.get("patternProperties", {}) or {}
-        additional = node.get("additionalProperties", True)
+        additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         others = []
         listed = self.key_dfa("|".join(re.escape(n) for n in names), False, pointer) \
             if names else None
         covered = None
-        for pat, sub in patterns.items():
+        regions: list[tuple[automaton.DFA, list[str]]] = []  # keys, the patterns they match
+        for pat in patterns:
             where = f"{pointer}/patternProperties/{_escape(pat)}"
             keys = self.key_dfa(pat, True, where)
             if listed is not None:
                 keys = automaton.difference(keys, listed)
-            if covered is not None and _nonempty(self.intersect(keys, covered, where)):
-                self.fail(where, "patternProperties", "patterns that overlap are not "
-                          "supported yet")
+            split = []
+            for region, pats in regions:
+                both = self.intersect(region, keys, where)
+                if _nonempty(both):
+                    split.append((both, pats + [pat]))
+                    region = automaton.difference(region, keys)
+                if _nonempty(region):
+                    split.append((region, pats))
+            fresh = keys if covered is None else automaton.difference(keys, covered)
+            if _nonempty(fresh):
+                split.append((fresh, [pat]))
+            regions = split
+            if len(regions) > MAX_KEY_REGIONS:
+                self.fail(where, "patternProperties", f"the patterns overlap in more than "
+                          f"{MAX_KEY_REGIONS} ways (MAX_KEY_REGIONS)")
             covered = keys if covered is None else _union(covered, keys)
+        for keys, pats in regions:
+            where = f"{pointer}/patternProperties/{_escape(pats[0])}"
             if allowed is not None:
                 keys = self.intersect(keys, allowed, where)
-            m = self.compile(sub, where)
+            m = self.compile(_all_of([patterns[p] for p in pats]), where)
             if m is not None and _nonempty(keys):
                 others.append((keys, m, where))
         extra = None if additional is False else self.compile(additional,
@@ -1092,12 +1115,16 @@ class _Compiler:
 
     # -- arrays ------------------------------------------------------------------------------
     def array(self, node: dict, pointer: str) -> StateMachine | None:
-        items = node.get("items", True)
+        unevaluated = node.get("unevaluatedItems", True)
+        items = node.get("items", unevaluated)
         prefix = node.get("prefixItems")
         rest: Any = items
         if isinstance(items, list):  # drafts 4-7: a list of items, then additionalItems
-            prefix, rest = items, node.get("additionalItems", True)
+            prefix, rest = items, node.get("additionalItems", unevaluated)
         prefix = prefix or []
+        if unevaluated not in (True, {}) and "contains" in node:
+            self.fail(f"{pointer}/unevaluatedItems", "unevaluatedItems", "together with "
+                      "contains (which evaluates the items it matches) is not supported yet")
         lo = _count(node, "minItems", pointer, 0)
         hi = _count(node, "maxItems", pointer)
         if "contains" in node:
@@ -1318,6 +1345,12 @@ def _content(name: str) -> bytes:
     return json.dumps(name, ensure_ascii=False)[1:-1].encode()
 
 
+def _reads_evaluation(node: Any) -> bool:
+    return isinstance(node, dict) and any(
+        node.get(k, True) is not True and node.get(k) != {}
+        for k in ("unevaluatedProperties", "unevaluatedItems"))
+
+
 def _dependent_schemas(node: dict) -> dict[str, Any]:
     """`dependentSchemas`, and draft 4-7 `dependencies` whose values are schemas."""
     out = dict(node.get("dependentSchemas") or {})
@@ -1465,8 +1498,12 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
     n = max(len(fa), len(fb))
     prefix = [_all_of([fa[i] if i < len(fa) else ra, fb[i] if i < len(fb) else rb])
               for i in range(n)]
-    return {"prefixItems": prefix, "items": _all_of([ra, rb])} if prefix else \
-        {"items": _all_of([ra, rb])}
+    out: dict = {"prefixItems": prefix} if prefix else {}
+    if any(k in x for x in (a, b) for k in ("items", "additionalItems")) \
+            and not (isinstance(a.get("items"), list) and "additionalItems" not in a
+                     and isinstance(b.get("items"), list) and "additionalItems" not in b):
+        out["items"] = _all_of([ra, rb])  # else items past the prefix stay unevaluated
+    return out
 
 
 _ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
