@@ -1262,23 +1262,23 @@ def _number_spellings(v: int | float) -> str:
 
 def _distinct(values: list) -> list:
     """Values without JSON-equal repeats (1 and 1.0 are one value)."""
-    out: list = []
+    seen: dict = {}
     for v in values:
-        if not any(_json_equal(v, w) for w in out):
-            out.append(v)
-    return out
+        seen.setdefault(_json_key(v), v)
+    return list(seen.values())
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
+def _json_key(v: Any) -> Any:
+    """A hashable key; JSON-equal values (1 and 1.0, objects in any order) share it."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return (type(v).__name__, v)
+    if isinstance(v, (int, float)):
+        return ("number", Decimal(str(v)).normalize() if math.isfinite(v) else str(v))
+    if isinstance(v, list):
+        return ("array", tuple(_json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("object", frozenset((k, _json_key(x)) for k, x in v.items()))
+    return ("other", repr(v))
 
 
 def _at_least_dfa(lo: int) -> automaton.DFA:

@@ -212,10 +212,16 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     branches = [items]
     if len(items) == 1 and items[0][0] is _c.BRANCH:
         branches = items[0][1][1]
-    frags = []
+    # branches grouped by their anchors; in a search, each group is wrapped in "anything"
+    # once (one .* around an alternation, not one per branch: the subset construction of
+    # .*a.*|.*b.*|... tracks every branch's progress separately and explodes)
+    groups: dict[tuple[bool, bool], list[automaton.Fragment]] = {}
     for branch in branches:
         rest, start, end = _strip_anchors(branch)
-        body = b.sequence(rest, flags)
+        groups.setdefault((start, end), []).append(b.sequence(rest, flags))
+    frags = []
+    for (start, end), bodies in groups.items():
+        body = bodies[0] if len(bodies) == 1 else automaton.alternation(b.nfa, bodies)
         if search:
             anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
             parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
