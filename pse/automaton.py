@@ -416,3 +416,59 @@ def difference(a: DFA, b: DFA) -> DFA:
 def literals(nfa: NFA, words: Sequence[bytes]) -> Fragment:
     """Any one of `words` (a trie once determinized)."""
     return alternation(nfa, [literal(nfa, w) for w in words])
+
+
+# A trie of literals larger than this (in states) is refused (compile time and memory).
+MAX_TRIE_STATES = 1_000_000
+
+
+def trie(words: Iterable[bytes], zero_tails: Iterable[bytes] = (),
+         fraction_zeros: Iterable[bytes] = ()) -> DFA:
+    """A DFA for any one of `words`, built as a trie (no subset construction, so thousands of
+    words cost one state per distinct prefix). Number spellings: a word of `zero_tails` (an
+    integer) may go on with "." and zeros, one of `fraction_zeros` (a decimal) with zeros,
+    where no other word continues the same way (there the canonical spelling alone is kept).
+
+    Raises:
+        GrammarError: more than MAX_TRIE_STATES states.
+    """
+    children: list[dict[int, int]] = [{}]
+    accept = [False]
+    ends: dict[bytes, int] = {}
+
+    def state() -> int:
+        if len(children) >= MAX_TRIE_STATES:
+            from pse.errors import GrammarError
+
+            raise GrammarError(f"a list of literals needs more than {MAX_TRIE_STATES} automaton "
+                               "states (MAX_TRIE_STATES)")
+        children.append({})
+        accept.append(False)
+        return len(children) - 1
+
+    for word in words:
+        s = 0
+        for b in word:
+            nxt = children[s].get(b)
+            if nxt is None:
+                nxt = children[s][b] = state()
+            s = nxt
+        accept[s] = True
+        ends[word] = s
+    dot, zero = ord("."), ord("0")
+    tails = [ends[w] for w in zero_tails if w in ends and dot not in children[ends[w]]]
+    if tails:
+        point, zeros = state(), state()
+        children[point][zero] = zeros
+        children[zeros][zero] = zeros
+        accept[zeros] = True
+        for s in tails:
+            children[s][dot] = point
+    for w in fraction_zeros:
+        s = ends.get(w)
+        if s is not None and zero not in children[s]:
+            loop = children[s][zero] = state()
+            children[loop][zero] = loop
+            accept[loop] = True
+    return DFA([sorted((b, b, t) for b, t in row.items()) for row in children], accept)
+

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Hashable
+from typing import Hashable, Iterable
 
 import numpy as np
 
@@ -176,7 +176,14 @@ class _Compiler:
             terms: list[list[tuple[int, int, int]]] = []
             calls: list[list[tuple[int, int]]] = []
             ends = set()
+            # only the start and the targets of edges are reachable once epsilons are gone
+            entered = {rule.start} | {e[1] for row in rule.terms for e in row} \
+                | {t for row in rule.calls for _, t in row}
             for s in range(n):
+                if s not in entered:
+                    terms.append([])
+                    calls.append([])
+                    continue
                 closure = _closure(rule.eps, s)
                 terms.append(sorted({e for k in closure for e in rule.terms[k]}))
                 calls.append(sorted({e for k in closure for e in rule.calls[k]}))
@@ -417,9 +424,10 @@ def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     return automaton.DFA([list(shifted[0])] + shifted, [False] + dfa.accept)
 
 
-def _closure(eps: list[list[int]], s: int) -> set[int]:
-    seen = {s}
-    todo = [s]
+def _closure(eps: list[list[int]], s: int | Iterable[int]) -> set[int]:
+    """The nodes reachable from s (a node or several) along `eps`."""
+    seen = {s} if isinstance(s, int) else set(s)
+    todo = list(seen)
     while todo:
         for t in eps[todo.pop()]:
             if t not in seen:
@@ -452,9 +460,7 @@ def _keep_live_nodes(rule: _Rule) -> None:
     for s in range(n):
         for t in succ[s]:
             pred[t].append(s)
-    coreach: set[int] = set()
-    for e in rule.ends:
-        coreach |= _closure(pred, e)
+    coreach = _closure(pred, rule.ends)
     live = sorted(reach & coreach, key=lambda s: (s != rule.start, s))
     remap = {s: i for i, s in enumerate(live)}
     rule.terms = [[(tid, remap[t], g) for tid, t, g in rule.terms[s] if t in remap]

@@ -423,7 +423,10 @@ class JsonSchema(StateMachine):
         return json.loads(text)
 
     def __repr__(self) -> str:
-        return f"JsonSchema({json.dumps(self.schema)[:60]})"
+        # a bounded summary: a schema shared in many places can dump exponentially long
+        if isinstance(self.schema, dict):
+            return f"JsonSchema({{{', '.join(sorted(map(str, self.schema)))[:60]}}})"
+        return f"JsonSchema({self.schema!r})"
 
 
 class _Compiler:
@@ -435,6 +438,7 @@ class _Compiler:
         self.strict = strict
         self.warnings: list[str] = []
         self.refs: dict[str, Forward] = {}
+        self.compiled: dict[int, tuple[Any, StateMachine | None]] = {}
         # schema resources by base URI, anchors by (base URI, name), and the base URI each
         # schema object is read against
         self.resources: dict[str, Any] = {}
@@ -464,7 +468,16 @@ class _Compiler:
 
     # -- dispatch --------------------------------------------------------------------------
     def compile(self, node: Any, pointer: str) -> StateMachine | None:
-        """The machine for `node`, or None when nothing is valid (a false schema)."""
+        """The machine for `node`, or None when nothing is valid (a false schema). A schema
+        object used in several places compiles once (schemas are DAGs, often)."""
+        key = id(node)
+        if key in self.compiled:
+            return self.compiled[key][1]
+        machine = self.compile_new(node, pointer)
+        self.compiled[key] = (node, machine)  # the node is kept so that its id stays its own
+        return machine
+
+    def compile_new(self, node: Any, pointer: str) -> StateMachine | None:
         if node is True or node == {}:
             return self.any_value
         if node is False:
@@ -535,8 +548,12 @@ class _Compiler:
         """Record the resources ($id) and anchors of `doc`, read against `base`."""
         self.resources.setdefault(base, doc)
         todo = [(doc, base)]
+        seen: set[tuple[int, str]] = set()  # a schema object shared by several parents
         while todo:
             node, here = todo.pop()
+            if (id(node), here) in seen:
+                continue
+            seen.add((id(node), here))
             if isinstance(node, list):
                 todo.extend((v, here) for v in node)
                 continue
@@ -767,22 +784,29 @@ class _Compiler:
     def literals(self, values: list, pointer: str) -> StateMachine:
         """The values, compared as JSON compares them: a number in any spelling of its
         value (1, 1.0), an object's members in any order when property_order is "any"."""
-        texts, numbers, composite = set(), [], []
+        texts, integers, decimals, composite = set(), [], [], []
         for v in _distinct(values):
-            text = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
             if isinstance(v, (dict, list)):
                 composite.append(v)
-            elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                texts.add(text.encode())  # the spelling itself (exponents too)
-                numbers.append(_number_spellings(v))
-            else:
-                texts.add(text.encode())
-        nfa = automaton.NFA()
-        dfa = automaton.determinize(nfa, automaton.literals(nfa, sorted(texts))) \
-            if texts else None
-        if numbers:
-            spelled = compile_regex("|".join(numbers))
-            dfa = spelled if dfa is None else _union(dfa, spelled)
+                continue
+            texts.add(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode())
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                # the decimal spellings of the same value: 1, 1.0, 1.00; 1.5, 1.50; 0, -0
+                d = Decimal(str(v)) if isinstance(v, float) else Decimal(v)
+                if d == d.to_integral_value():
+                    spelled = str(int(d)).encode()
+                    integers.append(spelled)
+                    if d == 0:
+                        integers.append(b"-0")
+                        texts.add(b"-0")
+                else:
+                    spelled = format(d.normalize(), "f").encode()
+                    decimals.append(spelled)
+                texts.add(spelled)
+        try:
+            dfa = automaton.trie(sorted(texts), integers, decimals) if texts else None
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: {e}") from None
         machines = [] if dfa is None else [DfaTerminal(dfa, f"enum at {pointer}")]
         for v in composite:
             if isinstance(v, dict):
@@ -1247,17 +1271,6 @@ def _literal_values(schema: Any) -> list | None:
     if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
         return [True, False] if schema["type"] == "boolean" else [None]
     return None
-
-
-def _number_spellings(v: int | float) -> str:
-    """A regex of the decimal spellings of the number v (1 -> 1, 1.0, 1.00, ...)."""
-    d = Decimal(str(v)) if isinstance(v, float) else Decimal(v)
-    if d == d.to_integral_value():
-        digits = re.escape(str(abs(int(d))))
-        sign = "-?" if d == 0 else "-" if d < 0 else ""
-        return f"{sign}{digits}(\\.0+)?"
-    text = format(abs(d).normalize(), "f")
-    return f"{'-' if d < 0 else ''}{re.escape(text)}0*"
 
 
 def _distinct(values: list) -> list:

@@ -376,3 +376,36 @@ def test_any_order_masks_equal_brute_force():
 def test_property_order_is_checked():
     with pytest.raises(SchemaError, match="property_order"):
         JsonSchema({}, property_order="sorted")
+
+
+# --- big schemas compile (before: a DAG schema expanded exponentially, enums hit the DFA
+# limit, optional properties were quadratic in places) ------------------------------------------
+
+def test_schema_shared_in_many_places_compiles_once():
+    schema: dict = {"type": "integer"}
+    for _ in range(40):
+        schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
+    machine = JsonSchema(schema)
+    assert machine.matches("[[[1]],2]") and not machine.matches('[["x"]]')
+
+
+def test_large_enums_are_tries():
+    values = [f"value_{i}" for i in range(10_000)] + list(range(10_000)) + [2.5, None]
+    machine = JsonSchema({"enum": values})
+    for text, ok in [('"value_9999"', True), ('"value_"', False), ("77", True),
+                     ("77.00", True), ("-0", True), ("2.50", True), ("2.05", False),
+                     ("10000", False), ("null", True)]:
+        assert machine.matches(text) == ok, text
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_hundreds_of_properties(order):
+    props = {f"p{i}": {"type": "integer"} for i in range(300)}
+    schema = {"type": "object", "properties": props, "required": ["p7", "p250"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # any order: more properties than key bits
+        machine = JsonSchema(schema, property_order=order, strict=False)
+    assert machine.matches('{"p7":1,"p250":2}')
+    assert not machine.matches('{"p7":1}')
+    assert machine.matches('{"p7":1,"p12":0,"p250":2}')
+    assert machine.matches('{"p250":2,"p7":1}') == (order == "any")
