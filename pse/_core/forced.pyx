@@ -53,7 +53,7 @@ cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uin
             memcpy(out8, &dfa_out[8 * s.dstate], 8 * sizeof(uint32_t))
         if not term_accepting(t, s.term, s.dstate, s.count):
             return
-    exit_bytes(c, s.node, s.frame, out8)
+    exit_bytes(c, s, out8)
 
 
 cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, StateSet* spare,
