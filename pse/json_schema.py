@@ -371,6 +371,73 @@ def number_range_dfa(lo, hi) -> automaton.DFA:
 
 # --- the compiler ------------------------------------------------------------------------------
 
+# multipleOf a/10^k runs a remainder automaton of a * (k + 3) states; above this a is refused.
+MAX_MULTIPLE_STATES = 20_000
+
+
+def multiple_of_dfa(m: Decimal) -> automaton.DFA:
+    """JSON numbers (no exponent) that are integer multiples of m > 0: with m = a / 10^k, the
+    digits of x * 10^k are read as an integer, its remainder modulo a tracked.
+
+    Raises:
+        GrammarError: m needs more than MAX_MULTIPLE_STATES states.
+    """
+    sign, digits, exponent = m.normalize().as_tuple()
+    k = max(0, -exponent)
+    a = int(m.scaleb(k))
+    if a * (k + 3) > MAX_MULTIPLE_STATES:
+        raise GrammarError(f"multipleOf {m} needs more than {MAX_MULTIPLE_STATES} automaton "
+                           "states (MAX_MULTIPLE_STATES)")
+    # states: 0 start, 1 after "-", 2 after a leading "0"; then per remainder r: integer part
+    # I(r), after "." D(r) (a digit must follow), fraction digit j of k F(r, j), zeros Z(r)
+    n_fixed = 3
+
+    def integer(r: int) -> int:
+        return n_fixed + r
+
+    def dot(r: int) -> int:
+        return n_fixed + a + r
+
+    def fraction(r: int, j: int) -> int:  # j in 1..k
+        return n_fixed + 2 * a + (j - 1) * a + r
+
+    def zeros(r: int) -> int:
+        return n_fixed + (2 + k) * a + r
+
+    n = n_fixed + (3 + k) * a
+    trans: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    accept = [False] * n
+    zero, one, nine, point = ord("0"), ord("1"), ord("9"), ord(".")
+    pow10 = [pow(10, e, a) for e in range(k + 1)]
+
+    def digits_row(r: int, step) -> list[tuple[int, int, int]]:
+        return [(zero + d, zero + d, step((r * 10 + d) % a)) for d in range(10)]
+
+    trans[0] = [(ord("-"), ord("-"), 1), (zero, zero, 2)] + [
+        (zero + d, zero + d, integer(d % a)) for d in range(1, 10)]
+    trans[1] = [(zero, zero, 2)] + [(zero + d, zero + d, integer(d % a)) for d in range(1, 10)]
+    accept[2] = True  # 0 is a multiple of everything
+    trans[2] = [(point, point, dot(0))]
+    for r in range(a):
+        trans[integer(r)] = digits_row(r, integer) + [(point, point, dot(r))]
+        accept[integer(r)] = r * pow10[k] % a == 0
+        if k == 0:
+            trans[dot(r)] = [(zero, zero, zeros(r))]
+        else:
+            trans[dot(r)] = digits_row(r, lambda q: fraction(q, 1))
+        for j in range(1, k + 1):
+            if j < k:
+                trans[fraction(r, j)] = digits_row(r, lambda q, j=j: fraction(q, j + 1))
+            else:  # past the k-th fraction digit only zeros keep x * 10^k an integer
+                trans[fraction(r, j)] = [(zero, zero, zeros(r))]
+            accept[fraction(r, j)] = r * pow10[k - j] % a == 0
+        trans[zeros(r)] = [(zero, zero, zeros(r))]
+        accept[zeros(r)] = r == 0
+    for row in trans:
+        row.sort()
+    return automaton.minimize(automaton.trim(automaton.DFA(trans, accept)))
+
+
 class JsonSchema(StateMachine):
     """A JSON Schema (dict or JSON text) as a structure.
 
@@ -879,10 +946,14 @@ class _Compiler:
     # -- numbers -----------------------------------------------------------------------------
     def number(self, node: dict, pointer: str, integer: bool) -> StateMachine | None:
         lo, hi = _bounds(node, pointer)
-        if "multipleOf" in node:
-            m = node["multipleOf"]
-            if not (integer and isinstance(m, int) and m == 1):
-                self.fail(f"{pointer}/multipleOf", "multipleOf", "not supported yet")
+        multiple = self.multiple_of(node, pointer)
+        if multiple is not None:
+            base = self.number({k: v for k, v in node.items() if k != "multipleOf"}, pointer,
+                               integer)
+            if base is None:
+                return None
+            dfa = self.intersect(base.unit_dfa(), multiple, f"{pointer}/multipleOf")
+            return DfaTerminal(dfa, f"multiple at {pointer}") if _nonempty(dfa) else None
         if integer:
             ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
             ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
@@ -902,6 +973,21 @@ class _Compiler:
         if not dfa.trans[0]:
             return None
         return DfaTerminal(dfa, f"number at {pointer}")
+
+    def multiple_of(self, node: dict, pointer: str) -> automaton.DFA | None:
+        """Numbers that are multiples of `multipleOf` (None: no such keyword, or 1 for an
+        integer)."""
+        if "multipleOf" not in node:
+            return None
+        m = node["multipleOf"]
+        where = f"{pointer}/multipleOf"
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not m > 0:
+            raise SchemaError(f"{where}: must be a number > 0, got {m!r}")
+        try:
+            return multiple_of_dfa(Decimal(str(m)))
+        except GrammarError as e:
+            self.fail(where, "multipleOf", str(e))
+            return None
 
     # -- objects -----------------------------------------------------------------------------
     def object(self, node: dict, pointer: str) -> StateMachine | None:

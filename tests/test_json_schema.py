@@ -409,3 +409,27 @@ def test_hundreds_of_properties(order):
     assert not machine.matches('{"p7":1}')
     assert machine.matches('{"p7":1,"p12":0,"p250":2}')
     assert machine.matches('{"p250":2,"p7":1}') == (order == "any")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["1", "3", "7", "0.5", "0.01", "1.5", "0.3", "12.25", "100"]),
+       st.integers(-10**6, 10**6), st.integers(0, 5), st.integers(0, 3), st.booleans())
+def test_multiple_of_against_decimal(m, n, shift, zeros, snap):
+    from pse.json_schema import multiple_of_dfa
+
+    x = Decimal(n).scaleb(-shift)
+    if snap:
+        x = (x // Decimal(m)) * Decimal(m)
+    text = format(x, "f")
+    if zeros:
+        text += ("" if "." in text else ".") + "0" * zeros
+    expected = Decimal(text) % Decimal(m) == 0
+    assert multiple_of_dfa(Decimal(m)).matches(text.encode()) == expected
+
+
+def test_multiple_of_in_a_schema():
+    machine = JsonSchema({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 20})
+    assert [n for n in range(-5, 30) if machine.matches(str(n))] == list(range(0, 21, 3))
+    machine = JsonSchema({"type": "number", "multipleOf": 0.25, "maximum": 1})
+    assert [machine.matches(t) for t in ["0.75", "1.25", "0.3", "-7.75", "1.0"]] == \
+        [True, False, False, True, True]
