@@ -566,6 +566,10 @@ class _Compiler:
             if key in node:
                 return self.union(node, key, pointer)
         if "not" in node:
+            opposite = self.opposite(node["not"], f"{pointer}/not")
+            if opposite is not None:
+                rest = {k: v for k, v in node.items() if k != "not"}
+                return self.compile(_all_of([rest, opposite]) if rest else opposite, pointer)
             node = self.negate(node, pointer)
             if node is None:
                 return None
@@ -703,6 +707,52 @@ class _Compiler:
             except SchemaError:
                 pass
         return node
+
+    def opposite(self, sub: Any, pointer: str, depth: int = 0) -> Any:
+        """A schema exactly the instances `sub` rejects, where a simple rewrite gives one:
+        a bound flipped, required names absent, De Morgan over anyOf/allOf; None otherwise
+        (`negate` handles the type forms)."""
+        if sub is True or sub == {}:
+            return False
+        if sub is False:
+            return True
+        if not isinstance(sub, dict) or depth > 8:
+            return None
+        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        if set(sub) == {"$ref"}:
+            return self.opposite(self.resolve(self.absolute(sub, sub["$ref"]), pointer),
+                                 pointer, depth + 1)
+        if len(sub) != 1:
+            return None
+        (key, value), = sub.items()
+        if key in ("anyOf", "allOf") and isinstance(value, list) and value:
+            parts = [self.opposite(v, pointer, depth + 1) for v in value]
+            if any(p is None for p in parts):
+                return None
+            return {"allOf" if key == "anyOf" else "anyOf": parts}
+        if key == "not":
+            return value
+        # the keywords below hold for every value of the other types, so their opposite is
+        # a value of their own type that breaks them
+        if key == "required" and isinstance(value, list):
+            if not value:
+                return False
+            return {"type": "object", "anyOf": [{"properties": {n: False}} for n in value]}
+        flips = {"minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
+                 "minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
+                 "minProperties": ("object", "maxProperties", -1),
+                 "maxProperties": ("object", "minProperties", 1)}
+        if key in flips and isinstance(value, int) and not isinstance(value, bool):
+            kind, other, step = flips[key]
+            if value + step < 0:
+                return False  # a minimum of 0: every value passes
+            return {"type": kind, other: value + step}
+        bounds = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+                  "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
+        if key in bounds and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not self.draft4:
+            return {"type": "number", bounds[key]: value}
+        return None
 
     def negate(self, node: dict, pointer: str) -> dict | None:
         """`node` with its `not` folded in where that is exact: `not {}` (nothing is valid),
