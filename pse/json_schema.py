@@ -732,6 +732,11 @@ class _Compiler:
             return {"allOf" if key == "anyOf" else "anyOf": parts}
         if key == "not":
             return value
+        if key == "type":
+            banned = {value} if isinstance(value, str) else set(value)
+            if "integer" in banned and "number" not in banned:
+                return None  # numbers that are not integers: no type says that
+            return {"type": sorted(_ALL_TYPES - banned)}
         # the keywords below hold for every value of the other types, so their opposite is
         # a value of their own type that breaks them
         if key == "required" and isinstance(value, list):

@@ -310,7 +310,7 @@ ANY_ORDER_SCHEMAS = SCHEMAS + [
     {"allOf": [{"properties": {"foo": {}}}], "additionalProperties": {"type": "boolean"}},
     {"not": {"required": ["a", "b"]}},
     {"type": ["array", "integer"], "not": {"minItems": 2}},
-    {"not": {"anyOf": [{"minimum": 3}, {"maxLength": 1}]}},
+    {"not": {"anyOf": [{"minimum": 3}, {"type": "string"}]}},
     {"not": {"allOf": [{"maximum": 3}, {"minimum": 1}]}},
 ]
 
