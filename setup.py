@@ -4,7 +4,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = ["structure", "stepper", "trie", "mask"]
+MODULES = ["structure", "stepper", "trie", "mask", "forced"]
 
 extensions = [
     Extension(

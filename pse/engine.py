@@ -9,12 +9,16 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from pse._core.forced import Boundary, forced_bytes
 from pse._core.mask import Matcher, SliceCache, fill_batch
 from pse._core.stepper import StepperDelta
 from pse.machines import StateMachine
-from pse.vocabulary import Vocabulary
+from pse.vocabulary import MAX_CONTEXT_TOKENS, Vocabulary, utf8_complete_length
 
 _CACHES_LOCK = threading.Lock()
+
+# The most forced bytes computed at once: a longer forced run is taken in several steps.
+MAX_FF_BYTES = 1024
 
 
 def _slice_cache(structure: Any, vocab: Vocabulary, mask_memo: int) -> SliceCache:
@@ -50,6 +54,7 @@ class StructuringEngine:
         self.vocab = vocab
         self.structure: StateMachine | None = None
         self._matcher: Matcher | None = None
+        self._committed: list[int] = []  # ids committed, in step with the matcher's history
 
     # -- configuration ------------------------------------------------------------------------
     @property
@@ -72,6 +77,7 @@ class StructuringEngine:
         compiled = structure.compile()
         self.structure = structure
         self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
+        self._committed = []
 
     @property
     def matcher(self) -> Matcher:
@@ -112,7 +118,10 @@ class StructuringEngine:
         """
         if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
             raise ValueError(f"a token id is an int, got {type(token_id).__name__}")
-        return self.matcher.consume_token(token_id)
+        if not self.matcher.consume_token(token_id):
+            return False
+        self._committed.append(int(token_id))
+        return True
 
     def consume_tokens(self, token_ids: Iterable[int]) -> int:
         """Commit tokens in order, stopping at the first one refused; how many were committed."""
@@ -149,6 +158,7 @@ class StructuringEngine:
             raise TypeError(f"token must be an id, str or bytes, not {type(token).__name__}")
         known = self.vocab.lookup(data)
         if known is not None and matcher.advance(data):
+            self._committed.append(known)
             return known
         if not heal:
             return None
@@ -160,7 +170,9 @@ class StructuringEngine:
             return None
         chosen, steppers = best
         matcher.set_steppers(steppers)
-        return self.vocab.lookup(chosen)
+        committed = self.vocab.lookup(chosen)
+        self._committed.append(committed)
+        return committed
 
     def is_accepting(self) -> bool:
         """True when the tokens committed so far complete the structure."""
@@ -178,10 +190,60 @@ class StructuringEngine:
             ValueError: fewer than `n` tokens were committed.
         """
         self.matcher.rollback(n)
+        if n:
+            del self._committed[-n:]
 
     def reset(self) -> None:
         """Back to the start of the structure."""
         self.matcher.reset()
+        self._committed = []
+
+    # -- fast-forward -------------------------------------------------------------------------
+    def compute_ff_bytes(self, max_bytes: int = MAX_FF_BYTES) -> bytes:
+        """The bytes the structure forces next: the longest byte string every live parser
+        state must produce. It stops where the structure could end (EOS is allowed), where
+        more than one byte can come, or after `max_bytes` bytes; it may end inside a UTF-8
+        character.
+
+        Args:
+            max_bytes: the most bytes to return.
+
+        Returns:
+            The forced bytes (empty when the next byte is not forced, or after EOS).
+
+        Raises:
+            ValueError: max_bytes is negative.
+        """
+        return forced_bytes(self.matcher, _max_bytes(max_bytes))
+
+    def compute_ff_tokens(self, max_bytes: int = MAX_FF_BYTES) -> list[int]:
+        """The forced tokens: canonical tokens for the forced bytes, which a caller can append
+        in one forward pass and commit with `consume_tokens`.
+
+        Appended to the tokens committed so far, they are exactly what the tokenizer itself
+        produces for the final text, whatever the model generates after them: the forced
+        bytes are tokenized after the last committed tokens, and trailing tokens are held
+        back where a vocabulary token the structure allows could start inside them and run
+        past their end (seeds/fast_forward.md); so is an incomplete UTF-8 character.
+
+        Args:
+            max_bytes: the most forced bytes to look at.
+
+        Returns:
+            Token ids, possibly none.
+
+        Raises:
+            ValueError: max_bytes is negative.
+        """
+        matcher = self.matcher
+        data = forced_bytes(matcher, _max_bytes(max_bytes))
+        body = data[:utf8_complete_length(data)]
+        if not body:
+            return []
+        boundary = Boundary(matcher, body)
+        tokens, _ = self.vocab.tokenize_partial(body, self._committed[-MAX_CONTEXT_TOKENS:],
+                                                spans=boundary.spanned_from)
+        return tokens
 
     def copy(self) -> StructuringEngine:
         """An independent engine in the same state; caches are shared."""
@@ -190,6 +252,7 @@ class StructuringEngine:
         other.mask_memo = self.mask_memo
         other.structure = self.structure
         other._matcher = None if self._matcher is None else self._matcher.copy()
+        other._committed = list(self._committed)
         return other
 
 
@@ -205,6 +268,13 @@ def _as_structure(structure: Any) -> StateMachine:
         return JsonSchema(structure.model_json_schema())
     raise TypeError(f"configure() takes a StateMachine, a JSON Schema (dict or JSON text) or a "
                     f"pydantic model class, not {type(structure).__name__}")
+
+
+def _max_bytes(max_bytes: Any) -> int:
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
+            or max_bytes < 0:
+        raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+    return int(max_bytes)
 
 
 def _index(index: Any) -> int:

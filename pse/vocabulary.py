@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import datrie
 import numpy as np
@@ -23,6 +23,13 @@ _NIBBLES = "abcdefghijklmnop"
 # libdatrie's alphabet holds at most 255 symbols: each byte is stored as two of 16 symbols.
 _KEY_OF_BYTE = [_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in range(256)]
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+
+# tokenize_partial: trailing tokens that may be held back, and recent tokens used as context
+MAX_HELD_TOKENS = 4
+MAX_CONTEXT_TOKENS = 4
+# A context for a fragment when there are no recent tokens: a SentencePiece tokenizer then puts
+# its dummy '▁' before the newline, which is never merged with what follows.
+_SENTINEL_CONTEXT = b"\n"
 
 
 def _trie_key(data: bytes) -> str:
@@ -296,6 +303,102 @@ class Vocabulary:
         """The text of the tokens (an incomplete UTF-8 character is replaced)."""
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
+    def tokenize_partial(self, new_bytes: bytes | str, recent_tokens: Iterable[int] = (), *,
+                         spans: Callable[[int], bool] | None = None,
+                         ) -> tuple[list[int], bytes]:
+        """Tokenize bytes that will surely come next, keeping only the tokens that stay the
+        tokenizer's own (canonical) tokens whatever follows them.
+
+        The bytes are encoded with the tokenizer after the text of a few recent tokens (the
+        tokenizer's pre-tokenization can depend on them; a SentencePiece dummy prefix is
+        stripped). Then up to MAX_HELD_TOKENS trailing tokens are held back: from the first
+        position i within them from which a token could run past the end (`spans(i)`), every
+        token reaching i or beyond is dropped. An incomplete UTF-8 character at the end is
+        held back too.
+
+        Args:
+            new_bytes: the bytes that come next.
+            recent_tokens: ids committed just before them (the last MAX_CONTEXT_TOKENS are
+                used as context).
+            spans: spans(i) tells whether some token starting with new_bytes[i:end] and longer
+                may come, where `end` is utf8_complete_length(new_bytes); default: whether the
+                vocabulary has such a token at all (a structure narrows it down).
+
+        Returns:
+            (tokens, leftover): the tokens, and the bytes of new_bytes after them.
+
+        Raises:
+            TypeError: new_bytes is not str or bytes.
+            ValueError: a recent token is not an id of this vocabulary.
+        """
+        data = _as_bytes(new_bytes)
+        recent = [self._context_id(t) for t in recent_tokens][-MAX_CONTEXT_TOKENS:]
+        body = data[:utf8_complete_length(data)]
+        tokens = self._encode_continuation(body, recent) if body else []
+        if not tokens:
+            return [], data
+        if spans is None:
+            spans = lambda i: self.trie.extends(body[i:])  # noqa: E731
+        tail = len(self.decode_bytes(tokens[-MAX_HELD_TOKENS:]))
+        keep = len(body)
+        for start in range(len(body) - tail, len(body)):
+            if spans(start):
+                keep = start
+                break
+        n, end = len(tokens), len(body)
+        while n and end > keep:
+            n -= 1
+            end -= len(self._tokens[tokens[n]])  # type: ignore[arg-type]
+        return tokens[:n], data[end:]
+
+    def _context_id(self, token_id: Any) -> int:
+        if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+            raise ValueError(f"a recent token is an id (int), got {type(token_id).__name__}")
+        if not 0 <= token_id < self.size:
+            raise ValueError(f"recent token id {token_id} is out of range (0 <= id < {self.size})")
+        return int(token_id)
+
+    def _encode_continuation(self, body: bytes, recent: list[int]) -> list[int]:
+        """The tokenizer's tokens for `body` as it continues the text of `recent` (or of
+        fewer of them when the tokenizer merges across their end); [] when no context gives a
+        clean cut or the tokens would include a special one."""
+        # only text tokens give context: stop at the last special token or gap
+        start = len(recent)
+        while start and self.has_token(recent[start - 1]) \
+                and recent[start - 1] not in self.special_token_ids:
+            start -= 1
+        contexts = [self.decode_bytes(recent[k:]) for k in range(start, len(recent))]
+        contexts += [b"", _SENTINEL_CONTEXT]
+        for context in contexts:
+            tokens = self._encode_after(context, body)
+            if tokens is not None:
+                return tokens
+        return []
+
+    def _encode_after(self, context: bytes, body: bytes) -> list[int] | None:
+        """Tokens of `body` when the tokenizer encodes context + body and cuts at the end of
+        the context; None when it does not cut there or changes the text."""
+        text = context + body
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        ids = self.encode(text)
+        pieces = [self._tokens[i] if self.has_token(i) and i not in self.special_token_ids
+                  else None for i in ids]
+        if any(p is None for p in pieces):
+            return None
+        decoded = b"".join(pieces)  # type: ignore[arg-type]
+        extra = len(decoded) - len(text)
+        # a SentencePiece tokenizer may put its dummy prefix blank in front
+        if extra < 0 or decoded[extra:] != text or decoded[:extra].strip(b" "):
+            return None
+        pos = k = 0
+        while pos < extra + len(context):
+            pos += len(pieces[k])  # type: ignore[arg-type]
+            k += 1
+        return ids[k:] if pos == extra + len(context) else None
+
     def __len__(self) -> int:
         return sum(t is not None for t in self._tokens)
 
@@ -305,6 +408,19 @@ class Vocabulary:
 
     def __repr__(self) -> str:
         return f"<Vocabulary size={self.size} tokens={len(self)} eos={list(self.eos_token_ids)}>"
+
+
+def utf8_complete_length(data: bytes) -> int:
+    """The length of the longest prefix of `data` that does not end inside a UTF-8 character
+    (bytes that are not UTF-8 at all count as complete)."""
+    n = len(data)
+    for back in range(1, min(4, n) + 1):
+        b = data[n - back]
+        if b & 0xC0 == 0x80:
+            continue  # a continuation byte: look further back for the lead byte
+        need = 2 if b & 0xE0 == 0xC0 else 3 if b & 0xF0 == 0xE0 else 4 if b & 0xF8 == 0xF0 else 1
+        return n - back if back < need else n
+    return n
 
 
 def _as_bytes(data: bytes | str) -> bytes:

@@ -20,3 +20,23 @@ cdef class TokenTrie:
     cdef Trie t
     cdef object _buffers
     cdef public object shared_slices   # slice entries shared by every structure (mask.pyx)
+
+
+cdef inline int32_t trie_find(const Trie* t, const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    """The node whose prefix is p[:n], or -1 when no token starts with it."""
+    cdef int32_t node = 0, i, end
+    cdef Py_ssize_t k
+    for k in range(n):
+        i = node + 1
+        end = t.node_end[node]
+        node = -1
+        while i < end:
+            if t.node_byte[i] == p[k]:
+                node = i
+                break
+            if t.node_byte[i] > p[k]:    # children are in byte order
+                break
+            i = t.node_end[i]
+        if node < 0:
+            return -1
+    return node

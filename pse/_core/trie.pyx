@@ -82,6 +82,11 @@ cdef class TokenTrie:
         """Memory held by the node arrays, in bytes."""
         return sum(a.nbytes for a in self._buffers)
 
+    def extends(self, bytes prefix) -> bool:
+        """True when some token starts with `prefix` and is longer than it."""
+        cdef int32_t node = trie_find(&self.t, prefix, len(prefix))
+        return node >= 0 and self.t.node_end[node] > node + 1
+
     def arrays(self) -> dict:
         """The node arrays (read-only views), for tests and tools."""
         names = ("node_byte", "node_depth", "node_end", "node_tok_off", "tok_ids")

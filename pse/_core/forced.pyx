@@ -1,0 +1,176 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Fast-forward: the forced path of the live parser states, and the spanning-token check."""
+
+from libc.stdint cimport int32_t, uint32_t
+
+from pse._core.mask cimport Matcher, Walker
+from pse._core.structure cimport (
+    Ctx, PState, StateSet, is_accepting, next_bytes, stateset_add, stateset_free,
+    stateset_init, step_bytes, step_set,
+)
+from pse._core.trie cimport Trie, trie_find
+
+
+cdef Py_ssize_t forced_path(Ctx* c, StateSet* cur, StateSet* spare, unsigned char* out,
+                            Py_ssize_t max_len) except -1:
+    """Write into `out` the bytes every state of `cur` must produce next and advance `cur`
+    over them; stop where a state accepts (the sequence could end there), where more than
+    one byte can come, or after `max_len` bytes. Returns how many bytes were written."""
+    cdef Py_ssize_t n = 0
+    cdef int32_t i, k, b, only
+    cdef uint32_t words[8]
+    cdef uint32_t union8[8]
+    cdef StateSet swap
+    while n < max_len and cur.n > 0:
+        for k in range(8):
+            union8[k] = 0
+        for i in range(cur.n):
+            if is_accepting(c, &cur.items[i]):
+                return n
+            next_bytes(c, &cur.items[i], words)
+            for k in range(8):
+                union8[k] |= words[k]
+        only = -1
+        for b in range(256):
+            if (union8[b >> 5] >> (b & 31)) & 1:
+                if only >= 0:
+                    return n
+                only = b
+        if only < 0:
+            return n
+        step_set(c, cur, <unsigned char>only, spare)
+        if spare.n == 0:
+            return n
+        swap = cur[0]
+        cur[0] = spare[0]
+        spare[0] = swap
+        out[n] = <unsigned char>only
+        n += 1
+    return n
+
+
+cdef bint any_token_below(Walker* w, const StateSet* seed, int node) except -1 nogil:
+    """True when some token below trie node `node` (longer than its prefix) can be consumed
+    by the states `seed` reached after that prefix. Uses the walker's per-depth buffers."""
+    cdef Ctx c
+    cdef const Trie* tr = w.trie
+    cdef int32_t base_depth = tr.node_depth[node]
+    cdef int32_t i = node + 1, end = tr.node_end[node], depth
+    cdef const StateSet* cur
+    cdef StateSet* nxt
+    c.t = w.tables
+    c.arena = w.arena
+    c.scratch = &w.scratch
+    w.scratch.n = 0
+    w.marks[base_depth] = 0
+    while i < end:
+        depth = tr.node_depth[i]
+        cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
+        nxt = &w.levels[depth]
+        w.scratch.n = w.marks[depth - 1]
+        step_set(&c, cur, tr.node_byte[i], nxt)
+        if nxt.n == 0:
+            i = tr.node_end[i]
+            continue
+        if tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
+            return True
+        w.marks[depth] = w.scratch.n
+        i += 1
+    return False
+
+
+def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
+    """The longest byte string every live state of `matcher` must produce next.
+
+    It stops where some state accepts (an end of sequence could come instead), where more than
+    one byte can come, or after `max_bytes` bytes. The matcher is not changed.
+
+    Args:
+        matcher: the live states.
+        max_bytes: the most bytes to return.
+
+    Returns:
+        The forced bytes; empty after an end of sequence was committed.
+
+    Raises:
+        ValueError: `max_bytes` is negative.
+    """
+    cdef Ctx c
+    cdef StateSet cur, spare
+    cdef int32_t i
+    cdef Py_ssize_t n
+    cdef bytearray out
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+    if matcher.finished or max_bytes == 0:
+        return b""
+    out = bytearray(max_bytes)
+    matcher.structure.ctx(&c)
+    stateset_init(&cur, matcher.live.n + 4)
+    stateset_init(&spare, matcher.live.n + 4)
+    try:
+        for i in range(matcher.live.n):
+            stateset_add(&cur, &matcher.live.items[i])
+        n = forced_path(&c, &cur, &spare, out, max_bytes)
+    finally:
+        stateset_free(&cur)
+        stateset_free(&spare)
+    return bytes(out[:n])
+
+
+cdef class Boundary:
+    """The live states of a matcher after `data`, to ask whether a vocabulary token could
+    cross the end of `data`: start inside it and run on past it, as the structure allows.
+
+    Args:
+        matcher: the live states before `data` (not changed).
+        data: bytes every live state can consume (forced bytes, typically).
+
+    Raises:
+        ValueError: no live state consumes all of `data`.
+    """
+
+    def __cinit__(self):
+        self.after.items = NULL
+
+    def __init__(self, Matcher matcher, bytes data):
+        cdef Ctx c
+        cdef StateSet spare
+        cdef int32_t i
+        cdef Py_ssize_t n
+        cdef const unsigned char* p = data
+        self.matcher = matcher
+        self.data = data
+        matcher.structure.ctx(&c)
+        stateset_init(&self.after, matcher.live.n + 4)
+        stateset_init(&spare, matcher.live.n + 4)
+        try:
+            if not matcher.finished:
+                for i in range(matcher.live.n):
+                    stateset_add(&self.after, &matcher.live.items[i])
+                n = step_bytes(&c, &self.after, &spare, p, len(data))
+        finally:
+            stateset_free(&spare)
+        if matcher.finished or self.after.n == 0:
+            raise ValueError(f"the structure does not allow {data[:40]!r} here")
+
+    def __dealloc__(self):
+        stateset_free(&self.after)
+
+    def spanned_from(self, Py_ssize_t start) -> bool:
+        """True when some vocabulary token starts with data[start:], is longer, and the
+        structure allows data[:start] followed by that token.
+
+        Raises:
+            ValueError: `start` is not within 0 .. len(data).
+        """
+        cdef Matcher m = self.matcher
+        cdef Py_ssize_t n = len(self.data)
+        cdef const unsigned char* p = self.data
+        cdef int node
+        if start < 0 or start > n:
+            raise ValueError(f"start {start} is outside 0 .. {n}")
+        node = trie_find(m.w.trie, p + start, n - start)
+        if node < 0:
+            return False
+        return any_token_below(&m.w, &self.after, node)
