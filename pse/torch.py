@@ -81,13 +81,18 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor | np
         int_type, pattern = _NEG_INF_BITS[logits.dtype]
         np.copyto(rows[:, :covered].view(int_type).numpy(), pattern, where=refused)
     else:
-        words = words.to(logits.device, non_blocking=True)
-        shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-        bits = (words.unsqueeze(-1) >> shifts) & 1
-        refused = (bits == 0).view(words.shape[0], -1)[:, :covered]
+        refused = _refused_on_device(words.to(logits.device, non_blocking=True), covered)
         rows[:, :covered].masked_fill_(refused, float("-inf"))
     if width > covered:
         rows[:, covered:] = float("-inf")
+
+
+def _refused_on_device(words: torch.Tensor, covered: int) -> torch.Tensor:
+    """(B, covered) bool, True where the bit of the token is clear, computed with tensor ops
+    on the words' device (for logits on an accelerator)."""
+    shifts = torch.arange(32, device=words.device, dtype=torch.int32)
+    bits = (words.unsqueeze(-1) >> shifts) & 1  # an arithmetic shift; & 1 keeps the bit
+    return (bits == 0).view(words.shape[0], -1)[:, :covered]
 
 
 # -inf as the integer of the same width: float32 0xFF800000, float16 0xFC00, bfloat16 0xFF80
