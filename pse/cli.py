@@ -17,6 +17,7 @@ from typing import Any, Sequence, TextIO
 
 from pse.engine import StructuringEngine
 from pse.errors import PSEError
+from pse.json_schema import JsonSchema
 from pse.vocabulary import Vocabulary
 
 
@@ -143,11 +144,14 @@ def _generate(args: argparse.Namespace) -> int:
     schema = _read_schema(args.schema)
     if args.temperature < 0:
         raise CommandError(f"--temperature must be >= 0, got {args.temperature}")
+    started = time.perf_counter()
+    structure = JsonSchema(schema)
+    structure.compile()  # a schema pse cannot compile fails before the slow loading
+    compiled = time.perf_counter() - started
     model, tokenizer, vocab = _load(args, log)
     engine = StructuringEngine(vocab)
-    started = time.perf_counter()
-    engine.configure(schema)
-    print(f"schema: {args.schema} compiled in {time.perf_counter() - started:.2f} s", file=log)
+    engine.configure(structure)
+    print(f"schema: {args.schema} compiled in {compiled:.2f} s", file=log)
     validator = _validator(schema, log)
 
     import torch
@@ -178,8 +182,9 @@ def _generate(args: argparse.Namespace) -> int:
             elif validator is not None:
                 print(f"sample {i + 1}: INVALID against the schema", file=log)
         else:
+            head = result.text if len(result.text) <= 160 else result.text[:160] + "..."
             print(f"sample {i + 1}: stopped after --max-new-tokens {args.max_new_tokens} before "
-                  f"the JSON was complete: {result.text!r}", file=log)
+                  f"the JSON was complete: {head!r}", file=log)
         progress.show(i + 1, totals["tokens"], totals["seconds"])
     progress.clear()
     _summary(args.samples, complete, valid if validator is not None else None, totals, log)
@@ -188,22 +193,29 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 class _Progress:
-    """A one-line progress display on a stream, for more than one sample."""
+    """Progress of many samples on a stream: one line rewritten in place on a terminal, a
+    line per tenth of the samples elsewhere (a log file)."""
 
     def __init__(self, total: int, stream: TextIO) -> None:
         self.total = total
         self.stream = stream
+        self.live = stream.isatty()
         self.shown = False
 
     def show(self, done: int, tokens: int, seconds: float) -> None:
         if self.total < 2:
             return
         rate = tokens / seconds if seconds > 0 else 0.0
-        self.stream.write(f"\r[{done}/{self.total}] {tokens:,} tokens, {rate:,.0f} tokens/s ")
+        line = f"[{done}/{self.total}] {tokens:,} tokens, {rate:,.0f} tokens/s"
+        if self.live:
+            self.stream.write("\r" + line)
+            self.shown = True
+        elif done == self.total or done % max(1, self.total // 10) == 0:
+            self.stream.write(line + "\n")
         self.stream.flush()
-        self.shown = True
 
     def clear(self) -> None:
+        """Erase the live line, so that other output starts at the left margin."""
         if self.shown:
             self.stream.write("\r\033[K")
             self.shown = False

@@ -8,6 +8,7 @@ GPT-2 byte-to-unicode map) or SentencePiece-style pieces ('▁' for a space, byt
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -557,11 +558,9 @@ def _from_tiktoken_file(cls, path: Path, eos_token_ids, n_vocab, special_tokens,
         eos_token_ids = [special["<|endoftext|>"]] if "<|endoftext|>" in special else []
     encoder = None
     if pattern is not None:
-        try:
-            import tiktoken  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("tiktoken") is None:
             raise VocabularyError("encoding with a .tiktoken file's pattern needs the tiktoken "
-                                  "package: pip install tiktoken") from None
+                                  "package: pip install tiktoken")
         encoder = _LazyTiktoken(path.stem, pattern, ranks, special)
     return cls(tokens, special.values(), eos_token_ids, n_vocab, encoder)
 
