@@ -5,6 +5,7 @@ torch is imported when `generate` runs, never when pse is imported.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import dataclass
@@ -172,6 +173,7 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
         pending += head
     past = None
     finished = False
+    last_only = _last_logits_only(model)
     with torch.inference_mode():
         while len(generated) < max_new_tokens:
             t = time.perf_counter()
@@ -181,7 +183,7 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
                 finished = True
                 break
             out = model(input_ids=torch.tensor([pending], device=device),
-                        past_key_values=past, use_cache=True)
+                        past_key_values=past, use_cache=True, **last_only)
             forward_passes += 1
             past = out.past_key_values
             logits = out.logits[0, -1, :].float()
@@ -202,6 +204,20 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
                             forward_passes=forward_passes, mask_seconds=mask_seconds,
                             seconds=seconds, finished=finished)
     return Generation(text=text, value=value, token_ids=generated, stats=stats)
+
+
+def _last_logits_only(model: Any) -> dict[str, int]:
+    """The keyword that makes a `transformers` model compute the logits of the last position
+    only: with forced tokens a forward pass takes several, and the vocabulary-wide projection
+    of the others would be wasted."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    for name in ("logits_to_keep", "num_logits_to_keep"):  # transformers >= 4.50, >= 4.45
+        if name in parameters:
+            return {name: 1}
+    return {}
 
 
 def _only_eos_allowed(engine: StructuringEngine, eos: set[int]) -> bool:
