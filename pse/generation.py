@@ -141,7 +141,7 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
     """
     import torch
 
-    from pse.torch import greedy, sample_timed
+    from pse.torch import _sample_timed, greedy
 
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
             or max_new_tokens < 1:
@@ -187,7 +187,7 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
             forward_passes += 1
             past = out.past_key_values
             logits = out.logits[0, -1, :].float()
-            new, seconds = sample_timed(engine, logits, sampler, fast_forward)
+            new, seconds = _sample_timed(engine, logits, sampler, fast_forward)
             mask_seconds += seconds
             new = new[: max_new_tokens - len(generated)]
             forced += len(new) - 1

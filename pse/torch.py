@@ -209,11 +209,11 @@ def sample(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = g
             committed then).
         TypeError: the sampler returned something other than an int.
     """
-    return sample_timed(engine, logits, sampler, fast_forward)[0]
+    return _sample_timed(engine, logits, sampler, fast_forward)[0]
 
 
-def sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = greedy,
-                 fast_forward: bool = True) -> tuple[list[int], float]:
+def _sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = greedy,
+                  fast_forward: bool = True) -> tuple[list[int], float]:
     """`sample`, also returning the seconds spent computing and applying the mask."""
     if engine.is_finished:
         raise ValueError("the engine is finished (it committed an end-of-sequence token)")
@@ -281,8 +281,12 @@ class StructuringLogitsProcessor:
         engine: a configured engine; it is copied, never advanced itself.
         n_threads: threads for the batch's mask walks (default: the number of cores).
 
+    Attributes:
+        rows: the engine copies of the current generation, one per batch row.
+
     Raises:
         TypeError: `engine` is not a StructuringEngine.
+        RuntimeError: `engine` has no structure yet.
     """
 
     def __init__(self, engine: StructuringEngine, n_threads: int | None = None) -> None:
