@@ -340,7 +340,7 @@ class Vocabulary:
             return [], data
         if spans is None:
             spans = lambda i: self.trie.extends(body[i:])  # noqa: E731
-        tail = len(self.decode_bytes(tokens[-MAX_HELD_TOKENS:]))
+        tail = sum(len(self._tokens[i]) for i in tokens[-MAX_HELD_TOKENS:])  # type: ignore[arg-type]
         keep = len(body)
         for start in range(len(body) - tail, len(body)):
             if spans(start):
@@ -368,9 +368,11 @@ class Vocabulary:
         while start and self.has_token(recent[start - 1]) \
                 and recent[start - 1] not in self.special_token_ids:
             start -= 1
-        contexts = [self.decode_bytes(recent[k:]) for k in range(start, len(recent))]
-        contexts += [b"", _SENTINEL_CONTEXT]
-        for context in contexts:
+        for k in range(start, len(recent) + 2):
+            if k < len(recent):
+                context = b"".join([self._tokens[i] for i in recent[k:]])  # type: ignore[misc]
+            else:
+                context = b"" if k == len(recent) else _SENTINEL_CONTEXT
             tokens = self._encode_after(context, body)
             if tokens is not None:
                 return tokens

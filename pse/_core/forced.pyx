@@ -2,17 +2,62 @@
 """Fast-forward: the forced path of the live parser states, and the spanning-token check."""
 
 from libc.stdint cimport int32_t, uint32_t
+from libc.string cimport memcpy, memset
+
+import weakref
+
+import numpy as np
+cimport numpy as cnp
 
 from pse._core.mask cimport Matcher, Walker
 from pse._core.structure cimport (
-    Ctx, PState, StateSet, is_accepting, next_bytes, stateset_add, stateset_free,
-    stateset_init, step_bytes, step_set,
+    CompiledStructure, Ctx, PState, StateSet, Tables, UNBOUNDED, dfa_next, exit_bytes,
+    is_accepting, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
+    term_accepting,
 )
 from pse._core.trie cimport Trie, trie_find
 
+cnp.import_array()
 
-cdef Py_ssize_t forced_path(Ctx* c, StateSet* cur, StateSet* spare, unsigned char* out,
-                            Py_ssize_t max_len) except -1:
+# Per compiled structure: for each DFA state, the bytes with an edge (8 words), so that the
+# forced path does not probe 256 bytes per state and byte.
+_DFA_OUT = weakref.WeakKeyDictionary()
+
+
+cdef cnp.ndarray dfa_out_table(CompiledStructure structure):
+    cdef cnp.ndarray arr = _DFA_OUT.get(structure)
+    cdef const Tables* t = &structure.t
+    cdef uint32_t* out
+    cdef int32_t d, b
+    if arr is None:
+        arr = np.zeros((max(t.n_dfa_states, 1), 8), dtype=np.uint32)
+        out = <uint32_t*>cnp.PyArray_DATA(arr)
+        with nogil:
+            for d in range(t.n_dfa_states):
+                for b in range(256):
+                    if dfa_next(t, d, <unsigned char>b) >= 0:
+                        out[8 * d + (b >> 5)] |= (<uint32_t>1) << (b & 31)
+        _DFA_OUT[structure] = arr
+    return arr
+
+
+cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uint32_t* out8
+                           ) noexcept nogil:
+    """structure.next_bytes, with the terminal's bytes read from the DFA-out table."""
+    cdef const Tables* t = c.t
+    memset(out8, 0, 8 * sizeof(uint32_t))
+    if s.term >= 0:
+        # a counted terminal at its maximum count takes no more units
+        if not (t.term_counted[s.term] and s.dstate == t.term_start[s.term]
+                and t.term_max[s.term] != UNBOUNDED and s.count >= t.term_max[s.term]):
+            memcpy(out8, &dfa_out[8 * s.dstate], 8 * sizeof(uint32_t))
+        if not term_accepting(t, s.term, s.dstate, s.count):
+            return
+    exit_bytes(c, s.node, s.frame, out8)
+
+
+cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, StateSet* spare,
+                            unsigned char* out, Py_ssize_t max_len) except -1:
     """Write into `out` the bytes every state of `cur` must produce next and advance `cur`
     over them; stop where a state accepts (the sequence could end there), where more than
     one byte can come, or after `max_len` bytes. Returns how many bytes were written."""
@@ -27,7 +72,7 @@ cdef Py_ssize_t forced_path(Ctx* c, StateSet* cur, StateSet* spare, unsigned cha
         for i in range(cur.n):
             if is_accepting(c, &cur.items[i]):
                 return n
-            next_bytes(c, &cur.items[i], words)
+            state_next_bytes(c, dfa_out, &cur.items[i], words)
             for k in range(8):
                 union8[k] |= words[k]
         only = -1
@@ -100,18 +145,21 @@ def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
     cdef int32_t i
     cdef Py_ssize_t n
     cdef bytearray out
+    cdef cnp.ndarray dfa_out
     if max_bytes < 0:
         raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
     if matcher.finished or max_bytes == 0:
         return b""
     out = bytearray(max_bytes)
+    dfa_out = dfa_out_table(matcher.structure)
     matcher.structure.ctx(&c)
     stateset_init(&cur, matcher.live.n + 4)
     stateset_init(&spare, matcher.live.n + 4)
     try:
         for i in range(matcher.live.n):
             stateset_add(&cur, &matcher.live.items[i])
-        n = forced_path(&c, &cur, &spare, out, max_bytes)
+        n = forced_path(&c, <const uint32_t*>cnp.PyArray_DATA(dfa_out), &cur, &spare, out,
+                        max_bytes)
     finally:
         stateset_free(&cur)
         stateset_free(&spare)
