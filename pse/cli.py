@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="sampling temperature; 0 is greedy (default 1.0)")
     gen.add_argument("--seed", type=int, default=0,
                      help="seed of the sampler and of the random model (default 0)")
+    gen.add_argument("--chat", action="store_true",
+                     help="wrap the prompt in the model's chat template, as a user message "
+                          "(needs --model with a tokenizer that has one)")
     gen.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
                      help="sample every token, also those the schema forces")
     gen.set_defaults(run=_generate)
@@ -144,6 +147,9 @@ def _generate(args: argparse.Namespace) -> int:
     schema = _read_schema(args.schema)
     if args.temperature < 0:
         raise CommandError(f"--temperature must be >= 0, got {args.temperature}")
+    if args.chat and (args.model is None or args.tokenizer is not None):
+        raise CommandError("--chat needs the chat template of a model's tokenizer: --model DIR "
+                           "without --tokenizer")
     started = time.perf_counter()
     structure = JsonSchema(schema)
     structure.compile()  # a schema pse cannot compile fails before the slow loading
@@ -153,6 +159,7 @@ def _generate(args: argparse.Namespace) -> int:
     engine.configure(structure)
     print(f"schema: {args.schema} compiled in {compiled:.2f} s", file=log)
     validator = _validator(schema, log)
+    prompt = _chat_prompt(tokenizer, args.prompt) if args.chat else args.prompt
 
     import torch
 
@@ -164,7 +171,7 @@ def _generate(args: argparse.Namespace) -> int:
     complete = valid = 0
     progress = _Progress(args.samples, log)
     for i in range(args.samples):
-        result = generate(model, tokenizer, args.prompt, engine,
+        result = generate(model, tokenizer, prompt, engine,
                           max_new_tokens=args.max_new_tokens, sampler=sampler,
                           fast_forward=args.fast_forward)
         stats = result.stats
@@ -190,6 +197,17 @@ def _generate(args: argparse.Namespace) -> int:
     _summary(args.samples, complete, valid if validator is not None else None, totals, log)
     ok = complete == args.samples and (validator is None or valid == complete)
     return 0 if ok else 1
+
+
+def _chat_prompt(tokenizer: Any, prompt: str) -> list[int]:
+    """The ids of `prompt` as a user message in the tokenizer's chat template, with the
+    assistant's turn opened."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise CommandError("--chat needs a chat template, and this model's tokenizer has none")
+    encoded = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                            add_generation_prompt=True, tokenize=True)
+    # a list of ids in older transformers, a BatchEncoding in newer ones
+    return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
 
 
 class _Progress:

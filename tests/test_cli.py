@@ -76,7 +76,7 @@ def test_a_local_model_directory(capsys, tmp_path):
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(shared / name, folder / name)
     status, lines, err = run(capsys, "--schema", str(SCHEMA_FILE), "--prompt", "A character:",
-                             "--model", str(folder), "--samples", "2")
+                             "--model", str(folder), "--samples", "2", "--chat")
     assert status == 0, err
     for line in lines:
         jsonschema.validate(json.loads(line), SCHEMA)
@@ -90,8 +90,9 @@ def test_a_local_model_directory(capsys, tmp_path):
     ("unsupported", "uniqueItems"),
     ("no model dir", "is not a directory"),
     ("negative temperature", "--temperature"),
+    ("chat without a model", "--chat needs"),
 ])
-def test_bad_input_is_one_line_and_status_2_before_any_loading(capsys, tmp_path, case, message):
+def test_bad_input_is_one_line_and_status_2(capsys, tmp_path, case, message):
     schema = tmp_path / "schema.json"
     args = ["--schema", str(schema), "--prompt", "x"]
     if case == "not json":
@@ -104,6 +105,9 @@ def test_bad_input_is_one_line_and_status_2_before_any_loading(capsys, tmp_path,
         args += ["--model", str(tmp_path / "nowhere")]
     if case == "negative temperature":
         args += ["--temperature", "-1"]
+    if case == "chat without a model":
+        schema.write_text(json.dumps({"enum": [1, 2]}))
+        args += ["--chat", "--tokenizer", str(tokenizer_path("llama3"))]
     status, lines, err = run(capsys, *args)
     assert status == 2 and lines == []
     assert err.startswith("pse: error:") and message in err
