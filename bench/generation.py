@@ -8,9 +8,12 @@ vocabulary (151,936 logits), run with a KV cache on `--threads` CPU threads. Row
 - llguidance (the `bench` extra, and ../shared/tokenizers/qwen3 for its tokenizer) in the same
   loop: its LLMatcher mask, its torch apply_token_bitmask_inplace, its fast-forward tokens.
 
-Every sample is drawn with multinomial sampling at temperature 1 from a seeded generator.
-"Mask" is the time spent computing and applying masks, per generated token; forced tokens
-are appended without a forward pass of their own.
+Every sample is drawn with multinomial sampling at temperature 1 from a seeded generator; the
+rows take turns, one sample each, so that a shared machine's load falls on all of them alike.
+Speed is tokens per second of the process's CPU time (steadier than wall time on a shared
+machine; with one thread they agree on an idle one), wall time shown too. "Mask" is the wall
+time spent computing and applying masks, per generated token; forced tokens are appended
+without a forward pass of their own.
 
 Run: python bench/generation.py [--samples 20] [--hidden 64 --layers 2] [--threads 1]
 """
@@ -35,24 +38,26 @@ PROMPT = "A character for the game, as JSON: "
 
 
 class Row:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.samples = self.tokens = self.forced = self.passes = self.complete = 0
-        self.seconds = self.mask = 0.0
+    """One way of generating, sampled `--samples` times, round-robin with the other rows so
+    that the machine's load falls on every row alike."""
 
-    def add(self, tokens: int, forced: int, passes: int, seconds: float, mask: float,
-            complete: bool) -> None:
+    def __init__(self, name: str, one_sample) -> None:
+        self.name = name
+        self.one_sample = one_sample  # generator -> (tokens, forced, passes, mask s, complete)
+        self.samples = self.tokens = self.forced = self.passes = self.complete = 0
+        self.cpu = self.wall = self.mask = 0.0
+
+    def run(self, generator: torch.Generator) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        tokens, forced, passes, mask, complete = self.one_sample(generator)
+        self.cpu += time.process_time() - cpu
+        self.wall += time.perf_counter() - wall
         self.samples += 1
         self.tokens += tokens
         self.forced += forced
         self.passes += passes
-        self.seconds += seconds
         self.mask += mask
         self.complete += complete
-
-    @property
-    def rate(self) -> float:
-        return self.tokens / self.seconds
 
 
 def loop(model, prompt_ids: list[int], max_tokens: int, sampler, step_mask=None,
@@ -89,32 +94,29 @@ def loop(model, prompt_ids: list[int], max_tokens: int, sampler, step_mask=None,
     return tokens, forced, passes, mask, False
 
 
-def run_unconstrained(model, vocab, args, generator) -> Row:
-    row = Row("unconstrained")
+def unconstrained(model, vocab, args) -> Row:
     prompt = vocab.encode(PROMPT)
-    for _ in range(args.samples):
-        started = time.perf_counter()
-        tokens, forced, passes, mask, _ = loop(model, prompt, args.free_tokens,
-                                               multinomial(1.0, generator))
-        row.add(tokens, forced, passes, time.perf_counter() - started, mask, True)
-    return row
+
+    def one_sample(generator):
+        return loop(model, prompt, args.free_tokens, multinomial(1.0, generator))[:4] + (True,)
+
+    return Row("unconstrained", one_sample)
 
 
-def run_pse(model, vocab, schema, args, generator, fast_forward: bool) -> Row:
-    row = Row(f"pse, fast-forward {'on' if fast_forward else 'off'}")
+def with_pse(model, vocab, schema, args, fast_forward: bool) -> Row:
     engine = pse.StructuringEngine(vocab)
     engine.configure(schema)
     pse.generate(model, vocab, PROMPT, engine, max_new_tokens=args.max_new_tokens)  # warm-up
-    for _ in range(args.samples):
-        result = pse.generate(model, vocab, PROMPT, engine, max_new_tokens=args.max_new_tokens,
-                              sampler=multinomial(1.0, generator), fast_forward=fast_forward)
-        s = result.stats
-        row.add(s.tokens, s.forced_tokens, s.forward_passes, s.seconds, s.mask_seconds,
-                s.finished)
-    return row
+
+    def one_sample(generator):
+        s = pse.generate(model, vocab, PROMPT, engine, max_new_tokens=args.max_new_tokens,
+                         sampler=multinomial(1.0, generator), fast_forward=fast_forward).stats
+        return s.tokens, s.forced_tokens, s.forward_passes, s.mask_seconds, s.finished
+
+    return Row(f"pse, fast-forward {'on' if fast_forward else 'off'}", one_sample)
 
 
-def run_llguidance(model, vocab, schema, args, generator, fast_forward: bool) -> Row | None:
+def with_llguidance(model, vocab, schema, args, fast_forward: bool) -> Row | None:
     path = SHARED / "tokenizers" / "qwen3" / "tokenizer.json"
     try:
         import llguidance
@@ -132,10 +134,10 @@ def run_llguidance(model, vocab, schema, args, generator, fast_forward: bool) ->
     tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size, eos_token=eos)
     grammar = llguidance.LLMatcher.grammar_from_json_schema(
         schema, defaults={"whitespace_flexible": False})
-    row = Row(f"llguidance, fast-forward {'on' if fast_forward else 'off'}")
     bitmask = llt.allocate_token_bitmask(1, vocab.size)
     prompt = hf(PROMPT)["input_ids"]
-    for i in range(args.samples + 1):  # the first is a warm-up
+
+    def one_sample(generator):
         matcher = llguidance.LLMatcher(tok, grammar, log_level=0)
         if matcher.is_error():
             raise RuntimeError(matcher.get_error())
@@ -158,19 +160,20 @@ def run_llguidance(model, vocab, schema, args, generator, fast_forward: bool) ->
             # like pse.generate: stop at EOS, or when nothing but EOS is possible
             if matcher.is_stopped():
                 return True
+            if not matcher.is_accepting():
+                return False
             llt.fill_next_token_bitmask(matcher, bitmask, 0)
             allowed = (bitmask[0] != 0).nonzero().flatten().tolist()
             return allowed == [eos >> 5] and int(bitmask[0, eos >> 5]) == 1 << (eos & 31)
 
         head = ff() if fast_forward else []
-        started = time.perf_counter()
         tokens, forced, passes, mask, complete = loop(
             model, prompt + head, args.max_new_tokens - len(head),
             multinomial(1.0, generator), step_mask, ff if fast_forward else None, consume, done)
-        if i:
-            row.add(tokens + len(head), forced + len(head), passes,
-                    time.perf_counter() - started, mask, complete)
-    return row
+        return tokens + len(head), forced + len(head), passes, mask, complete
+
+    one_sample(torch.Generator().manual_seed(99))  # warm-up
+    return Row(f"llguidance, fast-forward {'on' if fast_forward else 'off'}", one_sample)
 
 
 def main() -> None:
@@ -193,21 +196,24 @@ def main() -> None:
     print(f"model: random Qwen2 architecture, width {args.hidden}, {args.layers} layers, "
           f"{params / 1e6:.1f} M parameters, {vocab.size:,} logits; {args.threads} thread(s); "
           f"{args.samples} samples per row\n")
-    rows = [run_unconstrained(model, vocab, args, torch.Generator().manual_seed(0))]
-    for ff in (False, True):
-        rows.append(run_pse(model, vocab, schema, args, torch.Generator().manual_seed(1), ff))
-    for ff in (False, True):
-        row = run_llguidance(model, vocab, schema, args, torch.Generator().manual_seed(1), ff)
-        if row is not None:
-            rows.append(row)
-    base = rows[0].rate
-    print("| generation | complete | tokens | forced | forward passes | tokens/s | vs "
-          "unconstrained | mask per token |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = [unconstrained(model, vocab, args)]
+    rows += [with_pse(model, vocab, schema, args, ff) for ff in (False, True)]
+    rows += [r for ff in (False, True)
+             if (r := with_llguidance(model, vocab, schema, args, ff)) is not None]
+    generators = [torch.Generator().manual_seed(i) for i in range(len(rows))]
+    for _ in range(args.samples):
+        for row, generator in zip(rows, generators):
+            row.run(generator)
+    base = rows[0].tokens / rows[0].cpu
+    print("| generation | complete | tokens | forced | forward passes | tokens per CPU s | vs "
+          "unconstrained | tokens per wall s | mask per token (wall) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
+        rate = row.tokens / row.cpu
         print(f"| {row.name} | {row.complete}/{row.samples} | {row.tokens:,} | "
-              f"{row.forced / row.tokens:.0%} | {row.passes:,} | {row.rate:,.0f} | "
-              f"{row.rate / base:.2f}x | {row.mask / row.tokens * 1e3:.3f} ms |")
+              f"{row.forced / row.tokens:.0%} | {row.passes:,} | {rate:,.0f} | "
+              f"{rate / base:.2f}x | {row.tokens / row.wall:,.0f} | "
+              f"{row.mask / row.tokens * 1e3:.3f} ms |")
 
 
 if __name__ == "__main__":
