@@ -6,7 +6,9 @@ schemas that do not compile are skipped). At every step the engine's forced toke
 whenever there are some, otherwise the next reference token. Counted:
 
   (a) non-canonical: forced tokens that differ from the reference token at their position (or
-      run past its end). Such a step is not taken; the replay goes on with the reference token.
+      run past its end), in the instances replayed to the end. Such a step is not taken; the
+      replay goes on with the reference token. (An instance the engine rejects later is
+      outside its structure: what it forced there is not a tokenization matter.)
   (b) the share of the reference tokens that were forced, over the instances replayed to
       the end (and, with --compare, over the instances every engine replayed to the end).
 
@@ -57,6 +59,9 @@ class PseSide:
     def consume(self, engine, tokens: list[int]) -> bool:
         return engine.consume_tokens(tokens) == len(tokens)
 
+    def accepts(self, engine) -> bool:
+        return engine.is_accepting()
+
 
 class LLGuidanceSide:
     name = "llguidance"
@@ -90,6 +95,9 @@ class LLGuidanceSide:
     def consume(self, m, tokens: list[int]) -> bool:
         return m.consume_tokens(tokens) and not m.is_error()
 
+    def accepts(self, m) -> bool:
+        return m.is_accepting()
+
 
 def load_files(limit: int | None, seed: int, shard: tuple[int, int]):
     folder = SHARED / "data" / "maskbench"
@@ -108,7 +116,8 @@ def replay(side, m, tokens: list[int], st: dict, vocab: pse.Vocabulary, where: s
     """Replay one instance, taking forced tokens whenever there are some; how many tokens
     were forced (None: the instance was not replayed to the end)."""
     m = side.start(m)
-    k = forced = 0
+    k = forced = non_canonical = 0
+    examples = []
     text = vocab.decode_bytes(tokens)
     offsets = [0]
     for t in tokens:
@@ -127,11 +136,10 @@ def replay(side, m, tokens: list[int], st: dict, vocab: pse.Vocabulary, where: s
             expected = tokens[k:k + len(ff)]
             bad = sum(a != b for a, b in zip(ff, expected)) + len(ff) - len(expected)
             if bad:
-                st["non_canonical"] += bad
-                if len(st["examples"]) < 10:
-                    st["examples"].append((where, vocab.decode_bytes(tokens[:k])[-30:],
-                                           [vocab.token_bytes(i) for i in ff],
-                                           [vocab.token_bytes(i) for i in expected]))
+                non_canonical += bad
+                examples.append((where, vocab.decode_bytes(tokens[:k])[-30:],
+                                 [vocab.token_bytes(i) for i in ff],
+                                 [vocab.token_bytes(i) for i in expected]))
             elif side.consume(m, ff):
                 st["ff_steps"] += 1
                 forced += len(ff)
@@ -144,9 +152,14 @@ def replay(side, m, tokens: list[int], st: dict, vocab: pse.Vocabulary, where: s
             st["rejected"] += 1
             return None
         k += 1
+    if not side.accepts(m):
+        st["rejected"] += 1
+        return None
     st["instances"] += 1
     st["tokens"] += len(tokens)
     st["forced"] += forced
+    st["non_canonical"] += non_canonical
+    st["examples"] += examples[:10 - len(st["examples"])]
     return forced
 
 

@@ -314,8 +314,9 @@ class Vocabulary:
         tokenizer's pre-tokenization can depend on them; a SentencePiece dummy prefix is
         stripped). Then up to MAX_HELD_TOKENS trailing tokens are held back: from the first
         position i within them from which a token could run past the end (`spans(i)`), every
-        token reaching i or beyond is dropped. An incomplete UTF-8 character at the end is
-        held back too.
+        token reaching i or beyond is dropped, and so is every token the tokenizer writes
+        differently when the text stops anywhere from i on (BPE merges within a pre-token
+        depend on where it ends). An incomplete UTF-8 character at the end is held back too.
 
         Args:
             new_bytes: the bytes that come next.
@@ -335,7 +336,7 @@ class Vocabulary:
         data = _as_bytes(new_bytes)
         recent = [self._context_id(t) for t in recent_tokens][-MAX_CONTEXT_TOKENS:]
         body = data[:utf8_complete_length(data)]
-        tokens = self._encode_continuation(body, recent) if body else []
+        tokens, context = self._encode_continuation(body, recent) if body else ([], b"")
         if not tokens:
             return [], data
         if spans is None:
@@ -350,6 +351,19 @@ class Vocabulary:
         while n and end > keep:
             n -= 1
             end -= len(self._tokens[tokens[n]])  # type: ignore[arg-type]
+        # BPE merges inside a pre-token depend on where it ends: keep only the tokens the
+        # tokenizer also produces when the text stops anywhere from `keep` on
+        for stop in range(keep, len(body)):
+            if not n:
+                break
+            if utf8_complete_length(body[:stop]) != stop:
+                continue  # the text cannot stop inside a character
+            cut = self._encode_after(context, body[:stop]) or []
+            stable = 0
+            while stable < n and stable < len(cut) and cut[stable] == tokens[stable]:
+                stable += 1
+            n = stable
+        end = sum(len(self._tokens[i]) for i in tokens[:n])  # type: ignore[arg-type]
         return tokens[:n], data[end:]
 
     def _context_id(self, token_id: Any) -> int:
@@ -359,10 +373,10 @@ class Vocabulary:
             raise ValueError(f"recent token id {token_id} is out of range (0 <= id < {self.size})")
         return int(token_id)
 
-    def _encode_continuation(self, body: bytes, recent: list[int]) -> list[int]:
+    def _encode_continuation(self, body: bytes, recent: list[int]) -> tuple[list[int], bytes]:
         """The tokenizer's tokens for `body` as it continues the text of `recent` (or of
-        fewer of them when the tokenizer merges across their end); [] when no context gives a
-        clean cut or the tokens would include a special one."""
+        fewer of them when the tokenizer merges across their end), and the context used;
+        [] when no context gives a clean cut or the tokens would include a special one."""
         # only text tokens give context: stop at the last special token or gap
         start = len(recent)
         while start and self.has_token(recent[start - 1]) \
@@ -375,8 +389,8 @@ class Vocabulary:
                 context = b"" if k == len(recent) else _SENTINEL_CONTEXT
             tokens = self._encode_after(context, body)
             if tokens is not None:
-                return tokens
-        return []
+                return tokens, context
+        return [], b""
 
     def _encode_after(self, context: bytes, body: bytes) -> list[int] | None:
         """Tokens of `body` when the tokenizer encodes context + body and cuts at the end of

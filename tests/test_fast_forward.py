@@ -264,6 +264,40 @@ def test_forced_tokens_are_canonical_with_other_tokenizers(tokenizer, data):
     _schema_case(tokenizer, data, None)
 
 
+def test_bpe_merges_depend_on_where_a_pre_token_ends():
+    r"""Forced `0:\\"` (the string `0:\` in JSON) is `0`, `:\`, `\"` alone; `\"]` may span its
+    end, but dropping `\"` is not enough: the final text `0:\\"]` is `0`, `:\\`, `"]`."""
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema({"type": "array", "items": {"enum": ["0:\\"]}}))
+    assert engine.consume_tokens(llama.encode('["')) == 1
+    assert engine.compute_ff_bytes() == b'0:\\\\"'
+    assert llama.encode(b'0:\\\\"') == ids_of(llama, "0", ":\\", '\\"')
+    assert engine.compute_ff_tokens() == ids_of(llama, "0")
+    replay_canonical(engine, '["0:\\\\"]')
+
+
+PUNCTUATION = st.text(st.sampled_from(list(':\\"{}[],.;!?\'()<>=+-*/_ 059abXY\n\t$#@%&|~`é日')),
+                      min_size=1, max_size=8)
+
+
+@settings(max_examples=50)
+@given(st.lists(PUNCTUATION, min_size=1, max_size=4, unique=True), st.data(),
+       st.sampled_from(["llama3", "qwen3", "gpt4o"]))
+def test_forced_tokens_are_canonical_on_punctuation_enums(values, data, tokenizer):
+    """Enums of punctuation runs: pre-tokens whose merges depend on what follows."""
+    if data.draw(st.booleans()):
+        schema = {"type": "array", "items": {"enum": values}}
+        instance = data.draw(st.lists(st.sampled_from(values), max_size=3))
+    else:
+        schema = {"type": "object", "properties": {v: {"enum": values} for v in values},
+                  "required": values, "additionalProperties": False}
+        instance = {v: data.draw(st.sampled_from(values)) for v in values}
+    engine = StructuringEngine(shared_vocab(tokenizer))
+    engine.configure(JsonSchema(schema))
+    replay_canonical(engine, json.dumps(instance, separators=(",", ":"), ensure_ascii=False))
+
+
 @settings(max_examples=60)
 @given(json_values)
 def test_forced_tokens_are_canonical_on_any_json(value):

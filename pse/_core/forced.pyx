@@ -185,7 +185,6 @@ cdef class Boundary:
         cdef Ctx c
         cdef StateSet spare
         cdef int32_t i
-        cdef Py_ssize_t n
         cdef const unsigned char* p = data
         self.matcher = matcher
         self.data = data
@@ -196,7 +195,7 @@ cdef class Boundary:
             if not matcher.finished:
                 for i in range(matcher.live.n):
                     stateset_add(&self.after, &matcher.live.items[i])
-                n = step_bytes(&c, &self.after, &spare, p, len(data))
+                step_bytes(&c, &self.after, &spare, p, len(data))
         finally:
             stateset_free(&spare)
         if matcher.finished or self.after.n == 0:
