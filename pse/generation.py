@@ -167,7 +167,8 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
     pending = list(ids)
     if fast_forward:
         head = engine.compute_ff_tokens()[:max_new_tokens]
-        engine.consume_tokens(head)
+        if engine.consume_tokens(head) != len(head):
+            raise RuntimeError("the engine refused the tokens it forced")
         generated += head
         forced += len(head)
         pending += head

@@ -322,3 +322,23 @@ def test_logits_processor_refuses_a_second_generation_without_reset():
         StructuringLogitsProcessor("not an engine")
     with pytest.raises(RuntimeError, match="configure"):
         StructuringLogitsProcessor(pse.StructuringEngine(small_qwen()))
+
+
+def test_logits_processor_eos_and_padding_after_a_row_ends():
+    vocab = small_qwen()
+    engine = pse.StructuringEngine(vocab)
+    engine.configure({"const": 7})
+    processor = StructuringLogitsProcessor(engine)
+    seven, eos, pad = vocab.encode("7")[0], vocab.eos_token_ids[0], 0
+
+    def allowed(ids):
+        scores = torch.zeros(1, vocab.size + 40)  # logits padded past the vocabulary
+        processor(torch.tensor([ids]), scores)
+        return torch.isfinite(scores[0]).nonzero().flatten().tolist()
+
+    assert allowed([5]) == [seven]  # the prompt is not committed
+    assert allowed([5, seven]) == [eos]  # complete: EOS only
+    assert allowed([5, seven, eos]) == [eos] and processor.rows[0].is_finished
+    # transformers pads a finished row; the padding is not committed, EOS stays allowed
+    assert allowed([5, seven, eos, pad]) == [eos]
+    assert allowed([5, seven, eos, pad, pad]) == [eos]
