@@ -8,10 +8,11 @@ GPT-2 byte-to-unicode map) or SentencePiece-style pieces ('▁' for a space, byt
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import datrie
 import numpy as np
@@ -148,16 +149,40 @@ class Vocabulary:
 
     @classmethod
     def from_file(cls, path: str | Path, eos_token_ids: Iterable[int] | None = None,
-                  n_vocab: int | None = None) -> Vocabulary:
-        """Read a Hugging Face `tokenizer.json`.
+                  n_vocab: int | None = None, special_tokens: Mapping[str, int] | None = None,
+                  pattern: str | None = None) -> Vocabulary:
+        """Read a Hugging Face `tokenizer.json`, or a tiktoken BPE file (`*.tiktoken`).
 
-        The EOS ids come from `eos_token_ids`, else from the `eos_token` of a
-        `tokenizer_config.json` beside the file.
+        For a tokenizer.json, the EOS ids come from `eos_token_ids`, else from the `eos_token`
+        of a `tokenizer_config.json` beside the file.
+
+        A `.tiktoken` file holds one token per line, its bytes in base64 and its rank (= id).
+        It does not record its special tokens nor the regex that splits text before BPE, so
+        they are arguments (the package that ships the file documents them). The EOS ids come
+        from `eos_token_ids`, else `<|endoftext|>` when `special_tokens` has it (tiktoken's
+        end-of-text token).
+
+        Args:
+            path: the file.
+            eos_token_ids: ids that end generation.
+            n_vocab: the width of the model's logits, when wider than the tokenizer.
+            special_tokens: `.tiktoken` only: {text: id} of the special tokens.
+            pattern: `.tiktoken` only: the pre-tokenization regex; with it (and the `tiktoken`
+                package) `encode` is the tokenizer's own BPE. Without it `encode` takes the
+                longest token first, which is not always the BPE's tokenization.
 
         Raises:
-            VocabularyError: the file is missing or not a tokenizer.json pse can read.
+            VocabularyError: the file is missing or not a file pse can read, a special token's
+                id collides with a token's, or `pattern` is given without `tiktoken` installed.
+            ValueError: `special_tokens` or `pattern` given for a tokenizer.json.
         """
         path = Path(path)
+        if path.suffix == ".tiktoken":
+            return _from_tiktoken_file(cls, path, eos_token_ids, n_vocab, special_tokens,
+                                       pattern)
+        if special_tokens is not None or pattern is not None:
+            raise ValueError("special_tokens and pattern are for .tiktoken files; a "
+                             "tokenizer.json holds its own")
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
@@ -466,7 +491,7 @@ def _encoder_from_state(state: Any) -> Any:
 
 
 def _encode_with(encoder: Any, text: str) -> list[int]:
-    if isinstance(encoder, _LazyTokenizer):
+    if isinstance(encoder, (_LazyTokenizer, _LazyTiktoken)):
         encoder = encoder.get()
     module = type(encoder).__module__.split(".")[0]
     if module == "tokenizers":
@@ -474,6 +499,86 @@ def _encode_with(encoder: Any, text: str) -> list[int]:
     if module == "tiktoken" or hasattr(encoder, "encode_ordinary"):
         return encoder.encode_ordinary(text)
     return encoder.encode(text, add_special_tokens=False)
+
+
+class _LazyTiktoken:
+    """A `tiktoken.Encoding` built from a .tiktoken file's ranks on first use."""
+
+    def __init__(self, name: str, pattern: str, ranks: dict[bytes, int],
+                 special_tokens: dict[str, int]) -> None:
+        self.args = (name, pattern, ranks, special_tokens)
+        self._encoding: Any = None
+
+    def get(self) -> Any:
+        if self._encoding is None:
+            import tiktoken
+
+            name, pattern, ranks, special = self.args
+            self._encoding = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks,
+                                               special_tokens=special)
+        return self._encoding
+
+    def __getstate__(self) -> tuple:
+        return self.args
+
+    def __setstate__(self, args: tuple) -> None:
+        self.args = args
+        self._encoding = None
+
+
+def _from_tiktoken_file(cls, path: Path, eos_token_ids, n_vocab, special_tokens,
+                        pattern) -> Vocabulary:
+    """A Vocabulary from a tiktoken BPE file: lines `<base64 bytes> <rank>`, rank = id."""
+    import base64
+    import binascii
+
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as e:
+        raise VocabularyError(f"cannot read tokenizer file {str(path)!r}: {e}") from None
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            if len(parts) != 2:
+                raise ValueError("expected two fields")
+            token, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
+        except (ValueError, binascii.Error) as e:
+            raise VocabularyError(f"{str(path)!r} line {number}: not '<base64 token> <rank>' "
+                                  f"({e})") from None
+        if rank < 0 or token in ranks:
+            raise VocabularyError(f"{str(path)!r} line {number}: "
+                                  + ("negative rank" if rank < 0 else f"token {token!r} repeated"))
+        ranks[token] = rank
+    if not ranks:
+        raise VocabularyError(f"{str(path)!r} holds no tokens")
+    special = dict(special_tokens or {})
+    for text, i in special.items():
+        if not isinstance(text, str) or isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise VocabularyError(f"special_tokens must map text to an id >= 0, got "
+                                  f"{text!r}: {i!r}")
+    highest = max(list(ranks.values()) + list(special.values()))
+    tokens: list[bytes | None] = [None] * (highest + 1)
+    for token, rank in ranks.items():
+        if tokens[rank] is not None:
+            raise VocabularyError(f"{str(path)!r}: two tokens have rank {rank}")
+        tokens[rank] = token
+    for text, i in special.items():
+        if tokens[i] is not None:
+            raise VocabularyError(f"special token {text!r} has id {i}, which the file gives "
+                                  f"to {tokens[i]!r}")
+        tokens[i] = text.encode("utf-8")
+    if eos_token_ids is None:
+        eos_token_ids = [special["<|endoftext|>"]] if "<|endoftext|>" in special else []
+    encoder = None
+    if pattern is not None:
+        if importlib.util.find_spec("tiktoken") is None:
+            raise VocabularyError("encoding with a .tiktoken file's pattern needs the tiktoken "
+                                  "package: pip install tiktoken")
+        encoder = _LazyTiktoken(path.stem, pattern, ranks, special)
+    return cls(tokens, special.values(), eos_token_ids, n_vocab, encoder)
 
 
 def _tokens_from_tokenizer_json(data: Any, where: str):

@@ -1,9 +1,13 @@
 """Every script in examples/ runs to completion."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import pse
 
 from conftest import REPO_ROOT
 
@@ -16,8 +20,10 @@ def test_there_are_examples():
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script, tmp_path):
-    # run from an empty directory so the installed pse is used, not the source tree
+    # run from an empty directory, with the pse these tests import (the installed one, or the
+    # source tree when the tests run from it), not whatever else is on the machine
+    env = dict(os.environ, PYTHONPATH=str(Path(pse.__file__).parent.parent))
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300)
+                            text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
