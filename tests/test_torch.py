@@ -327,7 +327,7 @@ def test_logits_processor_refuses_a_second_generation_without_reset():
 def test_logits_processor_eos_and_padding_after_a_row_ends():
     vocab = small_qwen()
     engine = pse.StructuringEngine(vocab)
-    engine.configure({"const": 7})
+    engine.configure(pse.Phrase("7"))  # (the schema {"const": 7} would go on: 7.0 equals 7)
     processor = StructuringLogitsProcessor(engine)
     seven, eos, pad = vocab.encode("7")[0], vocab.eos_token_ids[0], 0
 
