@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
+from pse import limits
+
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -173,6 +175,7 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     accept: list[bool] = []
     i = 0
     while i < len(sets):
+        limits.check_budget()
         cur = sets[i]
         i += 1
         accept.append(frag[1] in cur)
@@ -238,6 +241,7 @@ def minimize(dfa: DFA) -> DFA:
     block = [1 if a else 0 for a in dfa.accept]
     n_blocks = len(set(block))
     while True:
+        limits.check_budget()
         sigs: dict[tuple, int] = {}
         new_block = []
         for s, row in enumerate(dfa.trans):
@@ -374,6 +378,7 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
     accepts: list[bool] = []
     i = 0
     while i < len(pairs):
+        limits.check_budget()
         s1, s2 = pairs[i]
         i += 1
         accepts.append(accept(a.accept[s1], s2 >= 0 and b.accept[s2]))

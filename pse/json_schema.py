@@ -19,7 +19,7 @@ import warnings
 from typing import Any, Callable
 from urllib.parse import urljoin
 
-from pse import automaton
+from pse import automaton, limits
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
@@ -125,6 +125,32 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 MAX_UNROLLED_LENGTH = 64
 # minItems/maxItems unroll one parser state per item; above this bound that is refused.
 MAX_UNROLLED_ITEMS = 256
+# Subschemas nested (through properties, items, applicators, references being expanded) deeper
+# than this are refused with the pointer, well before Python's recursion limit.
+MAX_SCHEMA_DEPTH = 100
+
+
+def _depth_limited(compile_node: Callable) -> Callable:
+    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH) and check the compile
+    budget at each subschema."""
+
+    def compile(self: Any, node: Any, pointer: str) -> Any:
+        depth = getattr(self, "depth", 0)
+        if depth >= MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"{pointer}: the schema nests more than {MAX_SCHEMA_DEPTH} "
+                              f"subschemas deep (MAX_SCHEMA_DEPTH)")
+        try:
+            limits.check_budget()
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: {e}") from None
+        self.depth = depth + 1
+        try:
+            return compile_node(self, node, pointer)
+        finally:
+            self.depth = depth
+
+    compile.__doc__ = compile_node.__doc__
+    return compile
 
 
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
@@ -407,7 +433,8 @@ class JsonSchema(StateMachine):
         self.property_order = property_order
         compiler = _Compiler(schema, whitespace or 0, retrieve, strict, property_order)
         try:
-            root = compiler.compile(schema, "#")
+            with limits.compile_budget("a JSON Schema"):
+                root = compiler.compile(schema, "#")
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
@@ -461,6 +488,7 @@ class _Compiler:
         return Chain(*self.wsp(), Phrase(text), *self.wsp())
 
     # -- dispatch --------------------------------------------------------------------------
+    @_depth_limited
     def compile(self, node: Any, pointer: str) -> StateMachine | None:
         """The machine for `node`, or None when nothing is valid (a false schema)."""
         if node is True or node == {}:

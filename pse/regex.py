@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Hashable, Sequence
 
-from pse import automaton
+from pse import automaton, limits
 from pse.errors import GrammarError
 from pse.machines import Terminal, _add_case_variants
 
@@ -87,6 +87,7 @@ class _Builder:
         return self.char_class(self.nfa, automaton.normalize_ranges(ranges))
 
     def check_size(self) -> None:
+        limits.check_budget()
         if len(self.nfa.edges) > MAX_NFA_STATES:
             raise GrammarError(f"regex {self.pattern!r} is too large: more than "
                                f"{MAX_NFA_STATES} automaton states (MAX_NFA_STATES)")
@@ -206,28 +207,29 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         parsed = _parser.parse(pattern, flags)
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
-    flags = parsed.state.flags
-    b = _Builder(pattern, flags, char_class, ecma)
-    items = list(parsed)
-    branches = [items]
-    if len(items) == 1 and items[0][0] is _c.BRANCH:
-        branches = items[0][1][1]
-    frags = []
-    for branch in branches:
-        rest, start, end = _strip_anchors(branch)
-        body = b.sequence(rest, flags)
-        if search:
-            anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
-            parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
-            if not end:
-                parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
-            body = automaton.concat(b.nfa, parts)
-        frags.append(body)
-    frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
-    try:
-        return automaton.determinize(b.nfa, frag)
-    except GrammarError as e:
-        raise GrammarError(f"regex {pattern!r}: {e}") from None
+    with limits.compile_budget(f"the regex {pattern[:60]!r}"):
+        flags = parsed.state.flags
+        b = _Builder(pattern, flags, char_class, ecma)
+        items = list(parsed)
+        branches = [items]
+        if len(items) == 1 and items[0][0] is _c.BRANCH:
+            branches = items[0][1][1]
+        frags = []
+        for branch in branches:
+            rest, start, end = _strip_anchors(branch)
+            body = b.sequence(rest, flags)
+            if search:
+                anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
+                parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
+                if not end:
+                    parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
+                body = automaton.concat(b.nfa, parts)
+            frags.append(body)
+        frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
+        try:
+            return automaton.determinize(b.nfa, frag)
+        except GrammarError as e:
+            raise GrammarError(f"regex {pattern!r}: {e}") from None
 
 
 class Regex(Terminal):
