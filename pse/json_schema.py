@@ -19,7 +19,7 @@ import warnings
 from typing import Any, Callable
 from urllib.parse import urljoin
 
-from pse import automaton, limits
+from pse import automaton, limits, schema_types
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
@@ -131,11 +131,15 @@ MAX_SCHEMA_DEPTH = 100
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
-    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH) and check the compile
-    budget at each subschema."""
+    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
+    budget at each subschema, and the JSON types of keywords (the whole document at the root;
+    each node compiled, for documents reached by remote references)."""
 
     def compile(self: Any, node: Any, pointer: str) -> Any:
         depth = getattr(self, "depth", 0)
+        if depth == 0:
+            schema_types.check_document(node)
+        schema_types.check_node(node, pointer)
         if depth >= MAX_SCHEMA_DEPTH:
             raise SchemaError(f"{pointer}: the schema nests more than {MAX_SCHEMA_DEPTH} "
                               f"subschemas deep (MAX_SCHEMA_DEPTH)")
