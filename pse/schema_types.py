@@ -36,7 +36,11 @@ def _is_schema_map(v: Any) -> bool:
 
 
 def _is_schema_list(v: Any) -> bool:
-    return isinstance(v, list) and len(v) > 0 and all(_is_schema(x) for x in v)
+    return isinstance(v, list) and all(_is_schema(x) for x in v)
+
+
+def _is_nonempty_schema_list(v: Any) -> bool:
+    return _is_schema_list(v) and len(v) > 0
 
 
 # keyword -> (check, what it must be)
@@ -56,10 +60,10 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
                      "an object of schemas or string arrays"),
     "required": (_is_str_list, "an array of strings"),
     "items": (lambda v: _is_schema(v) or _is_schema_list(v), "a schema or an array of schemas"),
-    "prefixItems": (_is_schema_list, "a non-empty array of schemas"),
-    "allOf": (_is_schema_list, "a non-empty array of schemas"),
-    "anyOf": (_is_schema_list, "a non-empty array of schemas"),
-    "oneOf": (_is_schema_list, "a non-empty array of schemas"),
+    "prefixItems": (_is_schema_list, "an array of schemas"),
+    "allOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
+    "anyOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
+    "oneOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
     "enum": (lambda v: isinstance(v, list), "an array"),
     "minimum": (_is_number, "a number"),
     "maximum": (_is_number, "a number"),

@@ -79,6 +79,7 @@ cdef class Matcher:
     cdef StateSet live
     cdef list history              # snapshots of `live` before each committed token
     cdef readonly bint finished    # an EOS token was committed
+    cdef Py_ssize_t eos_at         # ... as the eos_at-th committed token
     cdef Walker w                  # buffers of the walk, reused from mask to mask
     cdef list _keep                # keeps the entries behind `w.slices` alive during a walk
     cdef bint root_accepting

@@ -276,6 +276,7 @@ cdef class Matcher:
         m.restore(self.snapshot())
         m.history = list(self.history)
         m.finished = self.finished
+        m.eos_at = self.eos_at
         return m
 
     # -- committed state ----------------------------------------------------------------------
@@ -318,31 +319,42 @@ cdef class Matcher:
             stateset_free(&nxt)
 
     def commit_eos(self) -> bool:
-        """Commit an end-of-sequence token: allowed only when the structure is complete."""
-        if self.finished or not self.is_accepting():
-            return False
+        """Commit an end-of-sequence token: allowed only when the structure is complete, and
+        again after that (the mask of a finished sequence allows EOS, so that a batch can pad
+        it; a further EOS changes nothing but counts for `rollback`)."""
+        if not self.finished:
+            if not self.is_accepting():
+                return False
+            self.finished = True
+            self.eos_at = len(self.history) + 1
         self.history.append(self.snapshot())
-        self.finished = True
         return True
 
-    def consume_token(self, Py_ssize_t token_id) -> bool:
+    def consume_token(self, object token_id) -> bool:
         """Commit one token id if the structure allows it; False (state unchanged) otherwise.
 
         Raises:
             ValueError: the id is out of range.
         """
-        if token_id < 0 or token_id >= self.cache.vocab_size:
+        if not 0 <= token_id < self.cache.vocab_size:
             raise ValueError(f"token id {token_id} is out of range "
                              f"(0 <= id < {self.cache.vocab_size})")
-        kind = self.cache.token_kind[token_id]
+        kind = self.cache.token_kind[<Py_ssize_t>token_id]
         if kind == TOKEN_TEXT:
             return self.advance(<bytes>self.cache.tokens[token_id])
         if kind == TOKEN_EOS:
             return self.commit_eos()
         return False
 
-    def rollback(self, int n):
-        """Undo the last `n` committed tokens."""
+    def rollback(self, object n):
+        """Undo the last `n` committed tokens.
+
+        Raises:
+            TypeError: n is not an int.
+            ValueError: fewer than n tokens were committed.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"rollback takes an int, not {type(n).__name__}")
         if n < 0 or n > len(self.history):
             raise ValueError(f"cannot roll back {n} tokens: {len(self.history)} were committed")
         if n == 0:
@@ -351,7 +363,8 @@ cdef class Matcher:
         snap = self.history[keep]
         del self.history[keep:]
         self.restore(snap)
-        self.finished = False
+        if keep < self.eos_at:
+            self.finished = False
 
     def is_accepting(self) -> bool:
         """True when the tokens committed so far complete the structure."""
