@@ -198,7 +198,7 @@ def make_engine(name: str, vocab: pse.Vocabulary, tok_path: Path, mask_memo: int
 def new_stats() -> dict:
     return {"times": [], "compile": [], "valid_rejected": 0, "invalid_accepted": 0,
             "instances": 0, "errors": {}, "passing": 0, "schemas": 0, "crashes": [],
-            "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0}
+            "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0, "runtime_errors": {}}
 
 
 def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, checker=None,
@@ -206,7 +206,7 @@ def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, ch
     """One file's schema on one engine: compile (once per key), then replay each instance
     token by token. Returns that file's numbers (see `merge`)."""
     out = {"times": [], "compile": None, "error": None, "instances": 0, "valid_rejected": 0,
-           "invalid_accepted": 0, "passing": False}
+           "invalid_accepted": 0, "passing": False, "runtime_errors": {}}
     key = "json" if grammar == "json" else name
     if key not in compiled:
         t0 = time.perf_counter()
@@ -227,20 +227,25 @@ def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, ch
             check_m = checker.start(compiled[("checker", "json")]) if checker else None
             m = e.start(c)
             ok = True
-            for i, tok in enumerate(tokens):
-                if check_m is not None:
-                    ours, theirs = e.full_mask(m), checker.full_mask(check_m)
-                    if not np.array_equal(ours, theirs):
-                        _record_diff(e.vocab, text, tokens[:i], ours, theirs, diffs,
-                                     diff_examples)
-                    checker.step(check_m, tok)
-                t0 = time.perf_counter()
-                allowed = e.step(m, tok)
-                times.append(time.perf_counter() - t0)
-                if not allowed:
-                    ok = False
-                    break
-            accepted = ok and e.accepts(m)
+            try:
+                for i, tok in enumerate(tokens):
+                    if check_m is not None:
+                        ours, theirs = e.full_mask(m), checker.full_mask(check_m)
+                        if not np.array_equal(ours, theirs):
+                            _record_diff(e.vocab, text, tokens[:i], ours, theirs, diffs,
+                                         diff_examples)
+                        checker.step(check_m, tok)
+                    t0 = time.perf_counter()
+                    allowed = e.step(m, tok)
+                    times.append(time.perf_counter() - t0)
+                    if not allowed:
+                        ok = False
+                        break
+                accepted = ok and e.accepts(m)
+            except Exception as exc:  # e.g. a limit hit while masking: the instance is lost
+                cause = _cause(exc)
+                out["runtime_errors"][cause] = out["runtime_errors"].get(cause, 0) + 1
+                accepted = False
             if valid and not accepted:
                 out["valid_rejected"] += 1
                 file_ok = False
@@ -262,6 +267,8 @@ def merge(st: dict, res: dict) -> None:
         st["errors"][res["error"]] = st["errors"].get(res["error"], 0) + 1
     for k in ("instances", "valid_rejected", "invalid_accepted"):
         st[k] += res[k]
+    for cause, count in res["runtime_errors"].items():
+        st["runtime_errors"][cause] = st["runtime_errors"].get(cause, 0) + count
     st["passing"] += res["passing"] and res["error"] is None
 
 
@@ -463,7 +470,8 @@ def report(args, names, stats, n_instances, n_files, isolate) -> None:
     print(f"\nmaskbench --grammar {args.grammar}: {n_files} files, {n_instances} instances, "
           f"tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}, timeout "
           f"{args.timeout:g} s per file; {where}")
-    header = ("engine", "schemas passing", "compile errors", "crashes", "hangs", "tokens",
+    header = ("engine", "schemas passing", "compile errors", "runtime errors", "crashes",
+              "hangs", "tokens",
               "mean us", "p50 us", "p99 us", "max us", "compile p50 ms", "compile p99 ms",
               "valid rejected", "invalid accepted", "peak RSS MB")
     print("| " + " | ".join(header) + " |")
@@ -473,7 +481,7 @@ def report(args, names, stats, n_instances, n_files, isolate) -> None:
         t = np.array(st["times"] or [float("nan")]) * 1e6
         rss = f"{st['peak_rss_mb']:.0f}" + (f" (base {st['base_rss_mb']:.0f})" if isolate else "")
         row = [n, f"{st['passing']}/{st['schemas']}", str(sum(st["errors"].values())),
-               str(len(st["crashes"])), str(len(st["hangs"])), f"{len(st['times']):,}",
+               str(sum(st["runtime_errors"].values())), str(len(st["crashes"])), str(len(st["hangs"])), f"{len(st['times']):,}",
                f"{np.mean(t):.1f}", f"{np.percentile(t, 50):.1f}", f"{np.percentile(t, 99):.1f}",
                f"{np.max(t):.0f}", f"{percentile(st['compile'], 50) * 1e3:.2f}",
                f"{percentile(st['compile'], 99) * 1e3:.1f}", str(st["valid_rejected"]),
@@ -486,6 +494,10 @@ def report(args, names, stats, n_instances, n_files, isolate) -> None:
                 print(f"\n{n} {kind} ({len(st[kind])}):")
                 for fname, how in st[kind][:20]:
                     print(f"  {fname}: {how}")
+        if st["runtime_errors"]:
+            print(f"\n{n} errors while replaying instances, by cause:")
+            for cause, count in sorted(st["runtime_errors"].items(), key=lambda kv: -kv[1]):
+                print(f"  {count:5}  {cause}")
         errors = st["errors"]
         if errors:
             print(f"\n{n} compile errors by cause ({sum(errors.values())} schemas, "
