@@ -125,38 +125,6 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 MAX_UNROLLED_LENGTH = 64
 # minItems/maxItems unroll one parser state per item; above this bound that is refused.
 MAX_UNROLLED_ITEMS = 256
-# Subschemas nested (through properties, items, applicators, references being expanded) deeper
-# than this are refused with the pointer, well before Python's recursion limit.
-MAX_SCHEMA_DEPTH = 100
-
-
-def _depth_limited(compile_node: Callable) -> Callable:
-    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
-    budget at each subschema, and the JSON types of keywords (the whole document at the root;
-    each node compiled, for documents reached by remote references)."""
-
-    def compile(self: Any, node: Any, pointer: str) -> Any:
-        depth = getattr(self, "depth", 0)
-        if depth == 0:
-            schema_types.check_document(node)
-        schema_types.check_node(node, pointer)
-        if depth >= MAX_SCHEMA_DEPTH:
-            raise SchemaError(f"{pointer}: the schema nests more than {MAX_SCHEMA_DEPTH} "
-                              f"subschemas deep (MAX_SCHEMA_DEPTH)")
-        try:
-            limits.check_budget()
-        except GrammarError as e:
-            raise SchemaError(f"{pointer}: {e}") from None
-        self.depth = depth + 1
-        try:
-            return compile_node(self, node, pointer)
-        finally:
-            self.depth = depth
-
-    compile.__doc__ = compile_node.__doc__
-    return compile
-
-
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
     """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
     raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
@@ -453,6 +421,38 @@ class JsonSchema(StateMachine):
 
     def __repr__(self) -> str:
         return f"JsonSchema({json.dumps(self.schema)[:60]})"
+
+
+# Subschemas nested (through properties, items, applicators, references being expanded) deeper
+# than this are refused with the pointer, well before Python's recursion limit.
+MAX_SCHEMA_DEPTH = 100
+
+
+def _depth_limited(compile_node: Callable) -> Callable:
+    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
+    budget at each subschema, and the JSON types of keywords (the whole document at the root;
+    each node compiled, for documents reached by remote references)."""
+
+    def compile(self: Any, node: Any, pointer: str) -> Any:
+        depth = getattr(self, "depth", 0)
+        if depth == 0:
+            schema_types.check_document(node)
+        schema_types.check_node(node, pointer)
+        if depth >= MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"{pointer}: the schema nests more than {MAX_SCHEMA_DEPTH} "
+                              f"subschemas deep (MAX_SCHEMA_DEPTH)")
+        try:
+            limits.check_budget()
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: {e}") from None
+        self.depth = depth + 1
+        try:
+            return compile_node(self, node, pointer)
+        finally:
+            self.depth = depth
+
+    compile.__doc__ = compile_node.__doc__
+    return compile
 
 
 class _Compiler:

@@ -9,10 +9,11 @@ parser nodes and schema keywords): no signal, no thread. A compile that runs pas
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from pse._core import structure as _structure
 from pse.errors import GrammarError
@@ -42,6 +43,23 @@ def compile_budget(what: str) -> Iterator[None]:
         yield
     finally:
         _local.deadline = None
+
+
+def within_budget(describe: Callable[..., str]) -> Callable[[Callable], Callable]:
+    """Decorate a compiling function: each call runs within `compile_budget(describe(...))`.
+
+    Args:
+        describe: names what is compiled, given the call's arguments.
+    """
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with compile_budget(describe(*args, **kwargs)):
+                return fn(*args, **kwargs)
+        return run
+
+    return wrap
 
 
 def check_budget() -> None:

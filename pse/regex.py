@@ -185,6 +185,7 @@ def _strip_anchors(items: list) -> tuple[list, bool, bool]:
 
 
 @lru_cache(maxsize=1024)
+@limits.within_budget(lambda pattern, *args, **kwargs: f"the regex {str(pattern)[:60]!r}")
 def compile_regex(pattern: str, flags: int = 0, search: bool = False,
                   char_class: CharClass = automaton.char_class, ecma: bool = False
                   ) -> automaton.DFA:
@@ -207,29 +208,28 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         parsed = _parser.parse(pattern, flags)
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
-    with limits.compile_budget(f"the regex {pattern[:60]!r}"):
-        flags = parsed.state.flags
-        b = _Builder(pattern, flags, char_class, ecma)
-        items = list(parsed)
-        branches = [items]
-        if len(items) == 1 and items[0][0] is _c.BRANCH:
-            branches = items[0][1][1]
-        frags = []
-        for branch in branches:
-            rest, start, end = _strip_anchors(branch)
-            body = b.sequence(rest, flags)
-            if search:
-                anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
-                parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
-                if not end:
-                    parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
-                body = automaton.concat(b.nfa, parts)
-            frags.append(body)
-        frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
-        try:
-            return automaton.determinize(b.nfa, frag)
-        except GrammarError as e:
-            raise GrammarError(f"regex {pattern!r}: {e}") from None
+    flags = parsed.state.flags
+    b = _Builder(pattern, flags, char_class, ecma)
+    items = list(parsed)
+    branches = [items]
+    if len(items) == 1 and items[0][0] is _c.BRANCH:
+        branches = items[0][1][1]
+    frags = []
+    for branch in branches:
+        rest, start, end = _strip_anchors(branch)
+        body = b.sequence(rest, flags)
+        if search:
+            anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
+            parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
+            if not end:
+                parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
+            body = automaton.concat(b.nfa, parts)
+        frags.append(body)
+    frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
+    try:
+        return automaton.determinize(b.nfa, frag)
+    except GrammarError as e:
+        raise GrammarError(f"regex {pattern!r}: {e}") from None
 
 
 class Regex(Terminal):

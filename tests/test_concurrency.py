@@ -16,15 +16,30 @@ import pytest
 
 import pse
 from conftest import SHARED, shared_vocab
-from pse import JsonSchema, StructuringEngine, fill_next_token_bitmask_par
+from pse import JsonSchema, StructuringEngine, Vocabulary, fill_next_token_bitmask_par
 from pse._core import mask as core_mask
 
 N_THREADS = 3
 
 
-@pytest.fixture(scope="module")
-def llama():
-    return shared_vocab("llama3")
+def synthetic_vocab() -> Vocabulary:
+    """Every byte, plus pieces of maskbench instances: a few thousand tokens, built in
+    milliseconds (the AddressSanitizer run uses it: libdatrie builds Llama 3's datrie slowly
+    under ASan's allocator)."""
+    pieces = set()
+    for _, texts in maskbench_cases(40, seed=5):
+        for text in texts:
+            data = text.encode()
+            for n in (2, 3, 5, 8):
+                pieces.update(data[i:i + n] for i in range(0, len(data) - n + 1, n))
+    tokens = [bytes([b]) for b in range(256)] + sorted(pieces)[:6000] + [b"<eos>"]
+    return Vocabulary.from_tokens(tokens, eos_token_ids=[len(tokens) - 1],
+                                  special_token_ids=[len(tokens) - 1])
+
+
+@pytest.fixture(scope="module", params=["llama3", "synthetic"])
+def vocab(request):
+    return shared_vocab("llama3") if request.param == "llama3" else synthetic_vocab()
 
 
 @pytest.fixture
@@ -101,15 +116,15 @@ def cold_caches(monkeypatch, vocab, max_shared: int) -> None:
     monkeypatch.setattr(core_mask, "MAX_SHARED_SLICES", max_shared)
 
 
-def test_threads_share_one_structure(llama, monkeypatch, busy_switching):
+def test_threads_share_one_structure(vocab, monkeypatch, busy_switching):
     cases = maskbench_cases(6, seed=1)
     structures = [pse.Json()] + [JsonSchema(schema) for schema, _ in cases]
-    streams = [[llama.encode(t) for t in texts] for _, texts in cases]
+    streams = [[vocab.encode(t) for t in texts] for _, texts in cases]
     streams = [[s for ss in streams for s in ss][:6]] + streams  # Json() replays them all
-    refs = [reference_masks(st, llama, ss) for st, ss in zip(structures, streams)]
+    refs = [reference_masks(st, vocab, ss) for st, ss in zip(structures, streams)]
     # the same structures again, compiled anew: fresh arenas, caches and memos, built by the
     # threads (small memo and slice store: constant eviction)
-    cold_caches(monkeypatch, llama, max_shared=24)
+    cold_caches(monkeypatch, vocab, max_shared=24)
     fresh = [pse.Json()] + [JsonSchema(schema) for schema, _ in cases]
     for st in fresh:
         st.compile()
@@ -119,7 +134,7 @@ def test_threads_share_one_structure(llama, monkeypatch, busy_switching):
         order = list(range(len(fresh)))
         rng.shuffle(order)
         for k in order:
-            engine = StructuringEngine(llama, mask_memo=[0, 3][i % 2])
+            engine = StructuringEngine(vocab, mask_memo=[0, 3][i % 2])
             engine.configure(fresh[k])
             for s, tokens in enumerate(streams[k]):
                 engine.reset()
@@ -140,19 +155,19 @@ def test_threads_share_one_structure(llama, monkeypatch, busy_switching):
     assert not errors, errors[0]
 
 
-def test_parallel_batches_from_threads(llama, monkeypatch, busy_switching):
+def test_parallel_batches_from_threads(vocab, monkeypatch, busy_switching):
     cases = maskbench_cases(3, seed=2)
     schema = cases[0][0]
-    tokens = [llama.encode(t) for t in cases[0][1]]
-    ref = reference_masks(JsonSchema(schema), llama, tokens)
-    cold_caches(monkeypatch, llama, max_shared=8)
+    tokens = [vocab.encode(t) for t in cases[0][1]]
+    ref = reference_masks(JsonSchema(schema), vocab, tokens)
+    cold_caches(monkeypatch, vocab, max_shared=8)
     shared = JsonSchema(schema)
-    n_words = (llama.size + 31) // 32
+    n_words = (vocab.size + 31) // 32
 
     def work(i: int) -> None:
         engines = []
         for _ in tokens:
-            e = StructuringEngine(llama, mask_memo=[0, 2][i % 2])
+            e = StructuringEngine(vocab, mask_memo=[0, 2][i % 2])
             e.configure(shared)
             engines.append(e)
         batch = np.zeros((len(engines), n_words), dtype=np.int32)
@@ -172,26 +187,26 @@ def test_parallel_batches_from_threads(llama, monkeypatch, busy_switching):
     assert not errors, errors[0]
 
 
-def test_same_engine_twice_in_a_batch(llama):
+def test_same_engine_twice_in_a_batch(vocab):
     """One engine in two rows of a batch would give its walk buffers to two threads at once:
     both rows get its mask."""
     schema, texts = maskbench_cases(1, seed=3)[0]
-    tokens = llama.encode(texts[0])
-    a = StructuringEngine(llama, mask_memo=0)
+    tokens = vocab.encode(texts[0])
+    a = StructuringEngine(vocab, mask_memo=0)
     a.configure(JsonSchema(schema))
     b = a.copy()
     b.consume_tokens(tokens[:3])
     ref_a, ref_b = a.compute_mask(), b.compute_mask()
-    batch = np.zeros((5, (llama.size + 31) // 32), dtype=np.int32)
+    batch = np.zeros((5, (vocab.size + 31) // 32), dtype=np.int32)
     fill_next_token_bitmask_par([a, b, a, a, b], batch, n_threads=2)
     for row, ref in zip(batch, [ref_a, ref_b, ref_a, ref_a, ref_b]):
         assert np.array_equal(row, ref)
 
 
-def test_one_engine_in_two_threads_is_refused(llama, busy_switching):
+def test_one_engine_in_two_threads_is_refused(vocab, busy_switching):
     """An engine is one sequence: a second thread asking it for a mask while a walk is under
     way gets a clear error, never a corrupted mask."""
-    engine = StructuringEngine(llama, mask_memo=0)
+    engine = StructuringEngine(vocab, mask_memo=0)
     engine.configure(pse.Json())
     ref = engine.compute_mask().copy()
     seen = []
