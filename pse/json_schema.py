@@ -125,6 +125,8 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 MAX_UNROLLED_LENGTH = 64
 # minItems/maxItems unroll one parser state per item; above this bound that is refused.
 MAX_UNROLLED_ITEMS = 256
+
+
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
     """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
     raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
