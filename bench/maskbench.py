@@ -1,4 +1,4 @@
-"""Replay maskbench instances token by token; time masks; compare engines in the same process.
+"""Replay maskbench instances token by token; time masks; compare engines on the same streams.
 
 Each instance of ../shared/data/maskbench is serialized as compact JSON and tokenized with the
 Llama 3 tokenizer. For every token an engine computes the mask and consumes the token (the two
@@ -14,7 +14,12 @@ and the structure accepts at the end.
   --compare llguidance,xgrammar   run those engines (the `bench` extra) on the same token
                      streams; ratios are against pse.
   --check-masks      compare pse's full mask with llguidance's at every step and classify
-                     the tokens where they differ.
+                     the tokens where they differ (runs the engines in this process).
+  --timeout S        each engine runs in a process of its own, fed one file at a time: a
+                     process that dies counts as a crash of that engine on that file, one
+                     that takes over S seconds on a file (compile + instances) as a hang; it
+                     is restarted and the run goes on. Peak RSS is reported per engine.
+                     --no-isolate runs everything in this process instead.
 
 Run: python bench/maskbench.py --grammar json --compare llguidance,xgrammar [--limit 500]
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import multiprocessing as mp
 import os
 import random
 import re
@@ -179,6 +185,165 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def make_engine(name: str, vocab: pse.Vocabulary, tok_path: Path, mask_memo: int):
+    if name == "pse":
+        return PseEngine(vocab, mask_memo)
+    if name == "llguidance":
+        return LLGuidanceEngine(vocab, tok_path)
+    if name == "xgrammar":
+        return XGrammarEngine(vocab)
+    sys.exit(f"unknown engine {name!r}")
+
+
+def new_stats() -> dict:
+    return {"times": [], "compile": [], "valid_rejected": 0, "invalid_accepted": 0,
+            "instances": 0, "errors": {}, "passing": 0, "schemas": 0, "crashes": [],
+            "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0, "runtime_errors": {}}
+
+
+def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, checker=None,
+             diffs=None, diff_examples=None) -> dict:
+    """One file's schema on one engine: compile (once per key), then replay each instance
+    token by token. Returns that file's numbers (see `merge`)."""
+    out = {"times": [], "compile": None, "error": None, "instances": 0, "valid_rejected": 0,
+           "invalid_accepted": 0, "passing": False, "runtime_errors": {}}
+    key = "json" if grammar == "json" else name
+    if key not in compiled:
+        t0 = time.perf_counter()
+        try:
+            compiled[key] = (e.compile(grammar, schema), None)
+        except Exception as exc:  # each engine's own compile errors, counted by cause
+            compiled[key] = (None, _cause(exc))
+        out["compile"] = time.perf_counter() - t0
+    c, out["error"] = compiled[key]
+    if c is None:
+        return out
+    file_ok = True
+    times = out["times"]
+    gc.disable()  # no collection inside the timed loop; one after each file (see worker)
+    try:
+        for valid, text, tokens in tests:
+            out["instances"] += 1
+            check_m = checker.start(compiled[("checker", "json")]) if checker else None
+            m = e.start(c)
+            ok = True
+            try:
+                for i, tok in enumerate(tokens):
+                    if check_m is not None:
+                        ours, theirs = e.full_mask(m), checker.full_mask(check_m)
+                        if not np.array_equal(ours, theirs):
+                            _record_diff(e.vocab, text, tokens[:i], ours, theirs, diffs,
+                                         diff_examples)
+                        checker.step(check_m, tok)
+                    t0 = time.perf_counter()
+                    allowed = e.step(m, tok)
+                    times.append(time.perf_counter() - t0)
+                    if not allowed:
+                        ok = False
+                        break
+                accepted = ok and e.accepts(m)
+            except Exception as exc:  # e.g. a limit hit while masking: the instance is lost
+                cause = _cause(exc)
+                out["runtime_errors"][cause] = out["runtime_errors"].get(cause, 0) + 1
+                accepted = False
+            if valid and not accepted:
+                out["valid_rejected"] += 1
+                file_ok = False
+            if not valid and accepted:
+                out["invalid_accepted"] += 1
+                file_ok = False
+    finally:
+        gc.enable()
+    out["passing"] = file_ok
+    return out
+
+
+def merge(st: dict, res: dict) -> None:
+    st["schemas"] += 1
+    st["times"].extend(res["times"])
+    if res["compile"] is not None:
+        st["compile"].append(res["compile"])
+    if res["error"] is not None:
+        st["errors"][res["error"]] = st["errors"].get(res["error"], 0) + 1
+    for k in ("instances", "valid_rejected", "invalid_accepted"):
+        st[k] += res[k]
+    for cause, count in res["runtime_errors"].items():
+        st["runtime_errors"][cause] = st["runtime_errors"].get(cause, 0) + count
+    st["passing"] += res["passing"] and res["error"] is None
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _worker(conn, name: str, tok_path: str, mask_memo: int) -> None:
+    """A process running one engine: files in, results out, so that a crash or a hang of one
+    engine on one schema is seen (and counted) instead of ending the run."""
+    vocab = pse.Vocabulary.from_file(tok_path)
+    e = make_engine(name, vocab, Path(tok_path), mask_memo)
+    compiled: dict = {}
+    gc.collect()
+    conn.send(_rss_mb())
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        grammar, fname, schema, tests = msg
+        res = run_file(e, compiled, grammar, fname, schema, tests)
+        if grammar != "json":  # each schema is used once: let its engines go
+            compiled.clear()
+        gc.collect()
+        res["rss"] = _rss_mb()
+        conn.send(res)
+
+
+class Worker:
+    """One engine in a child process, restarted after a crash or a hang."""
+
+    def __init__(self, name: str, tok_path: Path, mask_memo: int, timeout: float) -> None:
+        self.name, self.tok_path, self.mask_memo, self.timeout = name, tok_path, mask_memo, \
+            timeout
+        self.ctx = mp.get_context("spawn")
+        self.proc = None
+        self.base_rss = 0.0
+        self.start()
+
+    def start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker, daemon=True,
+                                     args=(child, self.name, str(self.tok_path), self.mask_memo))
+        self.proc.start()
+        child.close()
+        self.base_rss = self.conn.recv()
+
+    def run(self, msg) -> tuple[str, dict | str]:
+        """("ok", result) | ("crash", how) | ("hang", seconds)."""
+        try:
+            self.conn.send(msg)
+            ready = self.conn.poll(self.timeout)
+            if ready:
+                return "ok", self.conn.recv()
+        except (EOFError, OSError):  # the process died: a crash
+            ready = True
+        if not ready:
+            self.proc.kill()
+            self.proc.join()
+            self.start()
+            return "hang", f"over {self.timeout:g} s"
+        self.proc.join(5)
+        code = self.proc.exitcode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        self.start()
+        return "crash", how
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -190,29 +355,32 @@ def main() -> None:
     ap.add_argument("--check-masks", action="store_true")
     ap.add_argument("--mask-memo", type=int, default=512,
                     help="pse's memo of recent masks (0: every mask is computed by the walk)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds one engine may spend on one file (compile + instances) "
+                         "before it counts as a hang")
+    ap.add_argument("--no-isolate", action="store_true",
+                    help="run the engines in this process (no crash or hang detection, "
+                         "no per-engine memory; --check-masks implies it)")
     args = ap.parse_args()
+    isolate = not (args.no_isolate or args.check_masks)
 
     tok_path = SHARED / "tokenizers" / args.tokenizer / "tokenizer.json"
     vocab = pse.Vocabulary.from_file(tok_path)
-    engines: list = [PseEngine(vocab, args.mask_memo)]
-    for name in filter(None, args.compare.split(",")):
-        if name == "llguidance":
-            engines.append(LLGuidanceEngine(vocab, tok_path))
-        elif name == "xgrammar":
-            engines.append(XGrammarEngine(vocab))
-        else:
-            sys.exit(f"unknown engine {name!r}")
+    names = ["pse"] + [n for n in args.compare.split(",") if n]
+    stats = {n: new_stats() for n in names}
+    if isolate:
+        workers = {n: Worker(n, tok_path, args.mask_memo, args.timeout) for n in names}
+        for n in names:
+            stats[n]["base_rss_mb"] = workers[n].base_rss
+    else:
+        engines = {n: make_engine(n, vocab, tok_path, args.mask_memo) for n in names}
+        compiled: dict = {n: {} for n in names}
     checker = None
-    if args.check_masks:
-        checker = next((e for e in engines if e.name == "llguidance"), None) or \
-            LLGuidanceEngine(vocab, tok_path)
-
-    stats = {e.name: {"times": [], "compile": [], "valid_rejected": 0, "invalid_accepted": 0,
-                      "instances": 0, "errors": {}, "passing": 0, "schemas": 0}
-             for e in engines}
     diffs: dict[str, int] = {}
     diff_examples: list = []
-    compiled: dict = {}
+    if args.check_masks:
+        checker = engines.get("llguidance") or LLGuidanceEngine(vocab, tok_path)
+        compiled["pse"][("checker", "json")] = checker.compile("json", None)
     t_start = time.time()
     files = list(load_instances(args.limit, args.seed))
     n_instances = 0
@@ -220,66 +388,37 @@ def main() -> None:
         tests = [t for t in data.get("tests", []) if t.get("valid") or args.grammar != "json"]
         if not tests:
             continue
-        live = []
-        for e in engines:
-            st = stats[e.name]
-            key = (e.name, "json") if args.grammar == "json" else (e.name, name)
-            st["schemas"] += 1  # files with tests (in json mode, against one grammar)
-            if key not in compiled:
-                t0 = time.perf_counter()
-                try:
-                    compiled[key] = e.compile(args.grammar, data.get("schema"))
-                except Exception as exc:  # each engine's own compile errors, counted by cause
-                    cause = _cause(exc)
-                    st["errors"][cause] = st["errors"].get(cause, 0) + 1
-                    compiled[key] = None
-                st["compile"].append(time.perf_counter() - t0)
-            if compiled[key] is not None:
-                live.append((e, compiled[key], [True]))
+        streams = []
         for test in tests:
             text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
-            tokens = vocab.encode(text)
-            n_instances += 1
-            check_m = None
-            if checker is not None and args.grammar == "json":
-                check_m = checker.start(compiled[(checker.name, "json")])
-            for e, c, file_ok in live:
-                st = stats[e.name]
-                st["instances"] += 1
-                m = e.start(c)
-                ok = True
-                times = st["times"]
-                for i, tok in enumerate(tokens):
-                    if check_m is not None and e.name == "pse":
-                        ours = e.full_mask(m)
-                        theirs = checker.full_mask(check_m)
-                        if not np.array_equal(ours, theirs):
-                            _record_diff(vocab, text, tokens[:i], ours, theirs, diffs,
-                                         diff_examples)
-                        checker.step(check_m, tok)
-                    t0 = time.perf_counter()
-                    allowed = e.step(m, tok)
-                    times.append(time.perf_counter() - t0)
-                    if not allowed:
-                        ok = False
-                        break
-                accepted = ok and e.accepts(m)
-                if test["valid"] and not accepted:
-                    st["valid_rejected"] += 1
-                    file_ok[0] = False
-                if not test["valid"] and accepted:
-                    st["invalid_accepted"] += 1
-                    file_ok[0] = False
-        for e, c, file_ok in live:
-            stats[e.name]["passing"] += file_ok[0]
-        if args.grammar != "json":  # each schema is used once: let its engines go
-            for e in engines:
-                compiled.pop((e.name, name), None)
+            streams.append((bool(test["valid"]), text, vocab.encode(text)))
+        n_instances += len(streams)
+        for n in names:
+            st = stats[n]
+            if isolate:
+                status, res = workers[n].run((args.grammar, name, data.get("schema"), streams))
+                if status != "ok":
+                    st["schemas"] += 1
+                    st[status + "es" if status == "crash" else status + "s"].append((name, res))
+                    continue
+                st["peak_rss_mb"] = max(st["peak_rss_mb"], res.pop("rss"))
+            else:
+                use = checker if (n == "pse" and args.grammar == "json") else None
+                res = run_file(engines[n], compiled[n], args.grammar, name, data.get("schema"),
+                               streams, use, diffs, diff_examples)
+                if args.grammar != "json":
+                    compiled[n].pop(name, None)
+            merge(st, res)
         if k % 50 == 0 or k == len(files) - 1:
             print(f"\r{k + 1}/{len(files)} files, {n_instances} instances, "
                   f"{time.time() - t_start:.0f}s", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    report(args, engines, stats, n_instances, len(files))
+    if isolate:
+        for w in workers.values():
+            w.close()
+    else:
+        stats["pse"]["peak_rss_mb"] = _rss_mb()
+    report(args, names, stats, n_instances, len(files), isolate)
     if checker is not None:
         print(f"\nmask cross-check against llguidance: {sum(diffs.values())} differing tokens")
         for kind, n in sorted(diffs.items(), key=lambda kv: -kv[1]):
@@ -325,43 +464,56 @@ def _diff_reason(vocab, prefix: list[int], tid: int) -> str:
     return ": other"
 
 
-def report(args, engines, stats, n_instances, n_files) -> None:
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def report(args, names, stats, n_instances, n_files, isolate) -> None:
+    where = ("each engine in its own process; peak RSS is that process's, vocabulary "
+             "included (after loading: base)") if isolate else "all engines in this process"
     print(f"\nmaskbench --grammar {args.grammar}: {n_files} files, {n_instances} instances, "
-          f"tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}; "
-          f"peak RSS {peak_mb:.0f} MB (all engines)")
-    header = ("engine", "schemas passing", "compile errors", "tokens", "mean us", "p50 us",
-              "p99 us", "max us", "compile p50 ms", "compile p99 ms", "valid rejected",
-              "invalid accepted")
+          f"tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}, timeout "
+          f"{args.timeout:g} s per file; {where}")
+    header = ("engine", "schemas passing", "compile errors", "runtime errors", "crashes",
+              "hangs", "tokens",
+              "mean us", "p50 us", "p99 us", "max us", "compile p50 ms", "compile p99 ms",
+              "valid rejected", "invalid accepted", "peak RSS MB")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    base = stats["pse"]
-    for e in engines:
-        st = stats[e.name]
-        t = np.array(st["times"]) * 1e6
-        n_err = sum(st["errors"].values())
-        row = [e.name, f"{st['passing']}/{st['schemas']}", str(n_err), f"{len(t):,}",
-               f"{t.mean():.1f}", f"{np.percentile(t, 50):.1f}", f"{np.percentile(t, 99):.1f}",
-               f"{t.max():.0f}", f"{percentile(st['compile'], 50) * 1e3:.2f}",
+    for n in names:
+        st = stats[n]
+        t = np.array(st["times"] or [float("nan")]) * 1e6
+        rss = f"{st['peak_rss_mb']:.0f}" + (f" (base {st['base_rss_mb']:.0f})" if isolate else "")
+        row = [n, f"{st['passing']}/{st['schemas']}", str(sum(st["errors"].values())),
+               str(sum(st["runtime_errors"].values())), str(len(st["crashes"])), str(len(st["hangs"])), f"{len(st['times']):,}",
+               f"{np.mean(t):.1f}", f"{np.percentile(t, 50):.1f}", f"{np.percentile(t, 99):.1f}",
+               f"{np.max(t):.0f}", f"{percentile(st['compile'], 50) * 1e3:.2f}",
                f"{percentile(st['compile'], 99) * 1e3:.1f}", str(st["valid_rejected"]),
-               str(st["invalid_accepted"])]
+               str(st["invalid_accepted"]), rss]
         print("| " + " | ".join(row) + " |")
-    for e in engines:
-        errors = stats[e.name]["errors"]
+    for n in names:
+        st = stats[n]
+        for kind in ("crashes", "hangs"):
+            if st[kind]:
+                print(f"\n{n} {kind} ({len(st[kind])}):")
+                for fname, how in st[kind][:20]:
+                    print(f"  {fname}: {how}")
+        if st["runtime_errors"]:
+            print(f"\n{n} errors while replaying instances, by cause:")
+            for cause, count in sorted(st["runtime_errors"].items(), key=lambda kv: -kv[1]):
+                print(f"  {count:5}  {cause}")
+        errors = st["errors"]
         if errors:
-            print(f"\n{e.name} compile errors by cause (top 12 of {len(errors)}):")
-            for cause, n in sorted(errors.items(), key=lambda kv: -kv[1])[:12]:
-                print(f"  {n:5}  {cause}")
-    if len(engines) > 1:
-        tb = np.array(base["times"])
+            print(f"\n{n} compile errors by cause ({sum(errors.values())} schemas, "
+                  f"{len(errors)} causes; top 25):")
+            for cause, count in sorted(errors.items(), key=lambda kv: -kv[1])[:25]:
+                print(f"  {count:5}  {cause}")
+    if len(names) > 1 and stats["pse"]["times"]:
+        tb = np.array(stats["pse"]["times"])
         print("\nratios (other engine / pse; above 1 means pse is faster):")
-        for e in engines[1:]:
-            to = np.array(stats[e.name]["times"])
-            print(f"  {e.name}: mean {to.mean() / tb.mean():.2f}x, "
-                  f"p50 {np.percentile(to, 50) / np.percentile(tb, 50):.2f}x, "
-                  f"p99 {np.percentile(to, 99) / np.percentile(tb, 99):.2f}x")
+        for n in names[1:]:
+            to = np.array(stats[n]["times"])
+            if len(to):
+                print(f"  {n}: mean {to.mean() / tb.mean():.2f}x, "
+                      f"p50 {np.percentile(to, 50) / np.percentile(tb, 50):.2f}x, "
+                      f"p99 {np.percentile(to, 99) / np.percentile(tb, 99):.2f}x")
 
 
 if __name__ == "__main__":
-    gc.disable()
     main()

@@ -20,7 +20,7 @@ from typing import Hashable, Iterable
 
 import numpy as np
 
-from pse import automaton
+from pse import automaton, limits
 from pse._core.structure import CompiledStructure
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
@@ -32,6 +32,15 @@ INLINE_LIMIT = 256
 MAX_NODES = 100_000
 # Rules with more nodes than this are not searched for equivalent nodes (see below).
 MERGE_LIMIT = 5_000
+# Machines nested in machines (without a Forward between them) deeper than this are refused,
+# and so are rules whose first terminal is reached through more than MAX_LEFT_CALLS nested
+# calls: the compiler recurses over that nesting (a RecursionError would name nothing). A JSON
+# Schema MAX_SCHEMA_DEPTH (100) subschemas deep nests its machines about 300 deep.
+MAX_DEPTH = 400
+MAX_LEFT_CALLS = 200
+# Entries over all nodes (a node's entries: the terminals that can start there, each with the
+# frames it pushes); calls that can match empty multiply them.
+MAX_ENTRIES = 2_000_000
 UNBOUNDED = -1
 
 
@@ -73,31 +82,44 @@ class _Compiler:
         self.keep: list[StateMachine] = []  # keeps ids in the dicts above valid
         self.guards: list[Guard | None] = [None]  # guard 0: none
         self.guard_ids: dict[Guard, int] = {}
+        # rules whose machine is still to be inlined: built one after the other, not one
+        # inside the other, so a long chain of Forwards does not nest Python calls
+        self.pending: list[tuple[StateMachine, _Rule]] = []
 
     # -- step 1: rules and terminals ----------------------------------------------------------
     def rule_for(self, machine: StateMachine) -> int:
+        """The id of the rule for `machine`; its body is built by `build_rules`."""
         machine = _resolve(machine)
         rid = self.rule_ids.get(id(machine))
         if rid is None:
             rid = self.rule_ids[id(machine)] = len(self.rules)
             self.keep.append(machine)
-            rule = _Rule(repr(machine)[:60])
+            rule = _Rule(_short_name(machine))
             self.rules.append(rule)
-            self.inline(machine, rule, rule.start, rule.end, top=True)
+            self.pending.append((machine, rule))
         return rid
 
-    def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False) -> None:
+    def build_rules(self) -> None:
+        while self.pending:
+            machine, rule = self.pending.pop()
+            self.inline(machine, rule, rule.start, rule.end, top=True)
+
+    def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False,
+               depth: int = 0) -> None:
+        _check_depth(depth, rule, m)
         if isinstance(m, Forward) or (isinstance(m, Scope) and not top):
             rule.calls[a].append((self.rule_for(m), b))
         elif isinstance(m, Scope):
-            self.inline(m.inner, rule, a, b, top=True)
+            self.inline(m.inner, rule, a, b, top=True, depth=depth + 1)
         elif isinstance(m, Terminal):
             self.add_terminal(m, rule, a, b)
         elif isinstance(m, Guarded):
             self.add_terminal(m.terminal, rule, a, b, self.guard_id(m.guard))
-        elif not top and self.size(m) > INLINE_LIMIT and not self.reads_register(m):
+        elif (not top and self.size(m, rule, depth) > INLINE_LIMIT
+              and not self.reads_register(m, rule, depth)):
             rule.calls[a].append((self.rule_for(m), b))
         else:
+            limits.check_budget()
             if not m.state_graph and not m.end_states:
                 raise GrammarError(f"{m!r} has no states")
             node: dict[Hashable, int] = {}
@@ -112,23 +134,26 @@ class _Compiler:
                 rule.eps[at(state)].append(b)
             for state, edges in m.state_graph.items():
                 for sub, target in edges:
-                    self.inline(sub, rule, at(state), at(target))
+                    self.inline(sub, rule, at(state), at(target), depth=depth + 1)
 
-    def reads_register(self, m: StateMachine) -> bool:
+    def reads_register(self, m: StateMachine, rule: _Rule, depth: int) -> bool:
         """Whether `m` holds guards of the enclosing rule's register (outside nested rules):
         such a machine stays inlined, since a call would give it a register of its own."""
+        _check_depth(depth, rule, m)
         key = id(m)
         if key not in self.guarded:
             self.guarded[key] = False  # while in progress (a cycle goes through a Forward)
             self.keep.append(m)
             self.guarded[key] = isinstance(m, Guarded) or (
                 not isinstance(m, (Forward, Terminal, Scope))
-                and any(self.reads_register(sub) for edges in m.state_graph.values()
+                and any(self.reads_register(sub, rule, depth + 1)
+                        for edges in m.state_graph.values()
                         for sub, _ in edges))
         return self.guarded[key]
 
-    def size(self, m: StateMachine) -> int:
+    def size(self, m: StateMachine, rule: _Rule, depth: int) -> int:
         """Nodes `m` adds when inlined; a machine that contains itself counts as huge."""
+        _check_depth(depth, rule, m)
         key = id(m)
         if key in self.sizes:
             return self.sizes[key]
@@ -139,7 +164,7 @@ class _Compiler:
         total = len(m.state_graph) + 1
         for edges in m.state_graph.values():
             for sub, _ in edges:
-                total += self.size(sub)
+                total += self.size(sub, rule, depth + 1)
                 if total > INLINE_LIMIT:
                     break
         self.sizes[key] = total
@@ -172,6 +197,7 @@ class _Compiler:
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
     def eliminate_epsilons(self) -> None:
         for rule in self.rules:
+            limits.check_budget()
             n = len(rule.eps)
             terms: list[list[tuple[int, int, int]]] = []
             calls: list[list[tuple[int, int]]] = []
@@ -264,6 +290,10 @@ class _Compiler:
                     raise GrammarError(
                         f"left recursion through {self.rules[rid].name}: a rule can reach "
                         "itself without consuming input")
+                if len(in_progress) >= MAX_LEFT_CALLS:
+                    raise GrammarError(
+                        f"{self.rules[rid].name}: its first terminal is reached through more "
+                        f"than {MAX_LEFT_CALLS} nested rules (MAX_LEFT_CALLS)")
                 in_progress.add(rid)
                 first_of_rule[rid] = entries_at(rid, self.rules[rid].start)
                 in_progress.discard(rid)
@@ -275,6 +305,11 @@ class _Compiler:
         entry_term, entry_target, entry_push_off, pushes, entry_guard = [], [], [0], [], []
         for rid in order:
             rule = self.rules[rid]
+            limits.check_budget()
+            if len(entry_term) > MAX_ENTRIES:
+                raise GrammarError(f"the structure needs more than {MAX_ENTRIES} parser entries "
+                                   f"(MAX_ENTRIES; calls that can match empty multiply them), "
+                                   f"at {rule.name}")
             for s in range(len(rule.eps)):
                 guarded = False
                 for tid, target, push, guard in entries_at(rid, s):
@@ -531,8 +566,23 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
     """
     if not isinstance(machine, StateMachine):
         raise TypeError(f"expected a StateMachine, got {type(machine).__name__}")
-    compiler = _Compiler()
-    root = compiler.rule_for(machine)
-    compiler.eliminate_epsilons()
-    tables = compiler.tables(root)
-    return CompiledStructure(machine, tables, len(compiler.rules))
+    with limits.compile_budget(_short_name(machine)):
+        compiler = _Compiler()
+        root = compiler.rule_for(machine)
+        compiler.build_rules()
+        compiler.eliminate_epsilons()
+        tables = compiler.tables(root)
+        return CompiledStructure(machine, tables, len(compiler.rules))
+
+
+def _check_depth(depth: int, rule: _Rule, m: StateMachine) -> None:
+    if depth > MAX_DEPTH:
+        raise GrammarError(f"machines nest more than {MAX_DEPTH} deep (MAX_DEPTH) in "
+                           f"{rule.name}, at {_short_name(m)}: put a Forward between levels")
+
+
+def _short_name(m: StateMachine) -> str:
+    """A name for messages that does not spell out (recursively) what `m` contains."""
+    if isinstance(m, (Terminal, Forward)):
+        return repr(m)[:60]
+    return f"{type(m).__name__}(...)"

@@ -19,7 +19,7 @@ import warnings
 from typing import Any, Callable
 from urllib.parse import unquote, urljoin
 
-from pse import automaton
+from pse import automaton, limits, schema_types
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
@@ -476,7 +476,8 @@ class JsonSchema(StateMachine):
         self.property_order = property_order
         compiler = _Compiler(schema, whitespace or 0, retrieve, strict, property_order)
         try:
-            root = compiler.compile(schema, "#")
+            with limits.compile_budget("a JSON Schema"):
+                root = compiler.compile(schema, "#")
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
@@ -494,6 +495,38 @@ class JsonSchema(StateMachine):
         if isinstance(self.schema, dict):
             return f"JsonSchema({{{', '.join(sorted(map(str, self.schema)))[:60]}}})"
         return f"JsonSchema({self.schema!r})"
+
+
+# Subschemas nested (through properties, items, applicators, references being expanded) deeper
+# than this are refused with the pointer, well before Python's recursion limit.
+MAX_SCHEMA_DEPTH = 100
+
+
+def _depth_limited(compile_node: Callable) -> Callable:
+    """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
+    budget at each subschema, and the JSON types of keywords (the whole document at the root;
+    each node compiled, for documents reached by remote references)."""
+
+    def compile(self: Any, node: Any, pointer: str) -> Any:
+        depth = getattr(self, "depth", 0)
+        if depth == 0:
+            schema_types.check_document(node)
+        schema_types.check_node(node, pointer)
+        if depth >= MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"{pointer}: the schema nests more than {MAX_SCHEMA_DEPTH} "
+                              f"subschemas deep (MAX_SCHEMA_DEPTH)")
+        try:
+            limits.check_budget()
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: {e}") from None
+        self.depth = depth + 1
+        try:
+            return compile_node(self, node, pointer)
+        finally:
+            self.depth = depth
+
+    compile.__doc__ = compile_node.__doc__
+    return compile
 
 
 class _Compiler:
@@ -534,6 +567,7 @@ class _Compiler:
         return Chain(*self.wsp(), Phrase(text), *self.wsp())
 
     # -- dispatch --------------------------------------------------------------------------
+    @_depth_limited
     def compile(self, node: Any, pointer: str) -> StateMachine | None:
         """The machine for `node`, or None when nothing is valid (a false schema). A schema
         object used in several places compiles once (schemas are DAGs, often)."""

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Hashable, Sequence
 
-from pse import automaton
+from pse import automaton, limits
 from pse.errors import GrammarError
 from pse.machines import Terminal, _add_case_variants
 
@@ -87,6 +87,7 @@ class _Builder:
         return self.char_class(self.nfa, automaton.normalize_ranges(ranges))
 
     def check_size(self) -> None:
+        limits.check_budget()
         if len(self.nfa.edges) > MAX_NFA_STATES:
             raise GrammarError(f"regex {self.pattern!r} is too large: more than "
                                f"{MAX_NFA_STATES} automaton states (MAX_NFA_STATES)")
@@ -184,6 +185,7 @@ def _strip_anchors(items: list) -> tuple[list, bool, bool]:
 
 
 @lru_cache(maxsize=1024)
+@limits.within_budget(lambda pattern, *args, **kwargs: f"the regex {str(pattern)[:60]!r}")
 def compile_regex(pattern: str, flags: int = 0, search: bool = False,
                   char_class: CharClass = automaton.char_class, ecma: bool = False
                   ) -> automaton.DFA:

@@ -79,10 +79,13 @@ cdef class Matcher:
     cdef StateSet live
     cdef list history              # snapshots of `live` before each committed token
     cdef readonly bint finished    # an EOS token was committed
+    cdef Py_ssize_t eos_at         # ... as the eos_at-th committed token
     cdef Walker w                  # buffers of the walk, reused from mask to mask
     cdef list _keep                # keeps the entries behind `w.slices` alive during a walk
     cdef bint root_accepting
+    cdef bint busy                 # a walk of `w` is under way (possibly in another thread)
 
+    cdef int claim(self) except -1
     cdef int compute(self, uint32_t* out) except -1
     cdef object lookup_memo(self, uint32_t* out)
     cdef int prepare(self) except -1

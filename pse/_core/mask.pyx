@@ -117,14 +117,15 @@ cdef class SliceCache:
         follow = (<char*>&self.follow[8 * s.term])[:32]
         global_key = (self.structure.terminal_keys[s.term],
                       s.dstate - self.structure.t.term_start[s.term], cls, follow)
-        entry = shared.get(global_key)
+        # pop and re-insert rather than get and move_to_end: a thread switch between those
+        # two (a garbage collection can run Python code) could let another thread evict the
+        # key, and move_to_end would raise KeyError
+        entry = shared.pop(global_key, None)
         if entry is None:
             entry = self.build(s.term, s.dstate, cls)
-            shared[global_key] = entry
-            if len(shared) > MAX_SHARED_SLICES:
-                shared.popitem(last=False)
-        else:
-            shared.move_to_end(global_key)
+        shared[global_key] = entry
+        if len(shared) > MAX_SHARED_SLICES:
+            shared.popitem(last=False)
         self.entries[key] = entry
         return <SliceEntry>entry
 
@@ -275,6 +276,7 @@ cdef class Matcher:
         m.restore(self.snapshot())
         m.history = list(self.history)
         m.finished = self.finished
+        m.eos_at = self.eos_at
         return m
 
     # -- committed state ----------------------------------------------------------------------
@@ -317,31 +319,42 @@ cdef class Matcher:
             stateset_free(&nxt)
 
     def commit_eos(self) -> bool:
-        """Commit an end-of-sequence token: allowed only when the structure is complete."""
-        if self.finished or not self.is_accepting():
-            return False
+        """Commit an end-of-sequence token: allowed only when the structure is complete, and
+        again after that (the mask of a finished sequence allows EOS, so that a batch can pad
+        it; a further EOS changes nothing but counts for `rollback`)."""
+        if not self.finished:
+            if not self.is_accepting():
+                return False
+            self.finished = True
+            self.eos_at = len(self.history) + 1
         self.history.append(self.snapshot())
-        self.finished = True
         return True
 
-    def consume_token(self, Py_ssize_t token_id) -> bool:
+    def consume_token(self, object token_id) -> bool:
         """Commit one token id if the structure allows it; False (state unchanged) otherwise.
 
         Raises:
             ValueError: the id is out of range.
         """
-        if token_id < 0 or token_id >= self.cache.vocab_size:
+        if not 0 <= token_id < self.cache.vocab_size:
             raise ValueError(f"token id {token_id} is out of range "
                              f"(0 <= id < {self.cache.vocab_size})")
-        kind = self.cache.token_kind[token_id]
+        kind = self.cache.token_kind[<Py_ssize_t>token_id]
         if kind == TOKEN_TEXT:
             return self.advance(<bytes>self.cache.tokens[token_id])
         if kind == TOKEN_EOS:
             return self.commit_eos()
         return False
 
-    def rollback(self, int n):
-        """Undo the last `n` committed tokens."""
+    def rollback(self, object n):
+        """Undo the last `n` committed tokens.
+
+        Raises:
+            TypeError: n is not an int.
+            ValueError: fewer than n tokens were committed.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"rollback takes an int, not {type(n).__name__}")
         if n < 0 or n > len(self.history):
             raise ValueError(f"cannot roll back {n} tokens: {len(self.history)} were committed")
         if n == 0:
@@ -350,7 +363,8 @@ cdef class Matcher:
         snap = self.history[keep]
         del self.history[keep:]
         self.restore(snap)
-        self.finished = False
+        if keep < self.eos_at:
+            self.finished = False
 
     def is_accepting(self) -> bool:
         """True when the tokens committed so far complete the structure."""
@@ -401,18 +415,28 @@ cdef class Matcher:
         cdef uint32_t* row = <uint32_t*>cnp.PyArray_DATA(bitmask) + index * self.cache.n_words
         self.compute(row)
 
+    cdef int claim(self) except -1:
+        """Take the walk buffers. They are one per engine: a second walk at the same time (the
+        engine shared by two threads) would corrupt both masks, so it is refused."""
+        if self.busy:
+            raise RuntimeError("this engine is computing a mask in another thread; an engine "
+                               "is one sequence: give each thread its own (engine.copy())")
+        self.busy = True
+        return 0
+
     cdef int compute(self, uint32_t* out) except -1:
         key = self.lookup_memo(out)
         if key is None:
             return 0
-        self.prepare()
+        self.claim()
         try:
+            self.prepare()
             with nogil:
                 walk(&self.w, out)
-        except BaseException:
+            self.finish(key, out)
+        finally:
             self._keep.clear()
-            raise
-        self.finish(key, out)
+            self.busy = False
         return 0
 
     cdef object lookup_memo(self, uint32_t* out):
@@ -427,9 +451,9 @@ cdef class Matcher:
                 set_bit(out, cache.eos_ids[i])
             return None
         key = self.snapshot()
-        memo = cache.masks.get(key)
+        memo = cache.masks.pop(key, None)  # pop and re-insert: see SliceCache.get
         if memo is not None:
-            cache.masks.move_to_end(key)
+            cache.masks[key] = memo
             memcpy(out, cnp.PyArray_DATA(memo), n_words * sizeof(uint32_t))
             return None
         memset(out, 0, n_words * sizeof(uint32_t))
@@ -591,16 +615,28 @@ def fill_batch(list matchers, cnp.ndarray bitmask, object pool, int n_threads):
     rows = np.empty(n_rows, dtype=np.uintp)
     cdef cnp.uintp_t[::1] wv = walkers
     cdef cnp.uintp_t[::1] rv = rows
+    cdef uint32_t* base = <uint32_t*>cnp.PyArray_DATA(bitmask)
     pending = []
+    claimed = []
+    # an engine in several rows is walked once (its walk buffers cannot serve two threads)
+    # and its row copied
+    first_row = {}
+    repeats = []
     try:
         for i in range(n_rows):
             m = matchers[i]
             if m.cache.n_words != n_words:
                 raise ValueError("the engines of a batch must share one vocabulary size")
-            row = <uint32_t*>cnp.PyArray_DATA(bitmask) + i * n_words
+            if id(m) in first_row:
+                repeats.append((i, first_row[id(m)]))
+                continue
+            first_row[id(m)] = i
+            row = base + i * n_words
             key = m.lookup_memo(row)
             if key is None:
                 continue
+            m.claim()
+            claimed.append(m)
             m.prepare()
             pending.append((m, key, <uintptr_t>row))
             wv[n] = <uintptr_t>&m.w
@@ -613,9 +649,12 @@ def fill_batch(list matchers, cnp.ndarray bitmask, object pool, int n_threads):
         _walk_range(walkers, rows, bounds[0], bounds[1])
         for f in futures:
             f.result()
-    except BaseException:
-        for m, key, _ in pending:
+        for m, key, address in pending:
+            m.finish(key, <uint32_t*><uintptr_t>address)
+    finally:
+        for m in claimed:
             m._keep.clear()
-        raise
-    for m, key, address in pending:
-        m.finish(key, <uint32_t*><uintptr_t>address)
+            m.busy = False
+    cdef Py_ssize_t src
+    for i, src in repeats:
+        memcpy(base + i * n_words, base + src * n_words, n_words * sizeof(uint32_t))

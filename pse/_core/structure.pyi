@@ -14,3 +14,9 @@ class CompiledStructure:
     def n_dfa_states(self) -> int: ...
     @property
     def n_frames(self) -> int: ...
+
+def get_max_live_states() -> int:
+    """The bound on parser states in one set (see pse.limits)."""
+
+def set_max_live_states(n: int) -> None:
+    """Set the bound on parser states in one set (see pse.limits; checked there)."""

@@ -10,7 +10,26 @@ cimport numpy as cnp
 cnp.import_array()
 
 
+from pse.errors import GrammarError
+
 # --- state sets -------------------------------------------------------------------------------
+
+# The most states a set may hold (pse.limits.set_max_live_states): identical states merge, so
+# only a structure whose live parses differ in their stacks (alternatives sharing a long prefix,
+# nested) gets near it; past it a step would be slow (the merge is quadratic), so it raises.
+cdef int32_t max_live = 1024
+
+
+def get_max_live_states() -> int:
+    """The bound on parser states in one set (see pse.limits)."""
+    return max_live
+
+
+def set_max_live_states(int n) -> None:
+    """Set the bound on parser states in one set (see pse.limits; checked there)."""
+    global max_live
+    max_live = n
+
 
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
     s.items = <PState*>malloc(cap * sizeof(PState))
@@ -35,6 +54,10 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
     for i in range(s.n):
         if memcmp(&s.items[i], p, sizeof(PState)) == 0:
             return 0
+    if s.n >= max_live:
+        with gil:
+            raise GrammarError(f"the structure is too ambiguous here: more than {max_live} "
+                               f"live parser states at once (pse.limits.max_live_states())")
     if s.n == s.cap:
         grown = <PState*>realloc(s.items, 2 * s.cap * sizeof(PState))
         if grown == NULL:

@@ -1,0 +1,147 @@
+"""The shape of a JSON Schema's keywords, checked before compiling: a keyword whose value has the
+wrong JSON type (`"properties": true`, `"required": "a"`, `"minLength": null`) raises
+`SchemaError` naming its pointer, instead of failing somewhere inside the compiler.
+
+Only keywords pse reads are checked; unknown keywords are annotations. The types are those
+of the JSON Schema specification (drafts 4 to 2020-12, where drafts differ both are allowed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from pse.errors import SchemaError
+
+SUBSCHEMA = "a schema (an object or a boolean)"
+
+
+def _is_schema(v: Any) -> bool:
+    return isinstance(v, (dict, bool))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_count(v: Any) -> bool:
+    return _is_number(v) and v >= 0 and float(v).is_integer()
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_schema_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(_is_schema(x) for x in v.values())
+
+
+def _is_schema_list(v: Any) -> bool:
+    return isinstance(v, list) and all(_is_schema(x) for x in v)
+
+
+def _is_nonempty_schema_list(v: Any) -> bool:
+    return _is_schema_list(v) and len(v) > 0
+
+
+# keyword -> (check, what it must be)
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "type": (lambda v: isinstance(v, str) or _is_str_list(v),
+             "a type name or a list of type names"),
+    "properties": (_is_schema_map, "an object of schemas"),
+    "patternProperties": (_is_schema_map, "an object of schemas"),
+    "$defs": (_is_schema_map, "an object of schemas"),
+    "definitions": (_is_schema_map, "an object of schemas"),
+    "dependentSchemas": (_is_schema_map, "an object of schemas"),
+    "dependentRequired": (lambda v: isinstance(v, dict) and all(_is_str_list(x)
+                                                                 for x in v.values()),
+                          "an object of string arrays"),
+    "dependencies": (lambda v: isinstance(v, dict) and all(_is_schema(x) or _is_str_list(x)
+                                                            for x in v.values()),
+                     "an object of schemas or string arrays"),
+    "required": (_is_str_list, "an array of strings"),
+    "items": (lambda v: _is_schema(v) or _is_schema_list(v), "a schema or an array of schemas"),
+    "prefixItems": (_is_schema_list, "an array of schemas"),
+    "allOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
+    "anyOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
+    "oneOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
+    "enum": (lambda v: isinstance(v, list), "an array"),
+    "minimum": (_is_number, "a number"),
+    "maximum": (_is_number, "a number"),
+    "multipleOf": (lambda v: _is_number(v) and v > 0, "a number above 0"),
+    "exclusiveMinimum": (lambda v: _is_number(v) or isinstance(v, bool),
+                         "a number (a boolean in draft 4)"),
+    "exclusiveMaximum": (lambda v: _is_number(v) or isinstance(v, bool),
+                         "a number (a boolean in draft 4)"),
+    "pattern": (lambda v: isinstance(v, str), "a string"),
+    "format": (lambda v: isinstance(v, str), "a string"),
+    "$ref": (lambda v: isinstance(v, str), "a string"),
+    "$id": (lambda v: isinstance(v, str), "a string"),
+    "$anchor": (lambda v: isinstance(v, str), "a string"),
+    "$schema": (lambda v: isinstance(v, str), "a string"),
+    "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
+}
+for _name in ("minLength", "maxLength", "minItems", "maxItems", "minProperties",
+              "maxProperties", "minContains", "maxContains"):
+    _RULES[_name] = (_is_count, "a non-negative integer")
+for _name in ("additionalProperties", "additionalItems", "not", "if", "then", "else",
+              "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"):
+    _RULES[_name] = (_is_schema, SUBSCHEMA)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _subschemas(node: dict, pointer: str) -> Iterator[tuple[Any, str]]:
+    """The schemas directly inside `node`, with their pointers (after the check, so every
+    value is of the right shape)."""
+    for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+        for name, sub in node.get(key, {}).items():
+            yield sub, f"{pointer}/{key}/{_escape(name)}"
+    for name, sub in node.get("dependencies", {}).items():
+        if _is_schema(sub):
+            yield sub, f"{pointer}/dependencies/{_escape(name)}"
+    for key in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
+        value = node.get(key)
+        if isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield sub, f"{pointer}/{key}/{i}"
+        elif value is not None:
+            yield value, f"{pointer}/{key}"
+    for key in ("additionalProperties", "additionalItems", "not", "if", "then", "else",
+                "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"):
+        if key in node:
+            yield node[key], f"{pointer}/{key}"
+
+
+def check_node(node: Any, pointer: str) -> None:
+    """Check the keywords of one schema object (not the schemas inside it).
+
+    Raises:
+        SchemaError: a keyword's value has the wrong type, or `node` is not a schema.
+    """
+    if not _is_schema(node):
+        raise SchemaError(f"{pointer}: a schema is an object or a boolean, got {node!r:.60}")
+    if isinstance(node, bool):
+        return
+    for key, value in node.items():
+        rule = _RULES.get(key)
+        if rule is not None and not rule[0](value):
+            raise SchemaError(f"{pointer}/{_escape(key)}: {key}: must be {rule[1]}, "
+                              f"got {value!r:.60}")
+
+
+def check_document(root: Any) -> None:
+    """Check every schema of a document reachable through the keywords above.
+
+    Raises:
+        SchemaError: a keyword's value has the wrong type (the first one found).
+    """
+    todo = [(root, "#")]
+    seen: set[int] = set()
+    while todo:
+        node, pointer = todo.pop()
+        check_node(node, pointer)
+        if isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            todo.extend(_subschemas(node, pointer))

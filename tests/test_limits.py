@@ -1,0 +1,151 @@
+"""Every limit raises a typed error naming the limit (and where it was hit), never a hang, a
+RecursionError or a slow mask."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import pse
+from pse import (AnyOf, Chain, Forward, GrammarError, JsonSchema, Optional, Phrase,
+                 SchemaError, StructuringEngine, Vocabulary, compiler, json_schema, limits)
+
+
+def nested(depth: int, wrap) -> dict:
+    schema: dict = {"type": "integer"}
+    for _ in range(depth):
+        schema = wrap(schema)
+    return schema
+
+
+# --- nesting ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wrap", [
+    lambda s: {"type": "array", "items": s},
+    lambda s: {"type": "object", "properties": {"a": s}},
+    lambda s: {"anyOf": [{"type": "null"}, s]},
+    lambda s: {"allOf": [{"minItems": 1}, {"type": "array", "items": s}]},
+])
+def test_schema_nesting_names_the_pointer(wrap):
+    deep = nested(json_schema.MAX_SCHEMA_DEPTH + 5, wrap)
+    with pytest.raises(SchemaError, match="MAX_SCHEMA_DEPTH") as info:
+        JsonSchema(deep)
+    pointer = str(info.value).split(":")[0]
+    assert pointer.startswith("#/") and pointer.count("/") >= json_schema.MAX_SCHEMA_DEPTH // 2
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda s: {"type": "array", "items": s},
+    lambda s: {"type": "object", "properties": {"a": s, "b": {"type": "string"}},
+               "required": ["a"]},
+])
+def test_schema_nesting_below_the_limit_compiles(wrap):
+    """A schema nested just below the limit compiles (into machines nested below MAX_DEPTH)
+    with Python's default recursion limit, and works."""
+    assert sys.getrecursionlimit() <= 1000
+    schema = nested(json_schema.MAX_SCHEMA_DEPTH - 2, wrap)
+    engine = StructuringEngine(Vocabulary.from_tokens(["[", "]", "1", '{"a":', "}", ","]))
+    engine.configure(schema)
+    assert engine.compute_mask().any()
+
+
+def test_machine_nesting():
+    m = Phrase("a")
+    for _ in range(compiler.MAX_DEPTH + 10):
+        m = Chain(Phrase("("), m | Phrase("b"), Phrase(")"))
+    with pytest.raises(GrammarError, match="MAX_DEPTH"):
+        m.compile()
+
+
+def test_long_forward_chains_compile():
+    """Rules are built one after the other: a chain of Forwards far longer than the recursion
+    limit compiles."""
+    m = Phrase("a")
+    for _ in range(3000):
+        f = Forward()
+        f.set(Chain(Phrase("("), m | Phrase("b"), Phrase(")")))
+        m = f
+    assert m.matches("(" * 3000 + "b" + ")" * 3000)
+
+
+def test_left_call_chains():
+    m = Phrase("a")
+    for _ in range(compiler.MAX_LEFT_CALLS + 10):
+        f = Forward()
+        f.set(Chain(m, Phrase(")")))
+        m = f
+    with pytest.raises(GrammarError, match="MAX_LEFT_CALLS"):
+        m.compile()
+
+
+def test_entries(monkeypatch):
+    monkeypatch.setattr(compiler, "MAX_ENTRIES", 10)
+    inner = Forward()
+    inner.set(AnyOf(*[Phrase(c) for c in "abcdefghijkl"]))
+    with pytest.raises(GrammarError, match="MAX_ENTRIES"):
+        Chain(Optional(inner), inner, Phrase("x")).compile()
+
+
+# --- the compile-time budget -----------------------------------------------------------------
+
+def test_budget_stops_a_long_determinization(monkeypatch):
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.02)
+    # about 8,000 DFA states: far longer than the budget to build
+    with pytest.raises(GrammarError, match="COMPILE_SECONDS"):
+        pse.Regex(r"[ab]*a[ab]{12}")
+
+
+def test_budget_in_a_schema_names_the_pointer(monkeypatch):
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.0)
+    with pytest.raises(SchemaError, match="COMPILE_SECONDS") as info:
+        JsonSchema({"type": "object", "properties": {"a": {"pattern": "x[ab]*a[ab]{9}"}}})
+    assert str(info.value).startswith("#")
+
+
+def test_budget_covers_the_machine_compiler(monkeypatch):
+    structure = Chain(Phrase("a"), AnyOf(Phrase("b"), Phrase("c")))
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.0)
+    with pytest.raises(GrammarError, match="COMPILE_SECONDS"):
+        structure.compile()
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", None)
+    assert structure.matches("ab")
+
+
+# --- live parser states ----------------------------------------------------------------------
+
+def ambiguous() -> Forward:
+    """S -> 'a' S 'b' | 'a' S 'c' | '': after n a's, 2^n stacks are live."""
+    s = Forward()
+    s.set(Optional(AnyOf(Chain(Phrase("a"), s, Phrase("b")),
+                         Chain(Phrase("a"), s, Phrase("c")))))
+    return s
+
+
+@pytest.fixture
+def live_bound():
+    old = limits.max_live_states()
+    limits.set_max_live_states(64)
+    yield 64
+    limits.set_max_live_states(old)
+
+
+def test_live_states_bounded(live_bound):
+    engine = StructuringEngine(Vocabulary.from_tokens(["a", "b", "c"]))
+    engine.configure(ambiguous())
+    n = 0
+    with pytest.raises(GrammarError, match="max_live_states"):
+        while True:
+            engine.compute_mask()
+            assert engine.consume_token(0)
+            n += 1
+    assert 2 ** n >= live_bound // 4  # the bound, not something else, stopped it
+    # the engine is unchanged by the refused step and can go back
+    engine.rollback(n)
+    assert engine.consume_token(0) and engine.compute_mask().any()
+
+
+def test_live_state_bound_argument():
+    for bad in (0, -1, 1.5, True, "10"):
+        with pytest.raises(ValueError):
+            limits.set_max_live_states(bad)
