@@ -194,7 +194,8 @@ def test_forced_bytes_stop_at_the_bound_and_at_accept():
 NAMES = ["id", "name", "order", "orderId", "orderName", "name_of_the_person", "age", "type",
          "value", "values", "item_id", "first_name", "last_name", "e-mail", "clé", "日本語",
          "x", "userName", "user", "🎉"]
-TEXT = st.text(st.sampled_from(list("abcxyz ABC_-.,:;!?'\"\\/{}[]0159éß日本🎉\n\t")), max_size=12)
+TEXT = st.text(st.sampled_from(list("abcxyz ABC_-.,:;!?'\"\\/{}[]0159éß日本🎉\n\t")),
+               max_size=12)
 
 
 @st.composite
@@ -316,8 +317,8 @@ def test_forced_tokens_are_canonical_on_combinators_and_regexes(tree, data, as_r
     replay_canonical(engine, text)
 
 
-WORDS = ["function", "functional", "fun", "return", "returns", " the", " then", "the",
-         "Hello", "Hello world", "http://", "https://", "日本", "日本語", "é", "è", "\n", "  "]
+WORDS = ["function", "functional", "fun", "return", "returns", " the", " then", "the", "Hello",
+         "Hello world", "http://", "https://", "日本", "日本語", "é", "è", "\n", "  "]
 
 
 @settings(max_examples=80)
@@ -328,8 +329,7 @@ def test_forced_tokens_are_canonical_on_word_sequences(choices, data):
     machine = Chain(*(AnyOf(*(Phrase(w) for w in ws)) if len(ws) > 1 else Phrase(ws[0])
                       for ws in choices))
     text = "".join(data.draw(st.sampled_from(ws)) for ws in choices)
-    assume_prefix_free = all(machine.matches(text) for _ in [0])
-    assert assume_prefix_free
+    assert machine.matches(text)
     engine = StructuringEngine(shared_vocab("llama3"))
     engine.configure(machine)
     replay_canonical(engine, text)
