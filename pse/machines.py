@@ -379,7 +379,8 @@ class Loop(StateMachine):
         if isinstance(body, Optional):
             body, optional = body.machine, True
         if (self.separator is not None or self.max_count is not None
-                or type(body) not in (Character, Whitespace) or body.min_count > 1):
+                or type(body) not in (Character, Whitespace) or body.min_count > 1
+                or body.max_count == 0):  # a run of nothing: the loop matches only ""
             return None
         least = 0 if optional or body.min_count == 0 else self.min_count
         return Character(body.ranges, min_length=least, max_length=None)

@@ -341,7 +341,8 @@ class Vocabulary:
             return [], data
         if spans is None:
             spans = lambda i: self.trie.extends(body[i:])  # noqa: E731
-        tail = sum(len(self._tokens[i]) for i in tokens[-MAX_HELD_TOKENS:])  # type: ignore[arg-type]
+        held = tokens[-MAX_HELD_TOKENS:]
+        tail = sum(len(self._tokens[i]) for i in held)  # type: ignore[arg-type]
         keep = len(body)
         for start in range(len(body) - tail, len(body)):
             if spans(start):

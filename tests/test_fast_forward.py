@@ -71,9 +71,10 @@ def test_tokenize_partial_examples():
                                               recent_tokens=llama.encode('{"'))
     assert tokens == ids_of(llama, "name", "_of", "_the", "_person")
     assert leftover == b'"'
-    # nothing spans the end of a closing brace followed by... a token that exists: held back
-    tokens, leftover = llama.tokenize_partial("}")
-    assert (tokens, leftover) == ([], b"}")
+    # without a structure any longer token counts: '}' starts '},' and others
+    assert llama.tokenize_partial("}") == ([], b"}")
+    # tokens start with '@' but none with a newline and '@': only '@' is held back
+    assert llama.tokenize_partial("\n@") == (ids_of(llama, "\n"), b"@")
 
 
 def test_order_is_forced_but_not_its_token():
@@ -107,12 +108,10 @@ def test_forced_tokens_of_a_whole_phrase_at_the_start():
     engine.configure(Phrase("Hello, world!") + AnyOf(Phrase(" Bye."), Phrase(" Bye!")))
     assert engine.compute_ff_bytes() == b"Hello, world! Bye"
     ff = engine.compute_ff_tokens()
-    # ' Bye' could be followed by another letter in some token: '.' and '!' are not letters,
-    # but the tokenizer has ' Bye.'-like tokens? whatever it has, the reference decides:
     for text in ["Hello, world! Bye.", "Hello, world! Bye!"]:
         assert ff == llama.encode(text)[:len(ff)]
         replay_canonical(engine, text)
-    assert ff[:4] == llama.encode("Hello, world!")
+    assert ff == llama.encode("Hello, world! Bye")  # no allowed token spans its end
 
 
 def test_recent_tokens_give_the_tokenizer_its_context():
@@ -195,7 +194,8 @@ def test_forced_bytes_stop_at_the_bound_and_at_accept():
 NAMES = ["id", "name", "order", "orderId", "orderName", "name_of_the_person", "age", "type",
          "value", "values", "item_id", "first_name", "last_name", "e-mail", "clé", "日本語",
          "x", "userName", "user", "🎉"]
-TEXT = st.text(st.sampled_from(list("abcxyz ABC_-.,:;!?'\"\\/{}[]0159éß日本🎉\n\t")), max_size=12)
+TEXT = st.text(st.sampled_from(list("abcxyz ABC_-.,:;!?'\"\\/{}[]0159éß日本🎉\n\t")),
+               max_size=12)
 
 
 @st.composite
@@ -317,8 +317,8 @@ def test_forced_tokens_are_canonical_on_combinators_and_regexes(tree, data, as_r
     replay_canonical(engine, text)
 
 
-WORDS = ["function", "functional", "fun", "return", "returns", " the", " then", "the",
-         "Hello", "Hello world", "http://", "https://", "日本", "日本語", "é", "è", "\n", "  "]
+WORDS = ["function", "functional", "fun", "return", "returns", " the", " then", "the", "Hello",
+         "Hello world", "http://", "https://", "日本", "日本語", "é", "è", "\n", "  "]
 
 
 @settings(max_examples=80)
@@ -329,8 +329,7 @@ def test_forced_tokens_are_canonical_on_word_sequences(choices, data):
     machine = Chain(*(AnyOf(*(Phrase(w) for w in ws)) if len(ws) > 1 else Phrase(ws[0])
                       for ws in choices))
     text = "".join(data.draw(st.sampled_from(ws)) for ws in choices)
-    assume_prefix_free = all(machine.matches(text) for _ in [0])
-    assert assume_prefix_free
+    assert machine.matches(text)
     engine = StructuringEngine(shared_vocab("llama3"))
     engine.configure(machine)
     replay_canonical(engine, text)

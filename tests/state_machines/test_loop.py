@@ -67,3 +67,9 @@ def test_bad_arguments(kwargs, needle):
 def test_too_many_nodes_is_a_clear_error():
     with pytest.raises(GrammarError, match="MAX_NODES"):
         Loop(Phrase("ab"), 0, 200_000).compile()
+
+
+def test_loop_of_a_run_of_nothing_matches_only_empty():
+    # found by hypothesis: the single-run shortcut took max_length=0 for an unbounded run
+    machine = Optional(Loop(Character("a", min_length=0, max_length=0)))
+    assert machine.matches("") and not machine.matches("a")
