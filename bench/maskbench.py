@@ -417,7 +417,8 @@ def main() -> None:
         for w in workers.values():
             w.close()
     else:
-        stats["pse"]["peak_rss_mb"] = _rss_mb()
+        for n in names:  # one process: its peak is every engine's
+            stats[n]["peak_rss_mb"] = _rss_mb()
     report(args, names, stats, n_instances, len(files), isolate)
     if checker is not None:
         print(f"\nmask cross-check against llguidance: {sum(diffs.values())} differing tokens")
