@@ -417,7 +417,8 @@ def main() -> None:
         for w in workers.values():
             w.close()
     else:
-        stats["pse"]["peak_rss_mb"] = _rss_mb()
+        for n in names:  # one process: its peak is every engine's
+            stats[n]["peak_rss_mb"] = _rss_mb()
     report(args, names, stats, n_instances, len(files), isolate)
     if checker is not None:
         print(f"\nmask cross-check against llguidance: {sum(diffs.values())} differing tokens")
@@ -481,7 +482,8 @@ def report(args, names, stats, n_instances, n_files, isolate) -> None:
         t = np.array(st["times"] or [float("nan")]) * 1e6
         rss = f"{st['peak_rss_mb']:.0f}" + (f" (base {st['base_rss_mb']:.0f})" if isolate else "")
         row = [n, f"{st['passing']}/{st['schemas']}", str(sum(st["errors"].values())),
-               str(sum(st["runtime_errors"].values())), str(len(st["crashes"])), str(len(st["hangs"])), f"{len(st['times']):,}",
+               str(sum(st["runtime_errors"].values())), str(len(st["crashes"])),
+               str(len(st["hangs"])), f"{len(st['times']):,}",
                f"{np.mean(t):.1f}", f"{np.percentile(t, 50):.1f}", f"{np.percentile(t, 99):.1f}",
                f"{np.max(t):.0f}", f"{percentile(st['compile'], 50) * 1e3:.2f}",
                f"{percentile(st['compile'], 99) * 1e3:.1f}", str(st["valid_rejected"]),

@@ -240,7 +240,7 @@ def minimize(dfa: DFA) -> DFA:
     """Hopcroft's partition refinement (O(k n log n) over k byte classes: Moore's refinement
     needs one pass per state along a chain, quadratic for `x{5000}`); state 0 stays the start.
     The DFA is trimmed, so no state equals the implicit dead state: states with edges on
-    different bytes are apart from the start."""
+    different bytes start in different blocks."""
     n = dfa.n_states
     cuts = sorted({0, 256} | {lo for row in dfa.trans for lo, _, _ in row}
                   | {hi + 1 for row in dfa.trans for _, hi, _ in row})

@@ -562,7 +562,9 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
     """Compile `machine` into a CompiledStructure.
 
     Raises:
-        GrammarError: an unset Forward, left recursion, or a structure that matches nothing.
+        GrammarError: an unset Forward, left recursion, a structure that matches nothing, or
+            one past a limit (MAX_NODES, MAX_DEPTH, MAX_LEFT_CALLS, MAX_ENTRIES, the automaton
+            limits, pse.limits.COMPILE_SECONDS).
     """
     if not isinstance(machine, StateMachine):
         raise TypeError(f"expected a StateMachine, got {type(machine).__name__}")

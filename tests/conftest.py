@@ -22,7 +22,11 @@ TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
 
 
 def tokenizer_path(name: str) -> Path:
-    """Path of a shared tokenizer.json; skips the test, saying why, when ../shared is absent."""
+    """Path of a shared tokenizer.json; skips the test, saying why, when ../shared is absent
+    or PSE_NO_REAL_TOKENIZERS is set (.ci/asan: under AddressSanitizer, building the prefix
+    trie of a real tokenizer takes many minutes)."""
+    if os.environ.get("PSE_NO_REAL_TOKENIZERS"):
+        pytest.skip("PSE_NO_REAL_TOKENIZERS is set: real tokenizers are left out of this run")
     path = SHARED / "tokenizers" / name / "tokenizer.json"
     if not path.is_file():
         pytest.skip(f"{path} not found: set PSE_SHARED to the shared data folder")

@@ -8,7 +8,6 @@ import gc
 import os
 
 import numpy as np
-import pytest
 
 import pse
 from conftest import shared_vocab
