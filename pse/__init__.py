@@ -9,6 +9,7 @@ import logging
 from pse._core.stepper import Stepper, StepperDelta
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
+from pse.grammar import Grammar
 from pse.json_schema import JsonSchema
 from pse.json_value import Json
 from pse.machines import (
@@ -36,6 +37,7 @@ __all__ = [
     "Chain",
     "Character",
     "Forward",
+    "Grammar",
     "GrammarError",
     "Json",
     "JsonSchema",
