@@ -5,6 +5,7 @@ take `Json()`; it compiles into Cython steppers that consume tokens as bytes.
 """
 
 import logging
+from pathlib import Path
 
 from pse._core.stepper import Stepper, StepperDelta
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
@@ -29,6 +30,13 @@ from pse.regex import Regex
 from pse.vocabulary import Vocabulary
 
 logging.getLogger("pse").addHandler(logging.NullHandler())
+
+# Installed, `pse.grammars` is a subpackage; in a source checkout it is the top-level
+# grammars/ folder, which this makes importable under the same name.
+_SOURCE_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
+if (not (Path(__file__).resolve().parent / "grammars").is_dir()
+        and (_SOURCE_GRAMMARS / "__init__.py").is_file()):
+    __path__.append(str(_SOURCE_GRAMMARS.parent))  # noqa: F821 (the package's own path)
 
 __version__ = "0.1.0"
 
