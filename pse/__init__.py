@@ -5,11 +5,13 @@ take `Json()`; it compiles into Cython steppers that consume tokens as bytes.
 """
 
 import logging
+from pathlib import Path
 
 from pse._core.stepper import Stepper, StepperDelta
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
 from pse.generation import Generation, GenerationStats, generate
+from pse.grammar import Grammar
 from pse.json_schema import JsonSchema
 from pse.json_value import Json
 from pse.machines import (
@@ -30,6 +32,13 @@ from pse.vocabulary import Vocabulary
 
 logging.getLogger("pse").addHandler(logging.NullHandler())
 
+# Installed, `pse.grammars` is a subpackage; in a source checkout it is the top-level
+# grammars/ folder, which this makes importable under the same name.
+_SOURCE_GRAMMARS = Path(__file__).resolve().parent.parent / "grammars"
+if (not (Path(__file__).resolve().parent / "grammars").is_dir()
+        and (_SOURCE_GRAMMARS / "__init__.py").is_file()):
+    __path__.append(str(_SOURCE_GRAMMARS.parent))  # noqa: F821 (the package's own path)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -39,6 +48,7 @@ __all__ = [
     "Forward",
     "Generation",
     "GenerationStats",
+    "Grammar",
     "GrammarError",
     "Json",
     "JsonSchema",

@@ -1,0 +1,233 @@
+"""`Grammar`: a grammar in Lark's EBNF syntax, compiled to state machines.
+
+The `lark` package reads the grammar (imports, templates, `~ n..m`, `?`/`*`/`+`/`[...]` all
+expanded by lark into BNF rules and flattened terminal regexes); from there the compilation is
+ours: terminals become byte DFAs (`pse.lark_terminals`), rules are rewritten without left
+recursion (`pse.cfg`), and each rule becomes a machine whose alternatives share their common
+prefixes. The language is the one lark's Earley parser accepts with
+`lexer="dynamic_complete"` (scannerless): `%ignore`d text may come before, between and after
+terminals, never inside one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+from pse import automaton
+from pse.cfg import Alternative, Symbol, cycles, rewrite
+from pse.errors import GrammarError
+from pse.lark_terminals import DfaTerminal, followed_by_ignored, terminal_dfa
+from pse.machines import Chain, Forward, Loop, Optional, StateMachine
+
+
+class Grammar(StateMachine):
+    """The texts a Lark grammar derives from its start rule.
+
+    Args:
+        text: the grammar, in Lark's syntax.
+        start: the start rule.
+        import_paths: folders searched by `%import` (lark's own `common` is always there).
+        source_path: the file the grammar came from (relative `%import .x` are resolved
+            beside it; named in errors).
+
+    Raises:
+        TypeError: `text` or `start` is not a str.
+        GrammarError: lark cannot read the grammar, a construct cannot be compiled (a
+            lookaround in a terminal, a `%declare`d terminal with no pattern), or the start
+            rule derives nothing; the message names the rule or terminal and its line.
+    """
+
+    def __init__(self, text: str, start: str = "start", import_paths: Iterable[str] = (),
+                 source_path: str | None = None) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"the grammar text must be a str, got {type(text).__name__}")
+        if not isinstance(start, str):
+            raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
+        self.text, self.start, self.source_path = text, start, source_path
+        parser = _read_with_lark(text, start, list(import_paths), source_path)
+        root = _Builder(parser, text, source_path).build(start)
+        super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
+
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start") -> Grammar:
+        """A grammar from Lark text (`%import` finds lark's `common` grammar).
+
+        Args:
+            text: the grammar.
+            start: the start rule.
+
+        Raises:
+            GrammarError: see `Grammar`.
+        """
+        return cls(text, start=start)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, start: str = "start") -> Grammar:
+        """A grammar from a `.lark` file; `%import`s are also looked up in its folder.
+
+        Args:
+            path: the file.
+            start: the start rule.
+
+        Raises:
+            OSError: the file cannot be read.
+            GrammarError: see `Grammar`.
+        """
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        return cls(text, start=start, import_paths=[str(path.parent)], source_path=str(path))
+
+    def __repr__(self) -> str:
+        where = f", source_path={self.source_path!r}" if self.source_path else ""
+        return f"Grammar(start={self.start!r}{where})"
+
+
+def _read_with_lark(text: str, start: str, import_paths: list[str], source_path: str | None):
+    import lark
+    from lark.exceptions import LarkError
+
+    try:
+        return lark.Lark(text, parser="earley", lexer="dynamic_complete", start=start,
+                         import_paths=import_paths, source_path=source_path)
+    except LarkError as e:
+        where = source_path or "grammar"
+        raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
+
+
+class _Builder:
+    """Lark's rules and terminals -> machines."""
+
+    def __init__(self, parser, text: str, source_path: str | None) -> None:
+        self.text, self.source = text, source_path or "grammar"
+        self.rules: dict[str, list[Alternative]] = {}
+        for rule in parser.rules:
+            alt = tuple(("t" if s.is_term else "n", str(s.name)) for s in rule.expansion)
+            self.rules.setdefault(str(rule.origin.name), []).append(alt)
+        self.defs = {str(t.name): t for t in parser.terminals}
+        ignored = [self.terminal_dfa(str(name)) for name in parser.ignore_tokens]
+        self.ignored = ignored
+        self.ignore_key = tuple(sorted(self.regex_of(str(n)) for n in parser.ignore_tokens))
+        self.terminals: dict[str, DfaTerminal] = {}
+        self.machines: dict[str, StateMachine] = {}
+        self.loops: dict[str, StateMachine] = {}
+
+    # -- terminals ----------------------------------------------------------------------------
+    def regex_of(self, name: str) -> str:
+        definition = self.defs.get(name)
+        if definition is None:
+            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) has no "
+                               "pattern (declared with %declare?): it cannot be matched")
+        return definition.pattern.to_regexp()
+
+    def terminal_dfa(self, name: str) -> automaton.DFA:
+        try:
+            return terminal_dfa(self.regex_of(name))
+        except GrammarError as e:
+            if str(e).startswith(self.source):
+                raise
+            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
+                from None
+
+    def terminal(self, name: str) -> DfaTerminal:
+        if name not in self.terminals:
+            dfa = self.terminal_dfa(name)
+            if self.ignored:
+                dfa = followed_by_ignored(dfa, self.ignored)
+            key = ("lark", self.regex_of(name), self.ignore_key)
+            self.terminals[name] = DfaTerminal(dfa, key, name)
+        return self.terminals[name]
+
+    def where(self, name: str) -> str:
+        """'line N' of the definition of `name`, or of the rules that use it."""
+        line = _definition_line(self.text, name)
+        if line is not None:
+            return f"line {line}"
+        users = sorted({rule for rule, alts in self.rules.items()
+                        for alt in alts if ("t", name) in alt or ("n", name) in alt})
+        parts = []
+        for rule in users:
+            rule_line = _definition_line(self.text, rule)
+            parts.append(f"rule {rule}" + (f" at line {rule_line}" if rule_line else ""))
+        return "used in " + ", ".join(parts) if parts else "imported"
+
+    # -- rules --------------------------------------------------------------------------------
+    def build(self, start: str) -> StateMachine:
+        try:
+            grammar = rewrite(self.rules, start)
+        except GrammarError as e:
+            raise GrammarError(f"{self.source}: {e}") from None
+        self.alts, self.tails = grammar.alternatives, grammar.tails
+        refs = {name: sorted({s for alt in self.alts[name] + self.tails[name]
+                              for kind, s in alt if kind != "t"}) for name in self.alts}
+        self.recursive = {name for comp in cycles(refs) for name in comp}
+        graph: dict = {}
+        here: object = 0
+        if self.ignored:
+            lead = DfaTerminal(followed_by_ignored(None, self.ignored),
+                               ("lark-ignored", self.ignore_key), "ignored")
+            graph[0] = [(lead, 1)]
+            here = 1
+        ends = [here] if grammar.start_nullable else []
+        if start in self.alts:
+            graph.setdefault(here, []).append((self.nonterminal(start), "$"))
+            ends.append("$")
+        return StateMachine(graph, start_state=0, end_states=ends)
+
+    def nonterminal(self, name: str) -> StateMachine:
+        if name in self.machines:
+            return self.machines[name]
+        if name in self.recursive:
+            forward = self.machines[name] = Forward(name=f"rule {name}")
+            forward.set(self.rule_body(name))
+            return forward
+        machine = self.machines[name] = self.rule_body(name)
+        return machine
+
+    def rule_body(self, name: str) -> StateMachine:
+        body = self.alternatives(self.alts[name])
+        if self.tails[name]:
+            return Chain(body, self.tail_loop(name))
+        return body
+
+    def tail_loop(self, name: str) -> StateMachine:
+        if name not in self.loops:
+            self.loops[name] = Loop(self.alternatives(self.tails[name]))
+        return self.loops[name]
+
+    def alternatives(self, alts: list[Alternative]) -> StateMachine:
+        """One machine for all alternatives, common prefixes shared (a trie of symbols)."""
+        graph: dict[int, list] = {}
+        child: dict[tuple[int, Symbol], int] = {}
+        ends = []
+        for alt in alts:
+            state = 0
+            for sym in alt:
+                nxt = child.get((state, sym))
+                if nxt is None:
+                    nxt = child[(state, sym)] = len(child) + 1
+                    graph.setdefault(state, []).append((self.symbol(sym), nxt))
+                state = nxt
+            ends.append(state)
+        return StateMachine(graph, start_state=0, end_states=sorted(set(ends)))
+
+    def symbol(self, sym: Symbol) -> StateMachine:
+        kind, name = sym
+        if kind == "t":
+            return self.terminal(name)
+        if kind == "n":
+            return self.nonterminal(name)
+        if kind == "o":
+            return Optional(self.nonterminal(name))
+        return self.tail_loop(name)
+
+
+def _definition_line(text: str, name: str) -> int | None:
+    """The line where rule or terminal `name` is defined in `text` (1-based)."""
+    found = re.search(rf"^[ \t]*[?!]?{re.escape(name)}\b[ \t]*(\{{[^}}]*\}}[ \t]*)?"
+                      rf"(\.-?\d+)?[ \t]*:", text, re.MULTILINE)
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1

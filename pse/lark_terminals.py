@@ -1,0 +1,176 @@
+"""The terminals of a Lark grammar as byte automata, with the texts lark's Earley parser
+(`lexer="dynamic_complete"`) lets them match.
+
+A terminal is a Python regex (lark flattens strings, `"a".."z"` ranges and terminal
+references into one). Its language is what the regex matches as a whole, with two exceptions
+that follow from how lark matches (`re.match` at a position, then every shorter prefix that
+also matches):
+
+- a lazy quantifier (`/\\/\\*(.|\\n)*?\\*\\//`) stops at the first possible end, so the terminal
+  matches only its shortest texts (none of them a prefix of another);
+- lark's `ESCAPED_STRING` family (a quote, `_STRING_ESC_INNER`, the same quote) uses a
+  lookbehind; it is replaced by the equivalent `"(?:[^"\\\\\\n]|\\\\[^\\n])*"`.
+
+Any other lookaround, and lazy quantifiers in other shapes, raise `GrammarError`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Hashable, Sequence
+
+from pse import automaton
+from pse.errors import GrammarError
+from pse.machines import Terminal
+from pse.regex import compile_regex
+
+try:  # Python 3.11+
+    import re._constants as _c
+    import re._parser as _parser
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _parser  # type: ignore[no-redef]
+
+# lark's common.lark: _STRING_ESC_INNER, as it appears inside a compiled terminal.
+_STRING_ESC_INNER = r".*?(?<!\\)(\\\\)*?"
+_ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
+
+
+class DfaTerminal(Terminal):
+    """A terminal given by a ready byte DFA (a Lark terminal, possibly followed by ignored
+    text).
+
+    Args:
+        dfa: the automaton (state 0 the start; trimmed).
+        key: equal keys mean equal automata; the compiler shares them.
+        name: shown in errors and reprs.
+    """
+
+    def __init__(self, dfa: automaton.DFA, key: Hashable, name: str) -> None:
+        super().__init__()
+        self._dfa, self._key, self.name = dfa, key, name
+        if dfa.accept[0]:
+            self.min_count = 0  # the compiler adds the empty path itself
+
+    def unit_dfa(self) -> automaton.DFA:
+        return self._dfa
+
+    def terminal_key(self) -> Hashable:
+        return self._key
+
+    def __repr__(self) -> str:
+        return f"DfaTerminal({self.name})"
+
+
+def terminal_dfa(pattern: str) -> automaton.DFA:
+    """The DFA of a lark terminal whose compiled regex is `pattern` (see the module doc).
+
+    Raises:
+        GrammarError: a malformed pattern, lookaround other than lark's ESCAPED_STRING, or a
+            lazy quantifier in a shape whose first match is not simply the shortest.
+    """
+    quoted = _escaped_string_equivalent(pattern)
+    if quoted is not None:
+        return compile_regex(quoted)
+    dfa = compile_regex(pattern)
+    if _has_lazy(pattern):
+        _check_lazy_shape(pattern)
+        dfa = shortest_matches(dfa)
+    if dfa.accept[0]:
+        raise GrammarError(f"regex {pattern!r} matches the empty string (lark refuses "
+                           "zero-width terminals)")
+    return dfa
+
+
+def _escaped_string_equivalent(pattern: str) -> str | None:
+    """`Q .*? (?<!\\\\)(\\\\\\\\)*? Q` for a one-character quote Q -> a lookaround-free
+    equivalent: the first Q not escaped by a backslash ends the string, no newline inside."""
+    at = pattern.find(_STRING_ESC_INNER)
+    if at <= 0:
+        return None
+    quote = pattern[:at]
+    if pattern[at + len(_STRING_ESC_INNER):] != quote:
+        return None
+    try:
+        items = list(_parser.parse(quote))
+    except re.error:
+        return None
+    if len(items) != 1 or items[0][0] is not _c.LITERAL:
+        return None
+    q = re.escape(chr(items[0][1]))
+    return rf"{q}(?:[^{q}\\\n]|\\[^\n])*{q}"
+
+
+def _has_lazy(pattern: str) -> bool:
+    def walk(items) -> bool:
+        for op, av in items:
+            if op is _c.MIN_REPEAT:
+                return True
+            if op is _c.SUBPATTERN and walk(av[3]):
+                return True
+            if op is _c.BRANCH and any(walk(b) for b in av[1]):
+                return True
+            if op in (_c.MAX_REPEAT,) or str(op) == "POSSESSIVE_REPEAT":
+                if walk(av[2]):
+                    return True
+        return False
+
+    return walk(_parser.parse(pattern))
+
+
+def _one_char(items) -> bool:
+    """True when `items` always match exactly one character and repeat nothing."""
+    items = list(items)
+    if len(items) != 1:
+        return False
+    op, av = items[0]
+    if op in _ONE_CHAR_OPS:
+        return True
+    if op is _c.SUBPATTERN:
+        return _one_char(av[3])
+    if op is _c.BRANCH:
+        return all(_one_char(b) for b in av[1])
+    return False
+
+
+def _check_lazy_shape(pattern: str) -> None:
+    """Only `c1..ck X*? d1..dm` (single characters around one lazy repeat of a single
+    character) is accepted: there the first match re.match finds is the shortest one."""
+    items = list(_parser.parse(pattern))
+    lazy = [i for i, (op, _) in enumerate(items) if op is _c.MIN_REPEAT]
+    ok = len(lazy) == 1 and _one_char(items[lazy[0]][1][2]) and all(
+        _one_char([item]) for i, item in enumerate(items) if i != lazy[0])
+    if not ok:
+        raise GrammarError(f"regex {pattern!r}: a lazy quantifier is supported only in the "
+                           "form 'fixed characters, one lazily repeated character, fixed "
+                           "characters' (like /\\/\\*(.|\\n)*?\\*\\//)")
+
+
+def shortest_matches(dfa: automaton.DFA) -> automaton.DFA:
+    """The texts of `dfa` none of whose proper prefixes it accepts (a match stops at once)."""
+    trans = [[] if acc else list(row) for row, acc in zip(dfa.trans, dfa.accept)]
+    return automaton.minimize(automaton.trim(automaton.DFA(trans, list(dfa.accept))))
+
+
+def _embed(nfa: automaton.NFA, dfa: automaton.DFA) -> automaton.Fragment:
+    states = [nfa.add_state() for _ in range(dfa.n_states)]
+    end = nfa.add_state()
+    for s, row in enumerate(dfa.trans):
+        for lo, hi, t in row:
+            nfa.add_bytes(states[s], lo, hi, states[t])
+        if dfa.accept[s]:
+            nfa.add_eps(states[s], end)
+    return states[0], end
+
+
+def followed_by_ignored(dfa: automaton.DFA | None,
+                        ignored: Sequence[automaton.DFA]) -> automaton.DFA:
+    """`dfa` followed by any run of ignored texts (dfa None: the run alone, possibly empty).
+
+    Raises:
+        GrammarError: the combined automaton is too large.
+    """
+    nfa = automaton.NFA()
+    run = automaton.star(nfa, automaton.alternation(nfa, [_embed(nfa, d) for d in ignored]))
+    parts = [run] if dfa is None else [_embed(nfa, dfa), run]
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))

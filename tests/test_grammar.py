@@ -1,0 +1,229 @@
+"""Grammar (Lark syntax): pse's `matches` agrees with lark's Earley parser
+(`lexer="dynamic_complete"`) on valid samples, random strings and mutated samples, for
+hand-written grammars and for random ones; masks equal brute force on a recursive grammar."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import lark
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import shared_vocab
+from pse import Grammar, GrammarError, StructuringEngine, Vocabulary
+from test_engine import check_along
+
+
+def lark_accepts(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+def lark_parser(text: str, start: str = "start") -> lark.Lark:
+    """lark's Earley parser, scannerless; it returns the parse forest unresolved (resolving
+    the ambiguities of a random grammar can take exponential time)."""
+    return lark.Lark(text, parser="earley", lexer="dynamic_complete", start=start,
+                     ambiguity="forest")
+
+
+def mutations(text: str, alphabet: str, rng: random.Random, n: int) -> list[str]:
+    """`n` texts one edit away from `text` (a character inserted, deleted or replaced)."""
+    out = []
+    for _ in range(n):
+        i = rng.randrange(len(text) + 1)
+        op = rng.randrange(3)
+        ch = rng.choice(alphabet)
+        if op == 0 or not text:
+            out.append(text[:i] + ch + text[i:])
+        elif op == 1:
+            i = min(i, len(text) - 1)
+            out.append(text[:i] + text[i + 1:])
+        else:
+            i = min(i, len(text) - 1)
+            out.append(text[:i] + ch + text[i + 1:])
+    return out
+
+
+def assert_agrees(grammar: Grammar, parser: lark.Lark, texts: list[str]) -> None:
+    for text in texts:
+        assert grammar.matches(text) == lark_accepts(parser, text), text
+
+
+# --- hand-written grammars ---------------------------------------------------------------------
+
+CALC = r"""
+?start: sum
+?sum: product | sum "+" product -> add | sum "-" product -> sub
+?product: atom | product "*" atom -> mul | product "/" atom -> div
+?atom: NUMBER -> number | "-" atom -> neg | NAME -> var | "(" sum ")"
+%import common.CNAME -> NAME
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+"""
+
+HAND_WRITTEN = {
+    # lark's calculator example: left recursion, %import, %ignore
+    "calc": (CALC, ["1+2", " 1 + 2 * (3-x) ", "-(-1.5e3)/y", "a*b*c-d-e", "((1))", "1 .5",
+                    "1+", "(1", "a b", "", "1 +* 2", "3 (4)"], "0123456789.+-*/() xyze"),
+    # indirect left recursion through two rules, and through a rule that can be empty
+    "indirect": (r"""
+start: a
+a: b "x" | "y"
+b: a "z" | c a "w"
+c: "c" |
+""", ["y", "yzx", "yzxzx", "ywx", "cywx", "cyzxwx", "yx", "x", "", "czx"], "xyzwc"),
+    # EBNF operators, repetitions, case-insensitive strings, ranges, templates
+    "ebnf": (r"""
+start: "begin"i item* ("," item)~1..2 [TAIL] end
+item: DIGIT+ | "<" _sep{LETTER, ";"} ">"
+_sep{x, sep}: x (sep x)*
+end: ("!" | "?")~2
+TAIL: "t".."v"+
+DIGIT: "0".."9"
+LETTER: "a".."c"
+""", ["BEGIN,1!!", "Begin12<a;b>,3,4tu?!", "begin<c>,<a>??", "begin,1,2,3!!", "begin1!!"],
+        "begin,123<>abc;tuv!?B"),
+    # ESCAPED_STRING (a lookbehind in lark's common.lark) and lazy C comments as %ignore
+    "strings": (r"""
+start: (ESCAPED_STRING | NAME)+
+%import common (ESCAPED_STRING, C_COMMENT, CNAME)
+NAME: CNAME
+%ignore C_COMMENT
+%ignore " "
+""", ['"a" "b\\"c"', '"x\\\\" y', '/* c */ "s" /**/ n /* a */ /* b */', '"a"b"',
+      '"\\\\"', '"a\\\\"b"', '/* x */ y */ z', '"\n"'], 'ab"\\ /*xy'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+def test_hand_written_grammars_agree_with_lark(name):
+    text, samples, alphabet = HAND_WRITTEN[name]
+    grammar, parser = Grammar.from_lark(text), lark_parser(text)
+    rng = random.Random(name)
+    randoms = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
+               for _ in range(300)]
+    mutated = [m for s in samples for m in mutations(s, alphabet, rng, 20)]
+    assert_agrees(grammar, parser, samples + randoms + mutated)
+    assert any(grammar.matches(s) for s in samples)
+
+
+# --- random grammars ---------------------------------------------------------------------------
+
+# bounded terminals: adjacent unbounded ones that overlap make the number of ways to cut a
+# text into tokens, and so the live parser states, exponential (see the README)
+TERMINALS = ['"a"', '"b"', '"ab"', '"c"i', "/a[bc]/", "/b?c/", "A", "B"]
+TERMINAL_DEFS = 'A: "a" "b"?\nB: /c[ab]?/ | "ba"\n'
+RULES = ["start", "r1", "r2"]
+ALPHABET = "abcCB "
+
+
+@st.composite
+def expressions(draw, nested: bool = False):
+    """An EBNF expression: a sequence of 1 to 3 items (terminals, rule references, groups of
+    alternatives one level deep), with operators."""
+    items = []
+    for _ in range(draw(st.integers(1, 3))):
+        choice = draw(st.integers(0, 6 if nested else 7))
+        if choice <= 4:
+            atom = draw(st.sampled_from(TERMINALS))
+        elif choice <= 6:
+            atom = draw(st.sampled_from(RULES))
+        else:
+            alts = draw(st.lists(expressions(nested=True), min_size=1, max_size=2))
+            atom = "(" + " | ".join(alts) + ")"
+        op = draw(st.sampled_from(["", "", "", "", "?", "*", "+", "~2", "~0..2", "[]"]))
+        items.append(f"[{atom}]" if op == "[]" else atom + op)
+    return " ".join(items)
+
+
+@st.composite
+def random_grammars(draw):
+    lines = []
+    for rule in RULES:
+        alts = draw(st.lists(expressions(), min_size=1, max_size=2))
+        if draw(st.integers(0, 5)) == 0:
+            alts.append("")  # an empty alternative
+        lines.append(f"{rule}: " + " | ".join(alts))
+    if draw(st.booleans()):
+        lines.append('%ignore " "')
+    return "\n".join(lines) + "\n" + TERMINAL_DEFS
+
+
+def lark_samples(parser: lark.Lark, rng: random.Random, n: int) -> list[str]:
+    """Texts the grammar derives, by random expansion of lark's own rules: random
+    alternatives near the root, then the alternatives of least derivation height."""
+    rules: dict[str, list] = {}
+    for rule in parser.rules:
+        rules.setdefault(rule.origin.name, []).append(rule.expansion)
+    patterns = {t.name: t.pattern for t in parser.terminals}
+    height: dict[str, int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, alts in rules.items():
+            for exp in alts:
+                if all(s.is_term or s.name in height for s in exp):
+                    h = 1 + max([height[s.name] for s in exp if not s.is_term], default=0)
+                    if h < height.get(name, h + 1):
+                        height[name] = h
+                        changed = True
+
+    def finite(exp) -> bool:
+        return all(s.is_term or s.name in height for s in exp)
+
+    def term_text(name: str) -> str:
+        pattern = patterns[name]
+        if isinstance(pattern, lark.lexer.PatternStr):
+            value = pattern.value
+            return "".join(rng.choice([ch.lower(), ch.upper()]) for ch in value) \
+                if "i" in pattern.flags else value
+        while True:  # the regexes here are tiny: guess short texts until one matches
+            guess = "".join(rng.choice("abc") for _ in range(rng.randrange(1, 4)))
+            if re.fullmatch(pattern.to_regexp(), guess):
+                return guess
+
+    def expand(name: str, depth: int) -> str:
+        alts = [exp for exp in rules[name] if finite(exp)]
+        if depth < 3:
+            exp = rng.choice(alts)
+        else:
+            exp = min(alts, key=lambda e: max(
+                [height[s.name] for s in e if not s.is_term], default=0))
+        sep = " " if parser.ignore_tokens and rng.random() < 0.3 else ""
+        return sep.join(term_text(s.name) if s.is_term else expand(s.name, depth + 1)
+                        for s in exp)
+
+    if "start" not in height:
+        return []
+    # long texts of very ambiguous random grammars cost exponential time (see the README)
+    return [text for text in (expand("start", 0) for _ in range(n)) if len(text) <= 12]
+
+
+@settings(max_examples=40)
+@given(random_grammars(), st.randoms(use_true_random=False))
+def test_random_grammars_agree_with_lark(text, rng):
+    try:
+        parser = lark_parser(text)
+    except lark.exceptions.LarkError:
+        with pytest.raises(GrammarError):
+            Grammar.from_lark(text)
+        return
+    randoms = ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(7)))
+               for _ in range(60)]
+    valid = lark_samples(parser, rng, 15)
+    mutated = [m for s in valid for m in mutations(s, ALPHABET, rng, 3)]
+    try:
+        grammar = Grammar.from_lark(text)
+    except GrammarError as e:
+        assert "matches nothing" in str(e), e
+        assert not any(lark_accepts(parser, t) for t in randoms + valid + mutated)
+        return
+    for sample in valid:
+        assert lark_accepts(parser, sample), sample  # the sampler itself is right
+    assert_agrees(grammar, parser, valid + randoms + mutated)
