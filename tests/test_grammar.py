@@ -226,4 +226,12 @@ def test_random_grammars_agree_with_lark(text, rng):
         return
     for sample in valid:
         assert lark_accepts(parser, sample), sample  # the sampler itself is right
-    assert_agrees(grammar, parser, valid + randoms + mutated)
+    for text in valid + randoms + mutated:
+        try:
+            got = grammar.matches(text)
+        except GrammarError as e:
+            # random grammars can be ambiguous past the documented bound on live parser
+            # states (pse.limits.max_live_states); that error is the contract, not a bug
+            assert "too ambiguous" in str(e), e
+            continue
+        assert got == lark_accepts(parser, text), text
