@@ -488,3 +488,17 @@ def test_tokenize_partial_bad_input():
         engine = StructuringEngine(llama)
         engine.configure(Phrase("ab"))
         Boundary(engine.matcher, b"b")
+
+
+def test_forced_tokens_in_lark_grammars_and_any_order_objects():
+    from pse import Grammar, grammars
+
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(Grammar.from_lark('start: "SELECT name_of_the_person FROM " /[a-z]+/'))
+    assert engine.compute_ff_bytes() == b"SELECT name_of_the_person FROM "
+    assert replay_canonical(engine, "SELECT name_of_the_person FROM people") > 0
+    engine.configure(grammars.load("sql"))
+    replay_canonical(engine, "SELECT a, b FROM t WHERE a = 1")
+    engine.configure(JsonSchema(PERSON_SCHEMA, property_order="any"))
+    assert replay_canonical(engine, '{"age":3,"name_of_the_person":"Al"}') > 0
