@@ -227,3 +227,37 @@ def test_random_grammars_agree_with_lark(text, rng):
     for sample in valid:
         assert lark_accepts(parser, sample), sample  # the sampler itself is right
     assert_agrees(grammar, parser, valid + randoms + mutated)
+
+
+def test_unsupported_constructs_name_terminal_and_line():
+    with pytest.raises(GrammarError, match=r"terminal WORD \(line 3\).*lookaround"):
+        Grammar.from_lark('start: WORD\n\nWORD: /a(?=b)/\n')
+    with pytest.raises(GrammarError, match=r"rule start at line 2.*lookaround"):
+        Grammar.from_lark('\nstart: /x(?!y)/ "z"\n')
+    with pytest.raises(GrammarError, match=r"terminal T \(line 2\).*lazy"):
+        Grammar.from_lark('start: T\nT: /a.*?b+/\n')
+    with pytest.raises(GrammarError, match="has no pattern"):
+        Grammar.from_lark('%declare T\nstart: T\n')
+    with pytest.raises(GrammarError, match="lark cannot read"):
+        Grammar.from_lark('start: undefined_rule\n')
+    with pytest.raises(GrammarError, match="matches nothing"):
+        Grammar.from_lark('start: start "a"\n')
+    with pytest.raises(TypeError):
+        Grammar.from_lark(b"start: 'a'")
+
+
+def test_from_file_and_relative_import(tmp_path):
+    (tmp_path / "common2.lark").write_text('item: "x" | "y"\n')
+    (tmp_path / "main.lark").write_text('start: item ("," item)*\n%import .common2 (item)\n')
+    grammar = Grammar.from_file(tmp_path / "main.lark")
+    assert grammar.matches("x,y,x")
+    assert not grammar.matches("x,,y")
+
+
+def test_left_recursive_list_keeps_one_state():
+    """`1+2+...` runs as a loop: the live states stay few however long the sum."""
+    from pse._core.stepper import consume_tokens
+
+    grammar = Grammar.from_lark(CALC)
+    live = consume_tokens(grammar.get_steppers(), [b"1" + b"+1" * 300])
+    assert live and len(live) <= 4
