@@ -448,6 +448,18 @@ def difference(a: DFA, b: DFA) -> DFA:
     return _product(a, b, lambda x, y: x and not y, keep_dead_b=True)
 
 
+def embed(nfa: NFA, dfa: DFA) -> Fragment:
+    """A copy of `dfa` inside `nfa`, as a fragment to compose with others."""
+    states = [nfa.add_state() for _ in range(dfa.n_states)]
+    end = nfa.add_state()
+    for s, row in enumerate(dfa.trans):
+        for lo, hi, t in row:
+            nfa.add_bytes(states[s], lo, hi, states[t])
+        if dfa.accept[s]:
+            nfa.add_eps(states[s], end)
+    return states[0], end
+
+
 def literals(nfa: NFA, words: Sequence[bytes]) -> Fragment:
     """Any one of `words` (a trie once determinized)."""
     return alternation(nfa, [literal(nfa, w) for w in words])

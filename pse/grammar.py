@@ -19,8 +19,8 @@ from typing import Iterable
 from pse import automaton
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
-from pse.lark_terminals import DfaTerminal, followed_by_ignored, terminal_dfa
-from pse.machines import Chain, Forward, Loop, Optional, StateMachine
+from pse.lark_terminals import followed_by_ignored, terminal_dfa
+from pse.machines import Chain, DfaTerminal, Forward, Loop, Optional, StateMachine
 
 
 class Grammar(StateMachine):
@@ -137,7 +137,7 @@ class _Builder:
             if self.ignored:
                 dfa = followed_by_ignored(dfa, self.ignored)
             key = ("lark", self.regex_of(name), self.ignore_key)
-            self.terminals[name] = DfaTerminal(dfa, key, name)
+            self.terminals[name] = DfaTerminal(dfa, name, key)
         return self.terminals[name]
 
     def where(self, name: str) -> str:
@@ -166,8 +166,8 @@ class _Builder:
         graph: dict = {}
         here: object = 0
         if self.ignored:
-            lead = DfaTerminal(followed_by_ignored(None, self.ignored),
-                               ("lark-ignored", self.ignore_key), "ignored")
+            lead = DfaTerminal(followed_by_ignored(None, self.ignored), "ignored",
+                               ("lark-ignored", self.ignore_key))
             graph[0] = [(lead, 1)]
             here = 1
         ends = [here] if grammar.start_nullable else []

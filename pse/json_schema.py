@@ -22,8 +22,9 @@ from urllib.parse import unquote, urljoin
 from pse import automaton, limits, schema_types
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
+from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Phrase, StateMachine, Terminal,
+                          Whitespace)
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
-from pse.machines import AnyOf, Chain, Forward, Phrase, StateMachine, Terminal, Whitespace
 from pse.regex import compile_regex
 
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
@@ -178,46 +179,14 @@ def _members(ranges, probe):
             if any(a <= cp <= b for a, b in ranges)]
 
 
-class DfaTerminal(Terminal):
-    """A terminal given directly as a byte DFA (built by the schema compiler)."""
-
-    def __init__(self, dfa: automaton.DFA, name: str) -> None:
-        super().__init__()
-        self._dfa = dfa
-        self.name = name
-        if dfa.accept[0]:
-            self.min_count = 0
-
-    def unit_dfa(self) -> automaton.DFA:
-        return self._dfa
-
-    def terminal_key(self):
-        # by content: equal automata share compiled terminals and cached mask slices
-        return ("dfa", tuple(map(tuple, self._dfa.trans)), tuple(self._dfa.accept))
-
-    def __repr__(self) -> str:
-        return f"DfaTerminal({self.name})"
-
-
-def _dfa_into(nfa: automaton.NFA, dfa: automaton.DFA) -> automaton.Fragment:
-    states = [nfa.add_state() for _ in range(dfa.n_states)]
-    end = nfa.add_state()
-    for s, row in enumerate(dfa.trans):
-        for lo, hi, t in row:
-            nfa.add_bytes(states[s], lo, hi, states[t])
-        if dfa.accept[s]:
-            nfa.add_eps(states[s], end)
-    return states[0], end
-
-
 def _length_dfa(lo: int, hi: int) -> automaton.DFA:
     """JSON string content of lo..hi characters, unrolled (hi is small)."""
     nfa = automaton.NFA()
     unit = JsonStringContent().unit_dfa()
-    parts = [_dfa_into(nfa, unit) for _ in range(lo)]
+    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
     tail = None
     for _ in range(hi - lo):
-        one = _dfa_into(nfa, unit)
+        one = automaton.embed(nfa, unit)
         tail = automaton.optional(nfa, one if tail is None else automaton.concat(nfa, [one, tail]))
     if tail is not None:
         parts.append(tail)
@@ -360,10 +329,10 @@ def number_range_dfa(lo, hi) -> automaton.DFA:
     nfa = automaton.NFA()
     parts = []
     if pos_ok:
-        parts.append(_dfa_into(nfa, side(pos)))
+        parts.append(automaton.embed(nfa, side(pos)))
     if neg_ok:
         parts.append(automaton.concat(nfa, [automaton.literal(nfa, b"-"),
-                                            _dfa_into(nfa, side(neg))]))
+                                            automaton.embed(nfa, side(neg))]))
     if not parts:
         return automaton.DFA([[]], [False])
     return automaton.determinize(nfa, automaton.alternation(nfa, parts))
@@ -407,7 +376,7 @@ def multiple_of_dfa(m: Decimal) -> automaton.DFA:
     n = n_fixed + (3 + k) * a
     trans: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
     accept = [False] * n
-    zero, one, nine, point = ord("0"), ord("1"), ord("9"), ord(".")
+    zero, point = ord("0"), ord(".")
     pow10 = [pow(10, e, a) for e in range(k + 1)]
 
     def digits_row(r: int, step) -> list[tuple[int, int, int]]:
@@ -1472,8 +1441,8 @@ def _json_key(v: Any) -> Any:
 def _at_least_dfa(lo: int) -> automaton.DFA:
     nfa = automaton.NFA()
     unit = JsonStringContent().unit_dfa()
-    parts = [_dfa_into(nfa, unit) for _ in range(lo)]
-    parts.append(automaton.star(nfa, _dfa_into(nfa, unit)))
+    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
+    parts.append(automaton.star(nfa, automaton.embed(nfa, unit)))
     return automaton.determinize(nfa, automaton.concat(nfa, parts))
 
 
@@ -1505,7 +1474,7 @@ def _nonempty(dfa: automaton.DFA) -> bool:
 def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
     nfa = automaton.NFA()
     return automaton.determinize(nfa, automaton.alternation(nfa, [
-        _dfa_into(nfa, a), _dfa_into(nfa, b)]))
+        automaton.embed(nfa, a), automaton.embed(nfa, b)]))
 
 
 def _format_patterns(fmt: str, where: str) -> list[tuple[str, bool | None, str]]:

@@ -17,11 +17,10 @@ Any other lookaround, and lazy quantifiers in other shapes, raise `GrammarError`
 from __future__ import annotations
 
 import re
-from typing import Hashable, Sequence
+from typing import Sequence
 
 from pse import automaton
 from pse.errors import GrammarError
-from pse.machines import Terminal
 from pse.regex import compile_regex
 
 try:  # Python 3.11+
@@ -34,32 +33,6 @@ except ImportError:  # pragma: no cover - Python 3.10
 # lark's common.lark: _STRING_ESC_INNER, as it appears inside a compiled terminal.
 _STRING_ESC_INNER = r".*?(?<!\\)(\\\\)*?"
 _ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
-
-
-class DfaTerminal(Terminal):
-    """A terminal given by a ready byte DFA (a Lark terminal, possibly followed by ignored
-    text).
-
-    Args:
-        dfa: the automaton (state 0 the start; trimmed).
-        key: equal keys mean equal automata; the compiler shares them.
-        name: shown in errors and reprs.
-    """
-
-    def __init__(self, dfa: automaton.DFA, key: Hashable, name: str) -> None:
-        super().__init__()
-        self._dfa, self._key, self.name = dfa, key, name
-        if dfa.accept[0]:
-            self.min_count = 0  # the compiler adds the empty path itself
-
-    def unit_dfa(self) -> automaton.DFA:
-        return self._dfa
-
-    def terminal_key(self) -> Hashable:
-        return self._key
-
-    def __repr__(self) -> str:
-        return f"DfaTerminal({self.name})"
 
 
 def terminal_dfa(pattern: str) -> automaton.DFA:
@@ -152,17 +125,6 @@ def shortest_matches(dfa: automaton.DFA) -> automaton.DFA:
     return automaton.minimize(automaton.trim(automaton.DFA(trans, list(dfa.accept))))
 
 
-def _embed(nfa: automaton.NFA, dfa: automaton.DFA) -> automaton.Fragment:
-    states = [nfa.add_state() for _ in range(dfa.n_states)]
-    end = nfa.add_state()
-    for s, row in enumerate(dfa.trans):
-        for lo, hi, t in row:
-            nfa.add_bytes(states[s], lo, hi, states[t])
-        if dfa.accept[s]:
-            nfa.add_eps(states[s], end)
-    return states[0], end
-
-
 def followed_by_ignored(dfa: automaton.DFA | None,
                         ignored: Sequence[automaton.DFA]) -> automaton.DFA:
     """`dfa` followed by any run of ignored texts (dfa None: the run alone, possibly empty).
@@ -171,6 +133,6 @@ def followed_by_ignored(dfa: automaton.DFA | None,
         GrammarError: the combined automaton is too large.
     """
     nfa = automaton.NFA()
-    run = automaton.star(nfa, automaton.alternation(nfa, [_embed(nfa, d) for d in ignored]))
-    parts = [run] if dfa is None else [_embed(nfa, dfa), run]
+    run = automaton.star(nfa, automaton.alternation(nfa, [automaton.embed(nfa, d) for d in ignored]))
+    parts = [run] if dfa is None else [automaton.embed(nfa, dfa), run]
     return automaton.determinize(nfa, automaton.concat(nfa, parts))

@@ -179,6 +179,34 @@ class Terminal(StateMachine):
         raise NotImplementedError
 
 
+class DfaTerminal(Terminal):
+    """A terminal given by a ready byte DFA (built by the schema or grammar compiler).
+
+    Args:
+        dfa: the automaton (state 0 the start; trimmed).
+        name: shown in errors and reprs.
+        key: equal keys mean equal automata, which the compiler and the mask caches share
+            (default: the automaton's own content).
+    """
+
+    def __init__(self, dfa: automaton.DFA, name: str, key: Hashable | None = None) -> None:
+        super().__init__()
+        self._dfa, self.name, self._key = dfa, name, key
+        if dfa.accept[0]:
+            self.min_count = 0  # the compiler adds the empty path itself
+
+    def unit_dfa(self) -> automaton.DFA:
+        return self._dfa
+
+    def terminal_key(self) -> Hashable:
+        if self._key is None:
+            self._key = ("dfa", tuple(map(tuple, self._dfa.trans)), tuple(self._dfa.accept))
+        return self._key
+
+    def __repr__(self) -> str:
+        return f"DfaTerminal({self.name})"
+
+
 class Phrase(Terminal):
     """Exactly the string `text`."""
 
