@@ -9,7 +9,6 @@ from pse._core.mask cimport Walker
 
 cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, StateSet* spare,
                             unsigned char* out, Py_ssize_t max_len) except -1
-cdef bint any_token_below(Walker* w, const StateSet* seed, int node) except -1 nogil
 
 
 cdef class Boundary:

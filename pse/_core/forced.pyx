@@ -9,13 +9,13 @@ import weakref
 import numpy as np
 cimport numpy as cnp
 
-from pse._core.mask cimport Matcher, Walker
+from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, Tables, UNBOUNDED, dfa_next, exit_bytes,
     is_accepting, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
     term_accepting,
 )
-from pse._core.trie cimport Trie, trie_find
+from pse._core.trie cimport trie_find
 
 cnp.import_array()
 
@@ -92,36 +92,6 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
         out[n] = <unsigned char>only
         n += 1
     return n
-
-
-cdef bint any_token_below(Walker* w, const StateSet* seed, int node) except -1 nogil:
-    """True when some token below trie node `node` (longer than its prefix) can be consumed
-    by the states `seed` reached after that prefix. Uses the walker's per-depth buffers."""
-    cdef Ctx c
-    cdef const Trie* tr = w.trie
-    cdef int32_t base_depth = tr.node_depth[node]
-    cdef int32_t i = node + 1, end = tr.node_end[node], depth
-    cdef const StateSet* cur
-    cdef StateSet* nxt
-    c.t = w.tables
-    c.arena = w.arena
-    c.scratch = &w.scratch
-    w.scratch.n = 0
-    w.marks[base_depth] = 0
-    while i < end:
-        depth = tr.node_depth[i]
-        cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
-        nxt = &w.levels[depth]
-        w.scratch.n = w.marks[depth - 1]
-        step_set(&c, cur, tr.node_byte[i], nxt)
-        if nxt.n == 0:
-            i = tr.node_end[i]
-            continue
-        if tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
-            return True
-        w.marks[depth] = w.scratch.n
-        i += 1
-    return False
 
 
 def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
@@ -220,4 +190,5 @@ cdef class Boundary:
         node = trie_find(m.w.trie, p + start, n - start)
         if node < 0:
             return False
-        return any_token_below(&m.w, &self.after, node)
+        m.w.scratch.n = 0
+        return walk_subtree(&m.w, &self.after, node, NULL) == 1

@@ -70,7 +70,8 @@ ctypedef struct Walker:
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil
-cdef int walk_subtree(Walker* w, int32_t node, uint32_t* out) except -1 nogil
+cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out
+                      ) except -1 nogil
 
 
 cdef class Matcher:

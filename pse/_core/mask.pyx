@@ -545,32 +545,39 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
             for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
                 set_bit(out, sl.leaf_ids[k])
             for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                walk_subtree(w, sl.exit_nodes[k], out)
+                walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
     return 0
 
 
-cdef int walk_subtree(Walker* w, int32_t node, uint32_t* out) except -1 nogil:
-    """Walk the children of trie node `node`, whose byte took the live states to `seed`."""
+cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out
+                      ) except -1 nogil:
+    """Walk the children of trie node `node`, whose byte took the live states to `seed`,
+    setting in `out` the tokens they allow. With out NULL: 1 at the first such token (the
+    forced path's spanning check), else 0."""
     cdef Ctx c
     cdef const Trie* tr = w.trie
     cdef int32_t base_depth = tr.node_depth[node]
     cdef int32_t i = node + 1, end = tr.node_end[node], depth, k
-    cdef StateSet* cur
+    cdef const StateSet* cur
     cdef StateSet* nxt
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
         depth = tr.node_depth[i]
-        cur = &w.seed if depth - 1 == base_depth else &w.levels[depth - 1]
+        cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
         nxt = &w.levels[depth]
         w.scratch.n = w.marks[depth - 1]
         step_set(&c, cur, tr.node_byte[i], nxt)
         if nxt.n == 0:
             i = tr.node_end[i]
             continue
+        if out == NULL:
+            if tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
+                return 1
+        else:
+            for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                set_bit(out, tr.tok_ids[k])
         w.marks[depth] = w.scratch.n
-        for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
-            set_bit(out, tr.tok_ids[k])
         i += 1
     return 0
 
