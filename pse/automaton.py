@@ -205,6 +205,12 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     return minimize(trim(DFA(trans, accept)))
 
 
+def literal_dfa(data: bytes) -> DFA:
+    """The minimal DFA of exactly `data`: a chain (no subset construction needed)."""
+    n = len(data)
+    return DFA([[(b, b, i + 1)] for i, b in enumerate(data)] + [[]], [False] * n + [True])
+
+
 def trim(dfa: DFA) -> DFA:
     """Drop states that cannot reach an accepting state (dead ends) or cannot be reached."""
     n = dfa.n_states
@@ -236,28 +242,55 @@ def trim(dfa: DFA) -> DFA:
     return DFA(trans, [dfa.accept[s] for s in order])
 
 
+# Moore rounds tried before Hopcroft's refinement takes over (see `minimize`).
+_MOORE_ROUNDS = 12
+
+
 def minimize(dfa: DFA) -> DFA:
-    """Hopcroft's partition refinement (O(k n log n) over k byte classes: Moore's refinement
-    needs one pass per state along a chain, quadratic for `x{5000}`); state 0 stays the start.
-    The DFA is trimmed, so no state equals the implicit dead state: states with edges on
-    different bytes start in different blocks."""
+    """The minimal equivalent DFA; state 0 stays the start.
+
+    Moore's refinement (split blocks by the blocks their edges lead to, until stable) is the
+    fastest for the small automata terminals have, but needs one round per state along a chain
+    (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds Hopcroft's refinement finishes
+    from the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no
+    state equals the implicit dead state: states with edges on different bytes start in
+    different blocks."""
     n = dfa.n_states
+    if n == 1:
+        return dfa
+    first: dict[tuple, int] = {}
+    block = [first.setdefault((dfa.accept[s], tuple((lo, hi) for lo, hi, _ in
+                                                     _merge_row(row, [0] * n))), len(first))
+             for s, row in enumerate(dfa.trans)]
+    n_blocks = len(first)
+    for _ in range(_MOORE_ROUNDS):
+        limits.check_budget()
+        sig: dict[tuple, int] = {}
+        block = [sig.setdefault((block[s], tuple(_merge_row(row, block))), len(sig))
+                 for s, row in enumerate(dfa.trans)]
+        if len(sig) == n_blocks:
+            break
+        n_blocks = len(sig)
+    else:
+        block = _hopcroft(dfa, block)
+    return _quotient(dfa, block)
+
+
+def _hopcroft(dfa: DFA, block_of: list[int]) -> list[int]:
+    """Refine the partition `block_of` (coarser than the equivalence of states) to the
+    equivalence, by Hopcroft's algorithm with every (block, byte class) as a first splitter."""
     cuts = sorted({0, 256} | {lo for row in dfa.trans for lo, _, _ in row}
                   | {hi + 1 for row in dfa.trans for _, hi, _ in row})
     cls = {c: k for k, c in enumerate(cuts)}
     n_cls = len(cuts) - 1
     inverse: list[dict[int, list[int]]] = [{} for _ in range(n_cls)]
-    first: dict[tuple, int] = {}
-    block_of = []
     for s, row in enumerate(dfa.trans):
         for lo, hi, t in row:
             for k in range(cls[lo], cls[hi + 1]):
                 inverse[k].setdefault(t, []).append(s)
-        domain = (dfa.accept[s], tuple((lo, hi) for lo, hi, _ in _merge_row(row, [0] * n)))
-        block_of.append(first.setdefault(domain, len(first)))
-    blocks: list[set[int]] = [set() for _ in first]
-    for s in range(n):
-        blocks[block_of[s]].add(s)
+    blocks: list[set[int]] = [set() for _ in range(max(block_of) + 1)]
+    for s, b in enumerate(block_of):
+        blocks[b].add(s)
     todo = {(b, k) for b in range(len(blocks)) for k in range(n_cls)}
     while todo:
         limits.check_budget()
@@ -279,16 +312,22 @@ def minimize(dfa: DFA) -> DFA:
             small = new if len(part) <= len(blocks[y]) else y
             for c in range(n_cls):
                 todo.add((new, c) if (y, c) in todo else (small, c))
-    block = block_of
-    # renumber with the start's block first, in BFS order for locality
+    return block_of
+
+
+def _quotient(dfa: DFA, block: list[int]) -> DFA:
+    """The DFA of the blocks of equivalent states, numbered in BFS order from the start's
+    block (for locality)."""
     order: list[int] = []
     rep: dict[int, int] = {}
     for s in range(dfa.n_states):
         rep.setdefault(block[s], s)
     todo = [block[0]]
     seen = {block[0]}
-    while todo:
-        b = todo.pop(0)
+    k = 0
+    while k < len(todo):
+        b = todo[k]
+        k += 1
         order.append(b)
         for _, _, t in dfa.trans[rep[b]]:
             if block[t] not in seen:
@@ -412,16 +451,8 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
         s1, s2 = pairs[i]
         i += 1
         accepts.append(accept(a.accept[s1], s2 >= 0 and b.accept[s2]))
-        row1 = a.trans[s1]
-        row2 = b.trans[s2] if s2 >= 0 else []
-        cuts = sorted({lo for lo, _, _ in row1 + row2} | {hi + 1 for _, hi, _ in row1 + row2})
         row: list[tuple[int, int, int]] = []
-        for lo, nxt in zip(cuts, cuts[1:]):
-            hi = nxt - 1
-            t1 = next((t for l1, h1, t in row1 if l1 <= lo and hi <= h1), -1)
-            if t1 < 0:
-                continue
-            t2 = next((t for l2, h2, t in row2 if l2 <= lo and hi <= h2), -1)
+        for lo, hi, t1, t2 in _paired_ranges(a.trans[s1], b.trans[s2] if s2 >= 0 else []):
             if t2 < 0 and not keep_dead_b:
                 continue
             j = index.get((t1, t2))
@@ -433,9 +464,29 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
 
                     raise GrammarError(f"combining two automata needs more than "
                                        f"{MAX_PRODUCT_STATES} states (MAX_PRODUCT_STATES)")
-            row.append((lo, hi, j))
+            if row and row[-1][2] == j and row[-1][1] == lo - 1:
+                row[-1] = (row[-1][0], hi, j)
+            else:
+                row.append((lo, hi, j))
         trans.append(row)
     return trim(DFA(trans, accepts))  # minimizing costs more than the extra states
+
+
+def _paired_ranges(row1: list[tuple[int, int, int]], row2: list[tuple[int, int, int]]
+                   ) -> Iterator[tuple[int, int, int, int]]:
+    """(lo, hi, t1, t2) over the bytes `row1` covers, cut where `row2` changes: t2 is row2's
+    target there, or -1. Both rows are sorted, disjoint ranges (one merge pass)."""
+    j, n2 = 0, len(row2)
+    for lo, hi1, t1 in row1:
+        while lo <= hi1:
+            while j < n2 and row2[j][1] < lo:
+                j += 1
+            if j < n2 and row2[j][0] <= lo:
+                hi, t2 = min(hi1, row2[j][1]), row2[j][2]
+            else:
+                hi, t2 = (hi1 if j == n2 else min(hi1, row2[j][0] - 1)), -1
+            yield lo, hi, t1, t2
+            lo = hi + 1
 
 
 def intersect(a: DFA, b: DFA) -> DFA:

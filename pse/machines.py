@@ -223,8 +223,7 @@ class Phrase(Terminal):
             self.min_count = self.max_count = 0
 
     def unit_dfa(self) -> automaton.DFA:
-        nfa = automaton.NFA()
-        return automaton.determinize(nfa, automaton.literal(nfa, self.data))
+        return automaton.literal_dfa(self.data)
 
     def terminal_key(self) -> Hashable:
         return ("phrase", self.data)

@@ -102,6 +102,7 @@ class Vocabulary:
         self.special_token_ids: frozenset[int] = frozenset(self._check_ids(special_token_ids))
         self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
         self._encoder = encoder
+        self._token_table: tuple[list[bytes | None], np.ndarray] | None = None
         self._build()
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
@@ -236,14 +237,17 @@ class Vocabulary:
 
     def token_table(self) -> tuple[list[bytes | None], np.ndarray]:
         """Per id (0 .. size-1): the token's bytes (None: no token) and its kind, as uint8:
-        0 text a structure can match, 1 EOS, 2 another special token or no token."""
-        tokens = self._tokens + [None] * (self.size - len(self._tokens))
-        kind = np.zeros(self.size, dtype=np.uint8)
-        for i, b in enumerate(tokens):
-            if b is None or i in self.special_token_ids:
-                kind[i] = 2
-        kind[list(self.eos_token_ids)] = 1
-        return tokens, kind
+        0 text a structure can match, 1 EOS, 2 another special token or no token. Built once
+        (every configured engine asks for it); both are shared, so read-only."""
+        if self._token_table is None:
+            tokens = self._tokens + [None] * (self.size - len(self._tokens))
+            kind = np.zeros(self.size, dtype=np.uint8)
+            kind[[i for i, b in enumerate(tokens) if b is None]] = 2
+            kind[list(self.special_token_ids)] = 2
+            kind[list(self.eos_token_ids)] = 1
+            kind.setflags(write=False)
+            self._token_table = (tokens, kind)
+        return self._token_table
 
     def has_token(self, token_id: int) -> bool:
         """True when `token_id` names a token (ids can have gaps)."""

@@ -50,3 +50,75 @@ def test_complement():
     comp = automaton.complement([(ord("a"), ord("z"))])
     assert (0, ord("a") - 1) in comp
     assert all(not (lo <= 0xD800 <= hi) for lo, hi in comp)
+
+
+def _words(alphabet, max_len):
+    """Every word over `alphabet` of at most `max_len` bytes."""
+    words, layer = [b""], [b""]
+    for _ in range(max_len):
+        layer = [w + bytes([a]) for w in layer for a in alphabet]
+        words += layer
+    return words
+
+
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n))), st.sampled_from([0, 1, 12]))
+def test_minimize_is_minimal_and_keeps_language(graph, rounds):
+    """Random DFAs over bytes 0-2: the minimized DFA accepts the same words (all up to length
+    7) and no two of its states accept the same words (brute force over words up to its size),
+    whichever of Moore's rounds and Hopcroft's refinement finished the partition."""
+    table, accept = graph
+    trans = [[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table]
+    dfa = automaton.trim(automaton.DFA(trans, accept))
+    if not dfa.accept[0] and not dfa.trans[0]:
+        return  # the empty language
+    saved = automaton._MOORE_ROUNDS
+    automaton._MOORE_ROUNDS = rounds
+    try:
+        small = automaton.minimize(dfa)
+    finally:
+        automaton._MOORE_ROUNDS = saved
+    words = _words(range(3), 7)
+    assert [small.matches(w) for w in words] == [dfa.matches(w) for w in words]
+
+    def language(s):
+        out = []
+        for w in _words(range(3), small.n_states):
+            t = s
+            for b in w:
+                t = small.next(t, b)
+                if t < 0:
+                    break
+            out.append(t >= 0 and small.accept[t])
+        return tuple(out)
+
+    langs = [language(s) for s in range(small.n_states)]
+    assert len(set(langs)) == small.n_states
+
+
+@st.composite
+def _range_dfas(draw):
+    """Trimmed random DFAs over bytes 0-7 whose edges are byte ranges."""
+    n = draw(st.integers(1, 4))
+    trans = []
+    for _ in range(n):
+        cuts = sorted(set(draw(st.lists(st.integers(1, 7), max_size=3))) | {0, 8})
+        row = []
+        for lo, nxt in zip(cuts, cuts[1:]):
+            t = draw(st.integers(-1, n - 1))
+            if t >= 0:
+                row.append((lo, nxt - 1, t))
+        trans.append(row)
+    accept = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return automaton.trim(automaton.DFA(trans, accept))
+
+
+@given(_range_dfas(), _range_dfas())
+def test_intersect_and_difference_against_brute_force(a, b):
+    """Products of automata with range edges cut at different places: every word of up to 4
+    bytes over 0-7 is in the intersection / difference exactly when `matches` says so."""
+    both, minus = automaton.intersect(a, b), automaton.difference(a, b)
+    for w in _words(range(8), 4):
+        assert both.matches(w) == (a.matches(w) and b.matches(w)), w
+        assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w
