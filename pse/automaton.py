@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
+
 from pse import limits
 
 MAX_CODE_POINT = 0x10FFFF
@@ -118,6 +120,20 @@ class DFA:
     def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool]) -> None:
         self.trans = trans
         self.accept = accept
+        self._dense: np.ndarray | None = None
+
+    def dense(self) -> np.ndarray:
+        """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
+        once: terminal DFAs are cached across structures and spread out for each one's
+        tables."""
+        if self._dense is None:
+            dense = np.full((self.n_states, 256), -1, dtype=np.int32)
+            for s, row in enumerate(self.trans):
+                for lo, hi, t in row:
+                    dense[s, lo:hi + 1] = t
+            dense.setflags(write=False)
+            self._dense = dense
+        return self._dense
 
     @property
     def n_states(self) -> int:

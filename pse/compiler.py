@@ -326,9 +326,9 @@ class _Compiler:
         tables = self.dfa_tables()
         term_first = tables["term_first"].reshape(-1, 8)
         node_first = np.zeros((n_nodes, 8), dtype=np.uint32)
-        for node in range(n_nodes):
-            for e in range(node_entry_off[node], node_entry_off[node + 1]):
-                node_first[node] |= term_first[entry_term[e]]
+        if entry_term:  # OR each entry's first bytes into its node
+            np.bitwise_or.at(node_first, np.repeat(np.arange(n_nodes), np.diff(node_entry_off)),
+                             term_first[entry_term])
         tables.update(
             node_entry_off=node_entry_off, node_end=node_end, node_first=node_first.ravel(),
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
@@ -359,38 +359,38 @@ class _Compiler:
                     clause_then=clause_then)
 
     def dfa_tables(self) -> dict:
-        cuts = {0, 256}
-        for term in self.terminals:
-            for row in term.dfa.trans:
-                for lo, hi, _ in row:
-                    cuts.add(lo)
-                    cuts.add(hi + 1)
-        cuts_sorted = sorted(cuts)
-        byte_class = np.zeros(256, dtype=np.uint8)
-        for cls, (lo, hi) in enumerate(zip(cuts_sorted, cuts_sorted[1:])):
-            byte_class[lo:hi] = cls
-        n_classes = len(cuts_sorted) - 1
+        dense = [term.dfa.dense() for term in self.terminals]
+        # byte classes: a class starts wherever some state's target changes
+        starts = np.zeros(256, dtype=bool)
+        starts[0] = True
+        for d in dense:
+            starts[1:] |= (d[:, 1:] != d[:, :-1]).any(axis=0)
+        cuts_sorted = np.append(np.flatnonzero(starts), 256)
+        byte_class = np.repeat(np.arange(len(cuts_sorted) - 1, dtype=np.uint8),
+                               np.diff(cuts_sorted))
         offsets = []
         total = 0
         for term in self.terminals:
             offsets.append(total)
             total += term.dfa.n_states
-        trans = np.full((max(total, 1), n_classes), -1, dtype=np.int32)
-        accept = np.zeros(total, dtype=np.uint8)
-        final = np.zeros(total, dtype=np.uint8)
-        term_first = np.zeros((len(self.terminals), 8), dtype=np.uint32)
-        for tid, term in enumerate(self.terminals):
-            off = offsets[tid]
-            for s, row in enumerate(term.dfa.trans):
-                accept[off + s] = term.dfa.accept[s]
-                final[off + s] = term.dfa.accept[s] and not row
-                for lo, hi, t in row:
-                    trans[off + s, byte_class[lo]:int(byte_class[hi]) + 1] = off + t
-            for b in term.dfa.first_bytes():
-                term_first[tid, b >> 5] |= np.uint32(1 << (b & 31))
+        if dense:
+            # each class's first byte stands for the class; targets shift by the terminal's
+            # offset (-1, no edge, stays -1)
+            trans = np.concatenate([np.where(d[:, cuts_sorted[:-1]] >= 0,
+                                             d[:, cuts_sorted[:-1]] + off, -1)
+                                    for d, off in zip(dense, offsets)]).astype(np.int32)
+            accept = np.concatenate([np.asarray(t.dfa.accept, dtype=np.uint8)
+                                     for t in self.terminals])
+            final = accept & np.concatenate([(d < 0).all(axis=1) for d in dense])
+            first = np.stack([d[0] >= 0 for d in dense])
+            term_first = np.packbits(first, axis=1, bitorder="little").view(np.uint32)
+        else:
+            trans = np.zeros((0, len(cuts_sorted) - 1), dtype=np.int32)
+            accept = final = np.zeros(0, dtype=np.uint8)
+            term_first = np.zeros((0, 8), dtype=np.uint32)
         return dict(
-            n_classes=n_classes, byte_class=byte_class, dfa_trans=trans[:total].ravel(),
-            dfa_accept=accept, dfa_final=final,
+            n_classes=len(cuts_sorted) - 1, byte_class=byte_class, dfa_trans=trans.ravel(),
+            dfa_accept=accept, dfa_final=final.astype(np.uint8),
             term_start=offsets, term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
