@@ -359,39 +359,29 @@ class _Compiler:
                     clause_then=clause_then)
 
     def dfa_tables(self) -> dict:
-        dense = [term.dfa.dense() for term in self.terminals]
+        sizes = [term.dfa.n_states for term in self.terminals]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        dense = np.concatenate([term.dfa.dense() for term in self.terminals]) \
+            if self.terminals else np.zeros((0, 256), dtype=np.int32)
         # byte classes: a class starts wherever some state's target changes
-        starts = np.zeros(256, dtype=bool)
-        starts[0] = True
-        for d in dense:
-            starts[1:] |= (d[:, 1:] != d[:, :-1]).any(axis=0)
-        cuts_sorted = np.append(np.flatnonzero(starts), 256)
-        byte_class = np.repeat(np.arange(len(cuts_sorted) - 1, dtype=np.uint8),
-                               np.diff(cuts_sorted))
-        offsets = []
-        total = 0
-        for term in self.terminals:
-            offsets.append(total)
-            total += term.dfa.n_states
-        if dense:
-            # each class's first byte stands for the class; targets shift by the terminal's
-            # offset (-1, no edge, stays -1)
-            trans = np.concatenate([np.where(d[:, cuts_sorted[:-1]] >= 0,
-                                             d[:, cuts_sorted[:-1]] + off, -1)
-                                    for d, off in zip(dense, offsets)]).astype(np.int32)
-            accept = np.concatenate([np.asarray(t.dfa.accept, dtype=np.uint8)
-                                     for t in self.terminals])
-            final = accept & np.concatenate([(d < 0).all(axis=1) for d in dense])
-            first = np.stack([d[0] >= 0 for d in dense])
-            term_first = np.packbits(first, axis=1, bitorder="little").view(np.uint32)
-        else:
-            trans = np.zeros((0, len(cuts_sorted) - 1), dtype=np.int32)
-            accept = final = np.zeros(0, dtype=np.uint8)
-            term_first = np.zeros((0, 8), dtype=np.uint32)
+        starts = np.ones(256, dtype=bool)
+        starts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
+        cuts = np.append(np.flatnonzero(starts), 256)
+        # each class's first byte stands for the class; a terminal's targets shift by its
+        # offset (-1, no edge, stays -1)
+        shift = np.repeat(offsets[:-1], sizes).astype(np.int32)[:, None]
+        trans = dense[:, cuts[:-1]]
+        trans = np.where(trans >= 0, trans + shift, -1).astype(np.int32)
+        accept = np.array([a for term in self.terminals for a in term.dfa.accept],
+                          dtype=np.uint8)
+        final = accept & (dense < 0).all(axis=1)
+        first = dense[offsets[:-1], :] >= 0
+        term_first = np.packbits(first, axis=1, bitorder="little").view(np.uint32)
         return dict(
-            n_classes=len(cuts_sorted) - 1, byte_class=byte_class, dfa_trans=trans.ravel(),
-            dfa_accept=accept, dfa_final=final.astype(np.uint8),
-            term_start=offsets, term_counted=[t.counted for t in self.terminals],
+            n_classes=len(cuts) - 1,
+            byte_class=np.repeat(np.arange(len(cuts) - 1, dtype=np.uint8), np.diff(cuts)),
+            dfa_trans=trans.ravel(), dfa_accept=accept, dfa_final=final.astype(np.uint8),
+            term_start=offsets[:-1].tolist(), term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
         )

@@ -11,6 +11,7 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
@@ -133,21 +134,32 @@ MAX_KEY_REGIONS = 32
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
     """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
     raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
-    ranges = automaton.normalize_ranges(ranges)
-    raw = [r for r in _subtract(ranges, [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])]
-    parts = []
-    if raw:
-        parts.append(automaton.char_class(nfa, raw))
+    raw, escapes = _json_spellings(tuple(automaton.normalize_ranges(ranges)))
+    parts = [automaton.char_class(nfa, raw)] if raw else []
+    for spelling in escapes:
+        parts.append(automaton.concat(nfa, [
+            automaton.literal(nfa, part) if isinstance(part, bytes) else _hex_digit(nfa, part)
+            for part in spelling]))
+    return automaton.alternation(nfa, parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_spellings(ranges: tuple[tuple[int, int], ...]
+                    ) -> tuple[list[tuple[int, int]], list[tuple[bytes | str, ...]]]:
+    """The raw code point ranges of `ranges` and the escapes of the rest (each a sequence of
+    literal bytes and hex digits, which either case spells): computed once per class (every
+    regex character and every listed key name asks)."""
+    raw = _subtract(ranges, [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+    escapes: list[tuple[bytes | str, ...]] = []
     for cp in _members(ranges, [(0, 0x1F), (0x22, 0x22), (0x2F, 0x2F), (0x5C, 0x5C)]):
         if cp in (0x22, 0x5C, 0x2F):
-            parts.append(automaton.literal(nfa, b"\\" + bytes([cp])))
+            escapes.append((b"\\" + bytes([cp]),))
         if cp < 0x20:
             if cp in _SHORT_ESCAPES:
-                parts.append(automaton.literal(nfa, b"\\" + _SHORT_ESCAPES[cp]))
+                escapes.append((b"\\" + _SHORT_ESCAPES[cp],))
             hi, lo = f"{cp:02x}"
-            parts.append(automaton.concat(nfa, [
-                automaton.literal(nfa, b"\\u00"), _hex_digit(nfa, hi), _hex_digit(nfa, lo)]))
-    return automaton.alternation(nfa, parts)
+            escapes.append((b"\\u00", hi, lo))
+    return raw, escapes
 
 
 def _hex_digit(nfa: automaton.NFA, digit: str) -> automaton.Fragment:
@@ -175,8 +187,9 @@ def _subtract(ranges, cut):
 
 
 def _members(ranges, probe):
-    return [cp for lo, hi in probe for cp in range(lo, hi + 1)
-            if any(a <= cp <= b for a, b in ranges)]
+    """The code points of `probe` that `ranges` holds, in order."""
+    return sorted(cp for plo, phi in probe for lo, hi in ranges
+                  for cp in range(max(lo, plo), min(hi, phi) + 1))
 
 
 def _length_dfa(lo: int, hi: int) -> automaton.DFA:
