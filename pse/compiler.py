@@ -123,18 +123,17 @@ class _Compiler:
             if not m.state_graph and not m.end_states:
                 raise GrammarError(f"{m!r} has no states")
             node: dict[Hashable, int] = {}
-
-            def at(state: Hashable) -> int:
+            for state in (m.start_state, *m.end_states, *m.state_graph):
                 if state not in node:
                     node[state] = rule.new_node()
-                return node[state]
-
-            rule.eps[a].append(at(m.start_state))
+            rule.eps[a].append(node[m.start_state])
             for state in m.end_states:
-                rule.eps[at(state)].append(b)
+                rule.eps[node[state]].append(b)
             for state, edges in m.state_graph.items():
                 for sub, target in edges:
-                    self.inline(sub, rule, at(state), at(target), depth=depth + 1)
+                    if target not in node:
+                        node[target] = rule.new_node()
+                    self.inline(sub, rule, node[state], node[target], depth=depth + 1)
 
     def reads_register(self, m: StateMachine, rule: _Rule, depth: int) -> bool:
         """Whether `m` holds guards of the enclosing rule's register (outside nested rules):
@@ -209,12 +208,17 @@ class _Compiler:
                 if s not in entered:
                     terms.append([])
                     calls.append([])
-                    continue
-                closure = _closure(rule.eps, s)
-                terms.append(sorted({e for k in closure for e in rule.terms[k]}))
-                calls.append(sorted({e for k in closure for e in rule.calls[k]}))
-                if rule.end in closure:
-                    ends.add(s)
+                elif not rule.eps[s]:  # most nodes: the closure is the node itself
+                    terms.append(sorted(set(rule.terms[s])))
+                    calls.append(sorted(set(rule.calls[s])))
+                    if s == rule.end:
+                        ends.add(s)
+                else:
+                    closure = _closure(rule.eps, s)
+                    terms.append(sorted({e for k in closure for e in rule.terms[k]}))
+                    calls.append(sorted({e for k in closure for e in rule.calls[k]}))
+                    if rule.end in closure:
+                        ends.add(s)
             rule.terms, rule.calls, rule.ends = terms, calls, ends
             rule.eps = [[] for _ in range(n)]
 

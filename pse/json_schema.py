@@ -162,6 +162,55 @@ def _json_spellings(ranges: tuple[tuple[int, int], ...]
     return raw, escapes
 
 
+def json_names_dfa(names) -> automaton.DFA:
+    """The minimal DFA of the contents of JSON strings that spell one of `names`, every
+    character spelled as `json_char_class` spells it. Built directly as a trie over the
+    spellings (they form a prefix-free code), not through a regex: objects list their keys."""
+    trans: list[dict[int, int]] = [{}]
+    accept = [False]
+    for name in dict.fromkeys(names):
+        ends = [0]
+        for ch in name:
+            nxt: list[int] = []
+            for spelling in _char_spellings(ord(ch)):
+                for start in ends:
+                    s = start
+                    for i, b in enumerate(spelling):
+                        t = trans[s].get(b)
+                        if t is None:
+                            if i == len(spelling) - 1 and nxt:
+                                t = nxt[0]  # every spelling of the character ends in one state
+                            else:
+                                t = len(trans)
+                                trans.append({})
+                                accept.append(False)
+                            trans[s][b] = t
+                        s = t
+                    if s not in nxt:
+                        nxt.append(s)
+            ends = nxt
+        for s in ends:
+            accept[s] = True
+    rows = [[(b, b, t) for b, t in sorted(row.items())] for row in trans]
+    return automaton.minimize(automaton.trim(automaton.DFA(rows, accept)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _char_spellings(cp: int) -> tuple[bytes, ...]:
+    """Every byte string that spells code point `cp` inside a JSON string (see
+    `json_char_class`): raw UTF-8 where allowed, its escapes with hex digits in either case."""
+    raw, escapes = _json_spellings(((cp, cp),))
+    out = [chr(cp).encode("utf-8", "surrogatepass")] if raw else []
+    for spelling in escapes:
+        variants = [b""]
+        for part in spelling:
+            options = [part] if isinstance(part, bytes) else \
+                sorted({part.lower().encode(), part.upper().encode()})
+            variants = [v + o for v in variants for o in options]
+        out += variants
+    return tuple(out)
+
+
 def _hex_digit(nfa: automaton.NFA, digit: str) -> automaton.Fragment:
     both = {ord(digit.lower()), ord(digit.upper())}
     return automaton.byte_class(nfa, [(b, b) for b in sorted(both)])
@@ -1203,8 +1252,7 @@ class _Compiler:
         patterns: dict = node.get("patternProperties", {}) or {}
         additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         others = []
-        listed = self.key_dfa("|".join(re.escape(n) for n in names), False, pointer) \
-            if names else None
+        listed = json_names_dfa(names) if names else None
         covered = None
         regions: list[tuple[automaton.DFA, list[str]]] = []  # keys, the patterns they match
         for pat in patterns:
@@ -1267,8 +1315,7 @@ class _Compiler:
             if rest:
                 inner = self.property_names_dfa({"propertyNames": rest}, pointer)
                 names = [n for n in names if inner is None or inner.matches(_content(n))]
-            return self.key_dfa("|".join(re.escape(json.dumps(n, ensure_ascii=False)[1:-1])
-                                         for n in names) or "(?!)", False, where)
+            return json_names_dfa(names)
         unknown = set(sub) - {"type", "pattern", "format", "minLength", "maxLength"}
         if unknown:
             self.fail(where, "propertyNames", f"{sorted(unknown)} on key names not supported")

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
 from pse import JsonSchema, SchemaError, StructuringEngine
-from pse.json_schema import integer_pattern, number_range_dfa
+from pse.json_schema import integer_pattern, json_char_class, json_names_dfa, number_range_dfa
 from pse.regex import compile_regex
 
 SCHEMAS = [
@@ -430,3 +430,37 @@ def test_multiple_of_in_a_schema():
     machine = JsonSchema({"type": "number", "multipleOf": 0.25, "maximum": 1})
     assert [machine.matches(t) for t in ["0.75", "1.25", "0.3", "-7.75", "1.0"]] == \
         [True, False, False, True, True]
+
+
+_NAME_CHARS = st.sampled_from(["a", "b", "/", '"', "\\", "\n", "\x01", "\u00e9", "\U0001f600"])
+
+
+@given(st.lists(st.text(_NAME_CHARS, max_size=4), min_size=1, max_size=4),
+       st.lists(st.text(_NAME_CHARS, max_size=4), max_size=4))
+def test_names_dfa_spells_names_as_json(names, others):
+    """The key names automaton (a trie over spellings) is the regex-built one: the same number
+    of states (both minimal), the same verdict on every JSON spelling of the names and of
+    other strings (escaped slash, \\u escapes, raw text)."""
+    import re
+
+    direct = json_names_dfa(names)
+    via_regex = compile_regex("|".join(re.escape(n) for n in names), 0, search=False,
+                              char_class=json_char_class, ecma=True)
+    assert direct.n_states == via_regex.n_states
+    for text in names + others:
+        for spelled in {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1],
+                        json.dumps(text, ensure_ascii=False)[1:-1].replace("/", "\\/")}:
+            data = spelled.encode()
+            assert direct.matches(data) == via_regex.matches(data), (names, spelled)
+        if text in names:  # the canonical spelling at least
+            assert direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
+
+
+def test_property_names_enum_with_characters_json_escapes():
+    """propertyNames enum members holding a quote, a backslash or a slash."""
+    schema = {"type": "object", "propertyNames": {"enum": ['a"b', "c/d", "e\\f"]}}
+    m = JsonSchema(schema, property_order="any")
+    for value, ok in [({'a"b': 1}, True), ({"c/d": 1}, True), ({"e\\f": 1}, True),
+                      ({"ab": 1}, False), ({'a"b': 1, "x": 2}, False)]:
+        assert m.matches(json.dumps(value, separators=(",", ":"))) == ok, value
+    assert m.matches('{"c\\/d":1}')
