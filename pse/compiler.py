@@ -123,12 +123,23 @@ class _Compiler:
             if not m.state_graph and not m.end_states:
                 raise GrammarError(f"{m!r} has no states")
             node: dict[Hashable, int] = {}
-            for state in (m.start_state, *m.end_states, *m.state_graph):
+            # a start state no edge enters is node a itself, and an end state no edge leaves
+            # is node b: fewer nodes and epsilon edges for every later pass
+            start, ends = m.start_state, m.end_states
+            if start not in ends and all(t != start for edges in m.state_graph.values()
+                                         for _, t in edges):
+                node[start] = a
+            for state in ends:
+                if state != start and not m.state_graph.get(state):
+                    node[state] = b
+            for state in (start, *ends, *m.state_graph):
                 if state not in node:
                     node[state] = rule.new_node()
-            rule.eps[a].append(node[m.start_state])
-            for state in m.end_states:
-                rule.eps[node[state]].append(b)
+            if node[start] != a:
+                rule.eps[a].append(node[start])
+            for state in ends:
+                if node[state] != b:
+                    rule.eps[node[state]].append(b)
             for state, edges in m.state_graph.items():
                 for sub, target in edges:
                     if target not in node:
