@@ -106,13 +106,14 @@ class _Compiler:
 
     def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False,
                depth: int = 0) -> None:
-        _check_depth(depth, rule, m)
-        if isinstance(m, Forward) or (isinstance(m, Scope) and not top):
+        if depth > MAX_DEPTH:
+            _check_depth(depth, rule, m)
+        if isinstance(m, Terminal):  # the most common case first
+            self.add_terminal(m, rule, a, b)
+        elif isinstance(m, Forward) or (isinstance(m, Scope) and not top):
             rule.calls[a].append((self.rule_for(m), b))
         elif isinstance(m, Scope):
             self.inline(m.inner, rule, a, b, top=True, depth=depth + 1)
-        elif isinstance(m, Terminal):
-            self.add_terminal(m, rule, a, b)
         elif isinstance(m, Guarded):
             self.add_terminal(m.terminal, rule, a, b, self.guard_id(m.guard))
         elif (not top and self.size(m, rule, depth) > INLINE_LIMIT
