@@ -166,6 +166,57 @@ def json_names_dfa(names) -> automaton.DFA:
     """The minimal DFA of the contents of JSON strings that spell one of `names`, every
     character spelled as `json_char_class` spells it. Built directly as a trie over the
     spellings (they form a prefix-free code), not through a regex: objects list their keys."""
+    trans, accept = _spelling_trie(names)
+    rows = [[(b, b, t) for b, t in sorted(row.items())] for row in trans]
+    return automaton.minimize(automaton.trim(automaton.DFA(rows, accept)))
+
+
+def without_names(keys: automaton.DFA, names) -> automaton.DFA:
+    """The key contents `keys` accepts that spell none of `names` (the keys an object leaves
+    to additionalProperties or patternProperties). The product of `keys` with the spelling
+    trie, built in one pass: a trie node pairs with the state `keys` reaches on the same
+    bytes, and a byte off the trie leads to a plain copy of `keys`' states."""
+    trie, is_name = _spelling_trie(names)
+    n_keys = keys.n_states
+    # output states: 0..n_keys-1 copy `keys`; then one per trie node that `keys` can follow
+    trans = [list(row) for row in keys.trans]
+    accept = list(keys.accept)
+    index = {(0, 0): n_keys}  # (trie node, state of `keys`) -> output state
+    todo = [(0, 0)]
+    trans.append([])
+    accept.append(keys.accept[0] and not is_name[0])
+    while todo:
+        limits.check_budget()
+        node, state = todo.pop()
+        row = trans[index[node, state]]
+        children = trie[node]
+        for lo, hi, target in keys.trans[state]:
+            b = lo
+            for c in sorted(c for c in children if lo <= c <= hi):
+                if b < c:
+                    row.append((b, c - 1, target))
+                pair = (children[c], target)
+                if pair not in index:
+                    index[pair] = len(trans)
+                    trans.append([])
+                    accept.append(keys.accept[target] and not is_name[pair[0]])
+                    todo.append(pair)
+                row.append((c, c, index[pair]))
+                b = c + 1
+            if b <= hi:
+                row.append((b, hi, target))
+    # the trie's root is the start: swap it into place 0
+    root = n_keys
+    swap = {0: root, root: 0}
+    trans[0], trans[root] = trans[root], trans[0]
+    accept[0], accept[root] = accept[root], accept[0]
+    trans = [[(lo, hi, swap.get(t, t)) for lo, hi, t in row] for row in trans]
+    return automaton.trim(automaton.DFA(trans, accept))
+
+
+def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:
+    """A trie over every JSON spelling of `names` (byte -> child per node; which nodes end a
+    name). Every spelling of one character from one node ends in one node."""
     trans: list[dict[int, int]] = [{}]
     accept = [False]
     for name in dict.fromkeys(names):
@@ -179,7 +230,7 @@ def json_names_dfa(names) -> automaton.DFA:
                         t = trans[s].get(b)
                         if t is None:
                             if i == len(spelling) - 1 and nxt:
-                                t = nxt[0]  # every spelling of the character ends in one state
+                                t = nxt[0]
                             else:
                                 t = len(trans)
                                 trans.append({})
@@ -191,8 +242,7 @@ def json_names_dfa(names) -> automaton.DFA:
             ends = nxt
         for s in ends:
             accept[s] = True
-    rows = [[(b, b, t) for b, t in sorted(row.items())] for row in trans]
-    return automaton.minimize(automaton.trim(automaton.DFA(rows, accept)))
+    return trans, accept
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1252,14 +1302,13 @@ class _Compiler:
         patterns: dict = node.get("patternProperties", {}) or {}
         additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         others = []
-        listed = json_names_dfa(names) if names else None
         covered = None
         regions: list[tuple[automaton.DFA, list[str]]] = []  # keys, the patterns they match
         for pat in patterns:
             where = f"{pointer}/patternProperties/{_escape(pat)}"
             keys = self.key_dfa(pat, True, where)
-            if listed is not None:
-                keys = automaton.difference(keys, listed)
+            if names:
+                keys = without_names(keys, names)
             split = []
             for region, pats in regions:
                 both = self.intersect(region, keys, where)
@@ -1287,9 +1336,10 @@ class _Compiler:
                                                                f"{pointer}/additionalProperties")
         if extra is not None:
             keys = self.key_dfa("(?s).*", False, pointer) if allowed is None else allowed
-            for cut in (listed, covered):
-                if cut is not None:
-                    keys = automaton.difference(keys, cut)
+            if names:
+                keys = without_names(keys, names)
+            if covered is not None:
+                keys = automaton.difference(keys, covered)
             if _nonempty(keys):
                 others.append((keys, extra, f"{pointer}/additionalProperties"))
         return others

@@ -14,7 +14,9 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
 from pse import JsonSchema, SchemaError, StructuringEngine
-from pse.json_schema import integer_pattern, json_char_class, json_names_dfa, number_range_dfa
+from pse.json_schema import (
+    integer_pattern, json_char_class, json_names_dfa, number_range_dfa, without_names,
+)
 from pse.regex import compile_regex
 
 SCHEMAS = [
@@ -464,3 +466,23 @@ def test_property_names_enum_with_characters_json_escapes():
                       ({"ab": 1}, False), ({'a"b': 1, "x": 2}, False)]:
         assert m.matches(json.dumps(value, separators=(",", ":"))) == ok, value
     assert m.matches('{"c\\/d":1}')
+
+
+@given(st.lists(st.text(_NAME_CHARS, max_size=4), min_size=1, max_size=4),
+       st.lists(st.text(_NAME_CHARS, max_size=5), max_size=6),
+       st.sampled_from(["(?s).*", "a", "^[ab/]+$", '"|\\\\', "^.{2,3}$"]))
+def test_keys_without_names_is_the_difference(names, others, pattern):
+    """Keys a pattern allows minus the listed names, built over the spelling trie, agree with
+    the generic product (difference with the names automaton) on every spelling."""
+    from pse import automaton
+
+    keys = compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
+    direct = without_names(keys, names)
+    generic = automaton.difference(keys, json_names_dfa(names))
+    for text in names + others:
+        for spelled in {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1],
+                        json.dumps(text, ensure_ascii=False)[1:-1].replace("/", "\\/")}:
+            data = spelled.encode()
+            assert direct.matches(data) == generic.matches(data), (names, spelled)
+        if text in names:
+            assert not direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
