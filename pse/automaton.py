@@ -112,14 +112,19 @@ def plus(nfa: NFA, frag: Fragment) -> Fragment:
 
 
 class DFA:
-    """A deterministic byte automaton: `trans[s]` is a sorted list of (lo, hi, target).
+    """A deterministic byte automaton: `trans[s]` is a sorted tuple of (lo, hi, target).
 
     State 0 is the start. Every state can reach an accepting state (the automaton is trimmed).
     """
 
-    def __init__(self, trans: list[list[tuple[int, int, int]]], accept: list[bool]) -> None:
-        self.trans = trans
-        self.accept = accept
+    __slots__ = ("trans", "accept", "_dense")
+
+    def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
+                 accept: Sequence[bool]) -> None:
+        # frozen as tuples: the garbage collector stops tracking tuples of plain values, and
+        # cached automata (thousands) would otherwise make every full collection slow
+        self.trans = tuple(map(tuple, trans))
+        self.accept = tuple(accept)
         self._dense: np.ndarray | None = None
 
     def dense(self) -> np.ndarray:

@@ -456,13 +456,13 @@ def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
     n = dfa.n_states
     trans = [[(lo, hi, n if t == 0 else t) for lo, hi, t in row] for row in dfa.trans]
     trans.append(list(trans[0]))
-    return automaton.DFA(trans, dfa.accept + [dfa.accept[0]])
+    return automaton.DFA(trans, dfa.accept + (dfa.accept[0],))
 
 
 def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     """The same language minus the empty string: a fresh, non-accepting start state."""
     shifted = [[(lo, hi, t + 1) for lo, hi, t in row] for row in dfa.trans]
-    return automaton.DFA([list(shifted[0])] + shifted, [False] + dfa.accept)
+    return automaton.DFA([shifted[0]] + shifted, (False,) + dfa.accept)
 
 
 def _closure(eps: list[list[int]], s: int | Iterable[int]) -> set[int]:

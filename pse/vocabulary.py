@@ -91,7 +91,8 @@ class Vocabulary:
                  eos_token_ids: Iterable[int] = (), n_vocab: int | None = None,
                  encoder: Any = None) -> None:
         """Use the `from_*` constructors; `tokens[i]` is the bytes of id i (None: no such id)."""
-        self._tokens: list[bytes | None] = list(tokens)
+        # a tuple: the garbage collector does not track it (its items are plain values)
+        self._tokens: tuple[bytes | None, ...] = tuple(tokens)
         highest = len(self._tokens)
         if n_vocab is not None:
             if isinstance(n_vocab, bool) or not isinstance(n_vocab, int) or n_vocab < highest:
@@ -102,7 +103,7 @@ class Vocabulary:
         self.special_token_ids: frozenset[int] = frozenset(self._check_ids(special_token_ids))
         self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
         self._encoder = encoder
-        self._token_table: tuple[list[bytes | None], np.ndarray] | None = None
+        self._token_table: tuple[tuple[bytes | None, ...], np.ndarray] | None = None
         self._build()
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
@@ -235,12 +236,12 @@ class Vocabulary:
             raise VocabularyError(f"no token has id {token_id} (vocabulary size {self.size})")
         return self._tokens[token_id]  # type: ignore[return-value]
 
-    def token_table(self) -> tuple[list[bytes | None], np.ndarray]:
+    def token_table(self) -> tuple[tuple[bytes | None, ...], np.ndarray]:
         """Per id (0 .. size-1): the token's bytes (None: no token) and its kind, as uint8:
         0 text a structure can match, 1 EOS, 2 another special token or no token. Built once
         (every configured engine asks for it); both are shared, so read-only."""
         if self._token_table is None:
-            tokens = self._tokens + [None] * (self.size - len(self._tokens))
+            tokens = self._tokens + (None,) * (self.size - len(self._tokens))
             kind = np.zeros(self.size, dtype=np.uint8)
             kind[[i for i, b in enumerate(tokens) if b is None]] = 2
             kind[list(self.special_token_ids)] = 2

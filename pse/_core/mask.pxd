@@ -43,7 +43,7 @@ cdef class SliceCache:
     cdef readonly int max_masks
     # the vocabulary, as the matcher needs it per token
     cdef readonly int32_t vocab_size
-    cdef list tokens               # bytes of each id (None: no token)
+    cdef tuple tokens              # bytes of each id (None: no token)
     cdef object _token_kind
     cdef const uint8_t* token_kind # TOKEN_TEXT, TOKEN_EOS or TOKEN_OTHER (special, or no token)
     cdef object _eos
