@@ -205,13 +205,46 @@ def without_names(keys: automaton.DFA, names) -> automaton.DFA:
                 b = c + 1
             if b <= hi:
                 row.append((b, hi, target))
-    # the trie's root is the start: swap it into place 0
-    root = n_keys
-    swap = {0: root, root: 0}
-    trans[0], trans[root] = trans[root], trans[0]
-    accept[0], accept[root] = accept[root], accept[0]
+    # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
+    # `keys`' own states (minimal already) first, then the acyclic trie part children before
+    # parents, each merged with an earlier state of the same signature
+    canon = list(range(len(trans)))
+    seen: dict[tuple, int] = {}
+    for state in [*range(n_keys), *_post_order(trans, n_keys)]:
+        row: list[tuple[int, int, int]] = []
+        for lo, hi, t in trans[state]:
+            t = canon[t]
+            if row and row[-1][2] == t and row[-1][1] == lo - 1:
+                row[-1] = (row[-1][0], hi, t)
+            else:
+                row.append((lo, hi, t))
+        trans[state] = row
+        canon[state] = seen.setdefault((accept[state], tuple(row)), state)
+    # the start in place 0 (trim keeps what it reaches, numbered from there)
+    start = canon[n_keys]
+    swap = {0: start, start: 0}
+    trans[0], trans[start] = trans[start], trans[0]
+    accept[0], accept[start] = accept[start], accept[0]
     trans = [[(lo, hi, swap.get(t, t)) for lo, hi, t in row] for row in trans]
     return automaton.trim(automaton.DFA(trans, accept))
+
+
+def _post_order(trans: list[list[tuple[int, int, int]]], root: int) -> list[int]:
+    """The states from `root` on (numbered `root` and up; the graph among them is acyclic),
+    each after every such state it leads to."""
+    order: list[int] = []
+    entered: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        state, expanded = stack.pop()
+        if expanded:
+            order.append(state)
+        elif state not in entered:
+            entered.add(state)
+            stack.append((state, True))
+            stack.extend((t, False) for _, _, t in trans[state]
+                         if t >= root and t not in entered)
+    return order
 
 
 def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:
