@@ -146,6 +146,32 @@ def test_counted_run_near_its_bounds(llama):
     assert mask_ids(engine) == brute_force(engine)
 
 
+@pytest.mark.parametrize("schema, text", [
+    ({"type": "string", "minLength": 4, "maxLength": 10}, "é\\n🎉ab\\\"cd"),  # 10 chars
+    ({"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+     ["ab", "é🎉", ""]),
+    ({"type": "object", "properties": {"k": {"type": "string", "minLength": 2}}},
+     {"k": "xyz", "other": "a"}),
+])
+def test_counted_strings_near_their_bounds(llama, schema, text):
+    """Strings whose length bounds make every count a mask of its own (counted from one walk
+    of the vocabulary per terminal state): brute force at every step, and after every
+    single-byte and single-character token the structure could take next."""
+    engine = StructuringEngine(llama)
+    engine.configure(schema)
+    check_along(engine, llama.encode(json.dumps(text, separators=(",", ":"),
+                                                ensure_ascii=False)))
+    assert engine.is_accepting()
+    engine.reset()
+    engine.consume_tokens(llama.encode('"' if isinstance(text, str) else
+                                       '["' if isinstance(text, list) else '{"k":"'))
+    for piece in ["a", "é", "\\t", "b", "c", "d", "e", "f", "g", "h"]:
+        tid = llama.lookup(piece.encode())
+        if not engine.consume_token(tid):
+            break
+        assert mask_ids(engine) == brute_force(engine), piece
+
+
 # --- API ------------------------------------------------------------------------------------
 
 def engine_for(structure, vocab=SMALL) -> StructuringEngine:

@@ -50,8 +50,13 @@ cdef class SliceCache:
     cdef const int32_t* eos_ids
     cdef int32_t n_eos
 
+    cdef object profiles           # count profiles of counted terminal states (a small LRU)
+
     cdef SliceEntry get(self, const PState* s)
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t count)
+    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count)
+    cdef tuple profile(self, int32_t term, int32_t dstate)
+    cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t count)
 
 
 # What one walk needs, in C, so that walks of several engines can run in threads at once.

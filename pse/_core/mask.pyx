@@ -11,7 +11,7 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_BYTE, PState, Scratch, StateSet, Tables, UNBOUNDED,
-    exit_bytes, expand, has_bit, is_accepting, stateset_add,
+    dfa_next, exit_bytes, expand, has_bit, is_accepting, stateset_add,
     stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
@@ -23,6 +23,8 @@ from collections import OrderedDict
 
 # Slice entries kept per vocabulary for reuse across structures (least recently used dropped).
 MAX_SHARED_SLICES = 4096
+# Count profiles kept per structure (each up to 6 bytes per token of the vocabulary).
+MAX_PROFILES = 8
 
 cdef enum:
     TOKEN_TEXT = 0
@@ -90,6 +92,7 @@ cdef class SliceCache:
         self.eos_ids = <const int32_t*>cnp.PyArray_DATA(self._eos)
         self.n_eos = len(vocab.eos_token_ids)
         self.entries = {}
+        self.profiles = OrderedDict()
         self.horizon = trie.t.max_depth
         follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
         for e in range(t.n_entries):
@@ -130,6 +133,15 @@ cdef class SliceCache:
         return <SliceEntry>entry
 
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):
+        cdef const Tables* t = &self.structure.t
+        # a counted terminal with a bound sees a new count class at (nearly) every unit: one
+        # walk of the trie records what each count allows, and each class is a filter of it
+        if t.term_counted[term] and (t.term_max[term] != UNBOUNDED or t.term_min[term] > 0):
+            return self.profile_entry(term, dstate, cls)
+        return self.walk_entry(term, dstate, cls)
+
+    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t cls):
+        """One walk of the trie from the terminal state (term, dstate) at count class `cls`."""
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count
@@ -178,30 +190,146 @@ cdef class SliceCache:
                     i += 1
                 else:
                     i = tr.node_end[i]
-        cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
-        words = np.flatnonzero(within).astype(np.int32)
-        bits = np.ascontiguousarray(within[words])
-        order = np.argsort(exit_byte[:n_exit], kind="stable")
-        nodes = np.ascontiguousarray(exit_node[:n_exit][order])
-        exit_counts = np.bincount(exit_byte[:n_exit], minlength=256)
-        order = np.argsort(leaf_byte[:n_leaf], kind="stable")
-        leaves = np.ascontiguousarray(leaf_id[:n_leaf][order])
-        leaf_counts = np.bincount(leaf_byte[:n_leaf], minlength=256)
-        entry._arrays = (words, bits, nodes, leaves)
-        entry.s.within_words = <int32_t*>cnp.PyArray_DATA(words)
-        entry.s.within_bits = <uint32_t*>cnp.PyArray_DATA(bits)
-        entry.s.n_within_words = len(words)
-        entry.s.exit_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
-        entry.s.leaf_ids = <int32_t*>cnp.PyArray_DATA(leaves)
-        entry.s.exit_off[0] = 0
-        entry.s.leaf_off[0] = 0
-        memset(entry.s.exit_bytes, 0, sizeof(entry.s.exit_bytes))
-        for k in range(256):
-            entry.s.exit_off[k + 1] = entry.s.exit_off[k] + exit_counts[k]
-            entry.s.leaf_off[k + 1] = entry.s.leaf_off[k] + leaf_counts[k]
-            if exit_counts[k] or leaf_counts[k]:
-                entry.s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
-        return entry
+        return make_entry(within, exit_node[:n_exit], exit_byte[:n_exit], leaf_id[:n_leaf],
+                          leaf_byte[:n_leaf])
+
+    cdef tuple profile(self, int32_t term, int32_t dstate):
+        """One walk of the trie from (term, dstate) of a counted terminal, recording per token
+        what it needs of the count c: `need`, the fewest units left before the maximum
+        (c + need <= max), and at the places where the terminal may end, `done`, the units
+        completed there (c + done >= min). Returns (within ids sorted by need, their needs,
+        leaf ids, bytes, dones, needs, exit nodes, bytes, dones, needs) as arrays."""
+        cdef const Tables* t = &self.structure.t
+        cdef const Trie* tr = &self.trie.t
+        cdef int32_t n_tok = max(tr.node_tok_off[tr.n_nodes], 1)
+        cdef cnp.ndarray[cnp.int32_t] w_id = np.empty(n_tok, dtype=np.int32)
+        cdef cnp.ndarray[cnp.uint16_t] w_need = np.empty(n_tok, dtype=np.uint16)
+        cdef cnp.ndarray[cnp.int32_t] leaf_id = np.empty(n_tok, dtype=np.int32)
+        cdef cnp.ndarray[cnp.uint8_t] leaf_byte = np.empty(n_tok, dtype=np.uint8)
+        cdef cnp.ndarray[cnp.uint16_t] leaf_done = np.empty(n_tok, dtype=np.uint16)
+        cdef cnp.ndarray[cnp.uint16_t] leaf_need = np.empty(n_tok, dtype=np.uint16)
+        cdef cnp.ndarray[cnp.int32_t] exit_node = np.empty(tr.n_nodes, dtype=np.int32)
+        cdef cnp.ndarray[cnp.uint8_t] exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
+        cdef cnp.ndarray[cnp.uint16_t] exit_done = np.empty(tr.n_nodes, dtype=np.uint16)
+        cdef cnp.ndarray[cnp.uint16_t] exit_need = np.empty(tr.n_nodes, dtype=np.uint16)
+        cdef cnp.ndarray[cnp.int32_t] lvl_d = np.empty(tr.max_depth + 1, dtype=np.int32)
+        cdef cnp.ndarray[cnp.int32_t] lvl_done = np.empty(tr.max_depth + 1, dtype=np.int32)
+        cdef cnp.ndarray[cnp.int32_t] lvl_need = np.empty(tr.max_depth + 1, dtype=np.int32)
+        cdef uint32_t* follow = &self.follow[8 * term]
+        cdef int32_t start = t.term_start[term]
+        cdef int32_t i = 1, k, depth, pd, pdone, pneed, nd, done, need
+        cdef int32_t n_w = 0, n_leaf = 0, n_exit = 0
+        cdef uint8_t b
+        lvl_d[0] = dstate
+        lvl_done[0] = 0
+        lvl_need[0] = 0
+        with nogil:
+            while i < tr.n_nodes:
+                depth = tr.node_depth[i]
+                pd = lvl_d[depth - 1]
+                pdone = lvl_done[depth - 1]
+                pneed = lvl_need[depth - 1]
+                b = tr.node_byte[i]
+                if pd == start and has_bit(follow, b):  # the terminal may end before b
+                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                        leaf_id[n_leaf] = tr.tok_ids[k]
+                        leaf_byte[n_leaf] = b
+                        leaf_done[n_leaf] = pdone
+                        leaf_need[n_leaf] = pneed
+                        n_leaf += 1
+                    if tr.node_end[i] > i + 1:
+                        exit_node[n_exit] = i
+                        exit_byte[n_exit] = b
+                        exit_done[n_exit] = pdone
+                        exit_need[n_exit] = pneed
+                        n_exit += 1
+                nd = dfa_next(t, pd, b)
+                if nd < 0:
+                    i = tr.node_end[i]
+                    continue
+                # a unit starting here needs the count below the maximum (term_step)
+                need = pdone + 1 if pd == start else pneed
+                done = pdone
+                if t.dfa_accept[nd]:
+                    done += 1
+                    nd = start
+                for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                    w_id[n_w] = tr.tok_ids[k]
+                    w_need[n_w] = need
+                    n_w += 1
+                lvl_d[depth] = nd
+                lvl_done[depth] = done
+                lvl_need[depth] = need
+                i += 1
+        order = np.argsort(w_need[:n_w], kind="stable")
+        return (np.ascontiguousarray(w_id[:n_w][order]), np.ascontiguousarray(w_need[:n_w][order]),
+                leaf_id[:n_leaf].copy(), leaf_byte[:n_leaf].copy(), leaf_done[:n_leaf].copy(),
+                leaf_need[:n_leaf].copy(), exit_node[:n_exit].copy(), exit_byte[:n_exit].copy(),
+                exit_done[:n_exit].copy(), exit_need[:n_exit].copy())
+
+    cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t cls):
+        """The entry of count class `cls`, filtered from the profile of (term, dstate)."""
+        cdef const Tables* t = &self.structure.t
+        cdef int32_t mn = t.term_min[term], mx = t.term_max[term], count, k, n
+        key = (term, dstate)
+        prof = self.profiles.pop(key, None)
+        if prof is None:
+            prof = self.profile(term, dstate)
+        self.profiles[key] = prof
+        if len(self.profiles) > MAX_PROFILES:
+            self.profiles.popitem(last=False)
+        if cls == FAR_BELOW:
+            count = mn - self.horizon - 1
+        elif cls == FAR:
+            count = mn
+        else:
+            count = cls
+        w_id, w_need, leaf_id, leaf_byte, leaf_done, leaf_need, exit_node, exit_byte, \
+            exit_done, exit_need = prof
+        # units left: a token needing more than that is refused; units to reach the minimum
+        left = (1 << 30) if mx == UNBOUNDED else mx - count
+        short = mn - count
+        n = int(np.searchsorted(w_need, left, side="right"))
+        cdef cnp.ndarray[cnp.uint32_t] within = np.zeros(self.n_words, dtype=np.uint32)
+        cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(within)
+        cdef const int32_t* ids = <const int32_t*>cnp.PyArray_DATA(w_id)
+        with nogil:
+            for k in range(n):
+                set_bit(w, ids[k])
+        leaves = (leaf_done >= short) & (leaf_need <= left)
+        exits = (exit_done >= short) & (exit_need <= left)
+        return make_entry(within, exit_node[exits], exit_byte[exits], leaf_id[leaves],
+                          leaf_byte[leaves])
+
+
+cdef SliceEntry make_entry(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
+    """A slice entry from the tokens within the terminal (a bitmask) and the trie nodes and
+    tokens where it may end, each with the byte after its end (grouped by that byte)."""
+    cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
+    cdef int32_t k
+    words = np.flatnonzero(within).astype(np.int32)
+    bits = np.ascontiguousarray(within[words])
+    order = np.argsort(exit_byte, kind="stable")
+    nodes = np.ascontiguousarray(exit_node[order], dtype=np.int32)
+    exit_counts = np.bincount(exit_byte, minlength=256)
+    order = np.argsort(leaf_byte, kind="stable")
+    leaves = np.ascontiguousarray(leaf_id[order], dtype=np.int32)
+    leaf_counts = np.bincount(leaf_byte, minlength=256)
+    entry._arrays = (words, bits, nodes, leaves)
+    entry.s.within_words = <int32_t*>cnp.PyArray_DATA(words)
+    entry.s.within_bits = <uint32_t*>cnp.PyArray_DATA(bits)
+    entry.s.n_within_words = len(words)
+    entry.s.exit_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
+    entry.s.leaf_ids = <int32_t*>cnp.PyArray_DATA(leaves)
+    entry.s.exit_off[0] = 0
+    entry.s.leaf_off[0] = 0
+    memset(entry.s.exit_bytes, 0, sizeof(entry.s.exit_bytes))
+    for k in range(256):
+        entry.s.exit_off[k + 1] = entry.s.exit_off[k] + exit_counts[k]
+        entry.s.leaf_off[k + 1] = entry.s.leaf_off[k] + leaf_counts[k]
+        if exit_counts[k] or leaf_counts[k]:
+            entry.s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
+    return entry
 
 
 cdef class Matcher:
