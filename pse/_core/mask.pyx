@@ -51,6 +51,16 @@ cdef inline int32_t count_class(const Tables* t, int32_t term, int32_t c, int32_
     return c
 
 
+cdef inline int32_t class_count(const Tables* t, int32_t term, int32_t cls, int32_t horizon
+                                ) noexcept nogil:
+    """A count that stands for count class `cls` (see count_class)."""
+    if cls == FAR_BELOW:
+        return t.term_min[term] - horizon - 1
+    if cls == FAR:
+        return t.term_min[term]
+    return cls
+
+
 cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
     out[i >> 5] |= (<uint32_t>1) << (i & 31)
 
@@ -144,14 +154,7 @@ cdef class SliceCache:
         """One walk of the trie from the terminal state (term, dstate) at count class `cls`."""
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
-        cdef int32_t count
-        cdef int32_t mn = t.term_min[term]
-        if cls == FAR_BELOW:
-            count = mn - self.horizon - 1
-        elif cls == FAR:
-            count = mn
-        else:
-            count = cls
+        cdef int32_t count = class_count(t, term, cls, self.horizon)
         cdef cnp.ndarray[cnp.uint32_t] within = np.zeros(self.n_words, dtype=np.uint32)
         cdef cnp.ndarray[cnp.int32_t] exit_node = np.empty(tr.n_nodes, dtype=np.int32)
         cdef cnp.ndarray[cnp.uint8_t] exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
@@ -270,7 +273,8 @@ cdef class SliceCache:
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t cls):
         """The entry of count class `cls`, filtered from the profile of (term, dstate)."""
         cdef const Tables* t = &self.structure.t
-        cdef int32_t mn = t.term_min[term], mx = t.term_max[term], count, k, n
+        cdef int32_t mn = t.term_min[term], mx = t.term_max[term], k, n
+        cdef int32_t count = class_count(t, term, cls, self.horizon)
         key = (term, dstate)
         prof = self.profiles.pop(key, None)
         if prof is None:
@@ -278,12 +282,6 @@ cdef class SliceCache:
         self.profiles[key] = prof
         if len(self.profiles) > MAX_PROFILES:
             self.profiles.popitem(last=False)
-        if cls == FAR_BELOW:
-            count = mn - self.horizon - 1
-        elif cls == FAR:
-            count = mn
-        else:
-            count = cls
         w_id, w_need, leaf_id, leaf_byte, leaf_done, leaf_need, exit_node, exit_byte, \
             exit_done, exit_need = prof
         # units left: a token needing more than that is refused; units to reach the minimum
