@@ -170,6 +170,57 @@ def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
     return _add_case_variants(ranges) if flags & re.IGNORECASE else ranges
 
 
+# Alternatives a pattern may be split into so that its anchors come to its ends.
+MAX_ALTERNATIVES = 16
+
+
+def _alternatives(items: list) -> list[list]:
+    """The top-level alternatives of a parsed pattern. A pattern with anchors inside is
+    distributed over its top-level alternations and plain groups (a(b|c)d is abd|acd; Python's
+    parser writes `^$|^a$` as `^(?:$|a$)`), so that every anchor can end up at an end of an
+    alternative; at most MAX_ALTERNATIVES, else the pattern as it is."""
+    if len(items) == 1 and items[0][0] is _c.BRANCH:
+        branches = [list(b) for b in items[0][1][1]]
+    else:
+        branches = [list(items)]
+    if not any(_anchor_inside(b) for b in branches):
+        return branches
+    out: list[list] = []
+    todo = branches
+    while todo:
+        seq = todo.pop()
+        k = next((k for k, (op, av) in enumerate(seq) if op is _c.BRANCH
+                  or (op is _c.SUBPATTERN and not av[1] and not av[2])), None)
+        if k is None or not _anchor_inside(seq):
+            out.append(seq)
+            continue
+        op, av = seq[k]
+        subs = av[1] if op is _c.BRANCH else [av[3]]
+        todo += [seq[:k] + list(sub) + seq[k + 1:] for sub in subs]
+        if len(out) + len(todo) > MAX_ALTERNATIVES:
+            return branches
+    return out[::-1]
+
+
+def _anchor_inside(items: list) -> bool:
+    """Whether an anchor sits anywhere but at the start or end of `items`."""
+    rest, _, _ = _strip_anchors(items)
+
+    def has(seq) -> bool:
+        for op, av in seq:
+            if op is _c.AT:
+                return True
+            if op is _c.BRANCH and any(has(b) for b in av[1]):
+                return True
+            if op is _c.SUBPATTERN and has(av[3]):
+                return True
+            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and has(av[2]):
+                return True
+        return False
+
+    return has(rest)
+
+
 def _strip_anchors(items: list) -> tuple[list, bool, bool]:
     """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end)."""
     items = list(items)
@@ -210,10 +261,7 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
     flags = parsed.state.flags
     b = _Builder(pattern, flags, char_class, ecma)
-    items = list(parsed)
-    branches = [items]
-    if len(items) == 1 and items[0][0] is _c.BRANCH:
-        branches = items[0][1][1]
+    branches = _alternatives(list(parsed))
     # branches grouped by their anchors; in a search, each group is wrapped in "anything"
     # once (one .* around an alternation, not one per branch: the subset construction of
     # .*a.*|.*b.*|... tracks every branch's progress separately and explodes)

@@ -92,3 +92,31 @@ def test_random_regexes_against_re(pattern, texts):
 def test_random_regexes_accept_what_re_generates(pattern, data):
     text = data.draw(st.from_regex(pattern, fullmatch=True))
     assert Regex(pattern).matches(text), (pattern, text)
+
+
+# small branches: a search wraps them in "anything", whose subset construction grows fast
+_small_regexes = st.recursive(
+    st.sampled_from(ATOMS),
+    lambda inner: st.one_of(
+        st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+        inner.map(lambda r: f"(?:{r})*"),
+        inner.map(lambda r: f"(?:{r})?"),
+    ),
+    max_leaves=3,
+)
+_anchored = st.tuples(st.booleans(), _small_regexes, st.booleans()).map(
+    lambda t: ("^" if t[0] else "") + t[1] + ("$" if t[2] else ""))
+
+
+@given(st.lists(_anchored, min_size=1, max_size=3).flatmap(lambda bs: st.sampled_from([
+    "|".join(bs), f"({'|'.join(bs)})", f"(?:{'|'.join(bs)})",
+    "|".join(f"({b})" for b in bs)])), st.lists(st.text("abcé-1", max_size=6), max_size=15))
+def test_anchors_inside_alternatives_search_like_re(pattern, texts):
+    """JSON Schema patterns are searches; anchors may sit at the ends of alternatives inside
+    groups (`^$|(^a+$)`, which Python's parser also writes with a common `^` factored out)."""
+    from pse.regex import compile_regex
+
+    dfa = compile_regex(pattern, search=True)
+    for text in texts:
+        assert dfa.matches(text.encode()) == bool(re.search(pattern, text)), (pattern, text)
