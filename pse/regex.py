@@ -118,7 +118,7 @@ class _Builder:
             return self.repeat(lo, hi, sub, flags)
         if op is _c.AT:
             raise GrammarError(f"regex {self.pattern!r}: an anchor ({av}) is supported only at "
-                               "the start or end of the pattern")
+                               "the start or end of the pattern or of an alternative")
         if op in (_c.ASSERT, _c.ASSERT_NOT):
             raise GrammarError(f"regex {self.pattern!r}: lookaround assertions cannot be "
                                "compiled to an automaton")
@@ -291,7 +291,8 @@ class Regex(Terminal):
 
     Args:
         pattern: the expression; classes and escapes, quantifiers (greedy or lazy: the
-            language is the same), groups, alternation, `^`/`$` at the ends, `.`.
+            language is the same), groups, alternation, `^`/`$` at the ends (of
+            alternatives too), `.`.
         flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII` (inline `(?i)` works too).
 
     Raises:
