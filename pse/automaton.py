@@ -144,9 +144,6 @@ class DFA:
     def n_states(self) -> int:
         return len(self.trans)
 
-    def first_bytes(self) -> set[int]:
-        return {b for lo, hi, _ in self.trans[0] for b in range(lo, hi + 1)}
-
     def matches(self, data: bytes) -> bool:
         s = 0
         for b in data:
