@@ -155,44 +155,69 @@ cdef class SliceCache:
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
-        cdef cnp.ndarray[cnp.uint32_t] within = np.zeros(self.n_words, dtype=np.uint32)
-        cdef cnp.ndarray[cnp.int32_t] exit_node = np.empty(tr.n_nodes, dtype=np.int32)
-        cdef cnp.ndarray[cnp.uint8_t] exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
-        cdef cnp.ndarray[cnp.int32_t] leaf_id = np.empty(max(tr.node_tok_off[tr.n_nodes], 1),
-                                                         dtype=np.int32)
-        cdef cnp.ndarray[cnp.uint8_t] leaf_byte = np.empty(len(leaf_id), dtype=np.uint8)
-        cdef cnp.ndarray[cnp.int32_t] lvl_d = np.empty(tr.max_depth + 1, dtype=np.int32)
-        cdef cnp.ndarray[cnp.int32_t] lvl_c = np.empty(tr.max_depth + 1, dtype=np.int32)
+        within = np.zeros(self.n_words, dtype=np.uint32)
+        exit_node = np.empty(tr.n_nodes, dtype=np.int32)
+        exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
+        leaf_id = np.empty(max(tr.node_tok_off[tr.n_nodes], 1), dtype=np.int32)
+        leaf_byte = np.empty(len(leaf_id), dtype=np.uint8)
+        levels = np.empty((2, tr.max_depth + 1), dtype=np.int32)
         cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(within)
-        cdef uint32_t* follow = &self.follow[8 * term]
-        cdef int32_t i = 1, k, depth, pd, pc, n_exit = 0, n_leaf = 0
+        cdef int32_t* x_node = <int32_t*>cnp.PyArray_DATA(exit_node)
+        cdef uint8_t* x_byte = <uint8_t*>cnp.PyArray_DATA(exit_byte)
+        cdef int32_t* l_id = <int32_t*>cnp.PyArray_DATA(leaf_id)
+        cdef uint8_t* l_byte = <uint8_t*>cnp.PyArray_DATA(leaf_byte)
+        cdef int32_t* lvl_d = <int32_t*>cnp.PyArray_DATA(levels)
+        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1
+        cdef const uint32_t* follow = &self.follow[8 * term]
+        cdef const int32_t* tok_off = tr.node_tok_off
+        cdef const int32_t* tok_ids = tr.tok_ids
+        cdef const int32_t* node_end = tr.node_end
+        cdef const uint16_t* node_depth = tr.node_depth
+        cdef const uint8_t* node_byte = tr.node_byte
+        cdef const int32_t* trans = t.dfa_trans
+        cdef const uint8_t* accept = t.dfa_accept
+        cdef int64_t n_classes = t.n_classes
+        cdef int32_t n_nodes = tr.n_nodes
+        cdef int32_t i = 1, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0
+        cdef bint counted = t.term_counted[term], ends
         cdef uint8_t b
         cdef PState ps
         lvl_d[0] = dstate
         lvl_c[0] = count
         with nogil:
-            while i < tr.n_nodes:
-                depth = tr.node_depth[i]
+            while i < n_nodes:
+                depth = node_depth[i]
                 pd = lvl_d[depth - 1]
-                pc = lvl_c[depth - 1]
-                b = tr.node_byte[i]
-                if term_accepting(t, term, pd, pc) and has_bit(follow, b):
-                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
-                        leaf_id[n_leaf] = tr.tok_ids[k]
-                        leaf_byte[n_leaf] = b
-                        n_leaf += 1
-                    if tr.node_end[i] > i + 1:
-                        exit_node[n_exit] = i
-                        exit_byte[n_exit] = b
-                        n_exit += 1
-                if term_step(t, term, pd, pc, b, &ps):
-                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
-                        set_bit(w, tr.tok_ids[k])
-                    lvl_d[depth] = ps.dstate
-                    lvl_c[depth] = ps.count
-                    i += 1
+                b = node_byte[i]
+                if counted:
+                    pc = lvl_c[depth - 1]
+                    ends = term_accepting(t, term, pd, pc)
                 else:
-                    i = tr.node_end[i]
+                    ends = accept[pd]
+                if ends and has_bit(follow, b):
+                    for k in range(tok_off[i], tok_off[i + 1]):
+                        l_id[n_leaf] = tok_ids[k]
+                        l_byte[n_leaf] = b
+                        n_leaf += 1
+                    if node_end[i] > i + 1:
+                        x_node[n_exit] = i
+                        x_byte[n_exit] = b
+                        n_exit += 1
+                if counted:
+                    if not term_step(t, term, pd, pc, b, &ps):
+                        i = node_end[i]
+                        continue
+                    nd = ps.dstate
+                    lvl_c[depth] = ps.count
+                else:
+                    nd = trans[pd * n_classes + t.byte_class[b]]
+                    if nd < 0:
+                        i = node_end[i]
+                        continue
+                for k in range(tok_off[i], tok_off[i + 1]):
+                    set_bit(w, tok_ids[k])
+                lvl_d[depth] = nd
+                i += 1
         return make_entry(within, exit_node[:n_exit], exit_byte[:n_exit], leaf_id[:n_leaf],
                           leaf_byte[:n_leaf])
 
