@@ -10,6 +10,7 @@ parser nodes and schema keywords): no signal, no thread. A compile that runs pas
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 import time
 from contextlib import contextmanager
@@ -39,10 +40,18 @@ def compile_budget(what: str) -> Iterator[None]:
     _local.deadline = float("inf") if COMPILE_SECONDS is None else \
         time.monotonic() + COMPILE_SECONDS
     _local.what = what
+    # no garbage collection while compiling: a compile allocates many short-lived containers,
+    # and each collection it set off would also scan everything the process holds (one
+    # collection after the compile instead)
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
     try:
         yield
     finally:
         _local.deadline = None
+        if paused:
+            gc.enable()
 
 
 def within_budget(describe: Callable[..., str]) -> Callable[[Callable], Callable]:
