@@ -190,9 +190,15 @@ def without_names(keys: automaton.DFA, names) -> automaton.DFA:
         node, state = todo.pop()
         row = trans[index[node, state]]
         children = trie[node]
-        for lo, hi, target in keys.trans[state]:
+        kids = sorted(children)
+        j, n_kids = 0, len(kids)
+        for lo, hi, target in keys.trans[state]:  # sorted ranges: one pass over the bytes
             b = lo
-            for c in sorted(c for c in children if lo <= c <= hi):
+            while j < n_kids and kids[j] < lo:
+                j += 1
+            while j < n_kids and kids[j] <= hi:
+                c = kids[j]
+                j += 1
                 if b < c:
                     row.append((b, c - 1, target))
                 pair = (children[c], target)
