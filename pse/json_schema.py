@@ -23,8 +23,8 @@ from urllib.parse import unquote, urljoin
 from pse import automaton, limits, schema_types
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json, JsonNumber, JsonStringContent
-from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Phrase, StateMachine, Terminal,
-                          Whitespace)
+from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Optional, Phrase, StateMachine,
+                          Terminal, Whitespace)
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
 from pse.regex import compile_regex
 
@@ -125,7 +125,8 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
 # unrolled length automaton; above this bound that is refused.
 MAX_UNROLLED_LENGTH = 64
-# minItems/maxItems unroll one parser state per item; above this bound that is refused.
+# minItems/maxItems are unrolled, one parser state per item, up to this bound; larger bounds
+# are counted in the register for items of one kind, and refused beside prefixItems.
 MAX_UNROLLED_ITEMS = 256
 # Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
 MAX_KEY_REGIONS = 32
@@ -1472,6 +1473,8 @@ class _Compiler:
             hi = len(machines) if hi is None else min(hi, len(machines))
         if hi is not None and lo > hi:
             return None
+        if max(lo, hi or 0) > MAX_UNROLLED_ITEMS and not machines and rest_m is not None:
+            return self.counted_items(rest_m, lo, hi)
         if max(lo, hi or 0) > MAX_UNROLLED_ITEMS:
             if lo > MAX_UNROLLED_ITEMS:
                 self.fail(f"{pointer}/minItems", "minItems",
@@ -1500,6 +1503,21 @@ class _Compiler:
         body = StateMachine(graph, start_state=0, end_states=range(lo, last + 1))
         return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
 
+
+    def counted_items(self, item: StateMachine, lo: int, hi: int | None) -> StateMachine:
+        """An array of `lo` to `hi` items of one kind whose bounds are too large to unroll:
+        the commas are counted in the register (n items have n - 1), each one guarded by the
+        maximum, the closing bracket by the minimum."""
+        cap = hi - 1 if hi is not None else lo - 1
+        comma = Guarded(Phrase(","), Guard(inc=1, max_props=None if hi is None else hi - 1,
+                                           cap=cap))
+        items = StateMachine({0: [(item, 1)],
+                              1: [(Chain(*self.wsp(), comma, *self.wsp(), item), 1)]},
+                             start_state=0, end_states=[1])
+        close = Phrase("]") if lo <= 1 else Guarded(Phrase("]"), Guard(min_props=lo - 1,
+                                                                      cap=cap))
+        body = Optional(items) if lo == 0 else items
+        return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), close))
 
     def containing(self, node: dict, sub: Any, n_min: int, n_max: int | None, lo: int,
                    hi: int | None, pointer: str) -> StateMachine | None:

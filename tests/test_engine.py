@@ -172,6 +172,23 @@ def test_counted_strings_near_their_bounds(llama, schema, text):
         assert mask_ids(engine) == brute_force(engine), piece
 
 
+def test_item_counts_in_the_register_mask_exactly(llama, monkeypatch):
+    """Arrays whose item bounds are counted in the register (forced here with the unroll
+    limit at 0): masks equal brute force up to the maximum, where only "]" may follow."""
+    import pse.json_schema as js
+
+    monkeypatch.setattr(js, "MAX_UNROLLED_ITEMS", 0)
+    engine = StructuringEngine(llama)
+    engine.configure({"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                      "maxItems": 3})
+    check_along(engine, llama.encode("[1,22,3]"))
+    assert engine.is_accepting()
+    engine.reset()
+    engine.consume_tokens(llama.encode("[7"))
+    assert llama.lookup(b"]") not in mask_ids(engine)  # one item is too few
+    assert mask_ids(engine) == brute_force(engine)
+
+
 # --- API ------------------------------------------------------------------------------------
 
 def engine_for(structure, vocab=SMALL) -> StructuringEngine:

@@ -289,12 +289,16 @@ def test_number_bounds_in_a_schema():
 
 
 def test_item_counts_past_the_unrolling_limit():
+    """Large bounds with prefixItems are unrolled, so they meet the limit (items of one kind
+    are counted instead, see below)."""
+    prefixed = {"type": "array", "prefixItems": [{"type": "string"}],
+                "items": {"type": "integer"}, "maxItems": 5000}
     with pytest.raises(SchemaError, match="MAX_UNROLLED_ITEMS"):
-        JsonSchema({"type": "array", "maxItems": 5000})
+        JsonSchema(prefixed)
     with pytest.warns(UserWarning, match="maxItems"):
-        m = JsonSchema({"type": "array", "items": {"type": "integer"}, "maxItems": 5000},
-                       strict=False)
-    assert m.matches("[1,2,3]")
+        m = JsonSchema(prefixed, strict=False)
+    assert m.matches('["a",2,3]')
+    assert JsonSchema({"type": "array", "maxItems": 5000}).matches("[1,[],{}]")
 
 
 # --- property order "any" and the keywords the register serves -------------------------------
@@ -488,3 +492,37 @@ def test_keys_without_names_is_the_difference(names, others, pattern):
             assert direct.matches(data) == generic.matches(data), (names, spelled)
         if text in names:
             assert not direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 1), (0, 3), (1, 1), (2, 4), (3, None), (0, None),
+                                    (1, None), (2, 2)])
+@pytest.mark.parametrize("whitespace", [None, 1])
+def test_item_counts_in_the_register_agree_with_jsonschema(monkeypatch, lo, hi, whitespace):
+    """Item bounds too large to unroll are counted in the register (commas, each guarded by
+    the maximum; the closing bracket by the minimum). With the unroll limit at 0 every bound
+    takes that path: arrays of 0 to 6 items, nested in arrays and beside any-order objects."""
+    import pse.json_schema as js
+
+    monkeypatch.setattr(js, "MAX_UNROLLED_ITEMS", 0)
+    inner = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    schema = {"type": "array", "items": {"type": "array", "items": inner, "minItems": lo}}
+    if hi is not None:
+        schema["items"]["maxItems"] = hi
+    sep = (", ", ": ") if whitespace else (",", ":")
+    machine = JsonSchema(schema, property_order="any", whitespace=whitespace)
+    for n in range(7):
+        for outer in (1, 2):
+            value = [[{"a": k} for k in range(n)]] * outer
+            ok = jsonschema.Draft202012Validator(schema).is_valid(value)
+            assert machine.matches(json.dumps(value, separators=sep)) == ok, (n, outer)
+    assert not machine.matches("[[{}]]")
+
+
+def test_large_item_bounds_compile_without_unrolling():
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": 300,
+              "maxItems": 100_000}
+    m = JsonSchema(schema)
+    assert m.compile().n_nodes < 50
+    for n in (0, 299, 300, 1000):
+        text = json.dumps(list(range(n)), separators=(",", ":"))
+        assert m.matches(text) == (n >= 300)
