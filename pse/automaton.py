@@ -229,8 +229,9 @@ def literal_dfa(data: bytes) -> DFA:
     return DFA([[(b, b, i + 1)] for i, b in enumerate(data)] + [[]], [False] * n + [True])
 
 
-def trim(dfa: DFA) -> DFA:
-    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached."""
+def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
+    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached.
+    `kept`, when given, receives the old number of each new state."""
     n = dfa.n_states
     rev: list[list[int]] = [[] for _ in range(n)]
     for s, row in enumerate(dfa.trans):
@@ -257,6 +258,8 @@ def trim(dfa: DFA) -> DFA:
         k += 1
     remap = {s: i for i, s in enumerate(order)}
     trans = [[(lo, hi, remap[t]) for lo, hi, t in dfa.trans[s] if t in remap] for s in order]
+    if kept is not None:
+        kept.extend(order)
     return DFA(trans, [dfa.accept[s] for s in order])
 
 

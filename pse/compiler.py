@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Hashable, Iterable
+from typing import Any, Hashable, Iterable
 
 import numpy as np
 
@@ -66,9 +66,10 @@ class _Rule:
 
 class _Terminal:
     def __init__(self, dfa: automaton.DFA, counted: bool, min_count: int, max_count: int,
-                 key: Hashable) -> None:
+                 key: Hashable, states: Any) -> None:
         self.dfa, self.counted, self.min, self.max = dfa, counted, min_count, max_count
         self.key = key  # equal keys: equal terminals, in any structure
+        self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
 
 
 class _Compiler:
@@ -202,7 +203,11 @@ class _Compiler:
             if dfa is None:
                 return  # nothing (more) to match: no edge
             tid = self.terminal_ids[key] = len(self.terminals)
-            self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key))
+            # metadata of the automaton's states, renumbered as _terminal_dfa rewrote it
+            states = None if counted else getattr(m, "states", None)
+            if states is not None and m.unit_dfa().accept[0]:
+                states = states.without_empty()
+            self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key, states))
         rule.terms[a].append((tid, b, guard))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
@@ -400,6 +405,7 @@ class _Compiler:
             term_start=offsets[:-1].tolist(), term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
+            terminal_states=[t.states for t in self.terminals],
         )
 
 

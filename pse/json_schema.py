@@ -12,12 +12,13 @@ or is approximated with a warning (strict=False).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from decimal import Decimal
 import re
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 from urllib.parse import unquote, urljoin
 
 from pse import automaton, limits, schema_types
@@ -177,6 +178,15 @@ def without_names(keys: automaton.DFA, names) -> automaton.DFA:
     to additionalProperties or patternProperties). The product of `keys` with the spelling
     trie, built in one pass: a trie node pairs with the state `keys` reaches on the same
     bytes, and a byte off the trie leads to a plain copy of `keys`' states."""
+    return _without_names(keys, names)[0]
+
+
+# Name-end suffixes recorded per key state (more: its masks are walked, not derived).
+MAX_NAME_SUFFIXES = 256
+
+
+def _without_names(keys: automaton.DFA, names) -> tuple[automaton.DFA, KeyStates | None]:
+    """`without_names`, and what the masks of its states can share (see KeyStates)."""
     trie, is_name = _spelling_trie(names)
     n_keys = keys.n_states
     # output states: 0..n_keys-1 copy `keys`; then one per trie node that `keys` can follow
@@ -233,7 +243,81 @@ def without_names(keys: automaton.DFA, names) -> automaton.DFA:
     trans[0], trans[start] = trans[start], trans[0]
     accept[0], accept[start] = accept[start], accept[0]
     trans = [[(lo, hi, swap.get(t, t)) for lo, hi, t in row] for row in trans]
-    return automaton.trim(automaton.DFA(trans, accept))
+    kept: list[int] = []
+    dfa = automaton.trim(automaton.DFA(trans, accept), kept)
+    if len(kept) != dfa.n_states:
+        return dfa, None  # the empty language
+    new_of = {old: new for new, old in enumerate(kept)}
+
+    def final(state: int) -> int | None:
+        c = canon[state]
+        return new_of.get(swap.get(c, c))
+
+    digest = _dfa_digest(keys)
+    residual: dict[int, Hashable] = {}
+    for sigma in range(n_keys):
+        f = final(sigma)
+        if f is not None:
+            residual.setdefault(f, (digest, canon[sigma]))
+    derived: dict[int, tuple[int, tuple[bytes, ...]]] = {}
+    for (node, sigma), state in index.items():
+        f, twin = final(state), final(sigma)
+        if canon[state] != state or f is None or twin is None or f in residual:
+            continue
+        ends = _name_ends(trie, is_name, node)
+        if ends is not None:
+            derived[f] = (twin, ends)
+    return dfa, KeyStates(residual, derived)
+
+
+class KeyStates:
+    """What the masks of a keys-without-names automaton's states can share.
+
+    Args:
+        residual: state -> a key naming its language globally (a copy of a state of the
+            plain key automaton: objects with other names share its mask entries).
+        derived: state -> (twin, name ends): a state on the spelling trie takes exactly the
+            bytes its twin (a plain key state) takes; it only may not end where the bytes
+            read from it spell the rest of a name (each of `name ends`, which may be b"").
+    """
+
+    __slots__ = ("residual", "derived")
+
+    def __init__(self, residual: dict[int, Hashable],
+                 derived: dict[int, tuple[int, tuple[bytes, ...]]]) -> None:
+        self.residual, self.derived = residual, derived
+
+    def without_empty(self) -> KeyStates:
+        """The same for the automaton the compiler runs when the empty key is allowed (the
+        empty match becomes an edge of its own): every state moves up by one, and the new
+        start is the old one unable to end at once."""
+        residual = {s + 1: key for s, key in self.residual.items()}
+        derived = {s + 1: (twin + 1, ends) for s, (twin, ends) in self.derived.items()}
+        twin, ends = self.derived.get(0, (0, ()))
+        derived[0] = (twin + 1, tuple(dict.fromkeys((*ends, b""))))
+        return KeyStates(residual, derived)
+
+
+def _name_ends(trie: list[dict[int, int]], is_name: list[bool], node: int
+               ) -> tuple[bytes, ...] | None:
+    """The byte strings leading from trie `node` to the end of a name (None: more than
+    MAX_NAME_SUFFIXES)."""
+    out: list[bytes] = []
+    stack = [(node, b"")]
+    while stack:
+        at, text = stack.pop()
+        if is_name[at]:
+            out.append(text)
+            if len(out) > MAX_NAME_SUFFIXES:
+                return None
+        stack.extend((child, text + bytes([b])) for b, child in trie[at].items())
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _dfa_digest(dfa: automaton.DFA) -> bytes:
+    """A short global name of an automaton's content (keys of shared mask entries)."""
+    return hashlib.blake2b(repr((dfa.trans, dfa.accept)).encode(), digest_size=16).digest()
 
 
 def _post_order(trans: list[list[tuple[int, int, int]]], root: int) -> list[int]:
@@ -1282,9 +1366,9 @@ class _Compiler:
             guard = key_guard(bit.get(name, 0))
             return lambda first: Chain(opening(text, first, guard), self.sep(":"), m)
 
-        def other(keys: automaton.DFA, m: StateMachine, where: str
+        def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None
                   ) -> Callable[[bool], StateMachine]:
-            rest = DfaTerminal(keys, f"keys at {where}")
+            rest = DfaTerminal(keys, f"keys at {where}", states=states)
             guard = key_guard(0)
             return lambda first: Chain(opening('"', first, guard), rest, Phrase('"'),
                                        self.sep(":"), m)
@@ -1335,10 +1419,12 @@ class _Compiler:
         return StateMachine(graph, start_state=(0, True), end_states=[(n, True), (n, False)])
 
     def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
-                   pointer: str) -> list[tuple[automaton.DFA, StateMachine, str]]:
+                   pointer: str
+                   ) -> list[tuple[automaton.DFA, StateMachine, str, KeyStates | None]]:
         """Keys not named: one kind per region of the patternProperties patterns (a key that
         two patterns match must satisfy both schemas), then the rest; each a key DFA, the
-        value machine, and where in the schema it comes from."""
+        value machine, where in the schema it comes from, and what the masks of the key
+        DFA's states can share (KeyStates, or None)."""
         patterns: dict = node.get("patternProperties", {}) or {}
         additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         others = []
@@ -1371,17 +1457,18 @@ class _Compiler:
                 keys = self.intersect(keys, allowed, where)
             m = self.compile(_all_of([patterns[p] for p in pats]), where)
             if m is not None and _nonempty(keys):
-                others.append((keys, m, where))
+                others.append((keys, m, where, None))
         extra = None if additional is False else self.compile(additional,
                                                                f"{pointer}/additionalProperties")
         if extra is not None:
             keys = self.key_dfa("(?s).*", False, pointer) if allowed is None else allowed
+            states = None
             if names:
-                keys = without_names(keys, names)
+                keys, states = _without_names(keys, names)
             if covered is not None:
-                keys = automaton.difference(keys, covered)
+                keys, states = automaton.difference(keys, covered), None
             if _nonempty(keys):
-                others.append((keys, extra, f"{pointer}/additionalProperties"))
+                others.append((keys, extra, f"{pointer}/additionalProperties", states))
         return others
 
     def property_names_dfa(self, node: dict, pointer: str) -> automaton.DFA | None:

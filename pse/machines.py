@@ -187,11 +187,14 @@ class DfaTerminal(Terminal):
         name: shown in errors and reprs.
         key: equal keys mean equal automata, which the compiler and the mask caches share
             (default: the automaton's own content).
+        states: what the mask cache may share between the automaton's states and other
+            automata's (`json_schema.KeyStates`: key names), or None.
     """
 
-    def __init__(self, dfa: automaton.DFA, name: str, key: Hashable | None = None) -> None:
+    def __init__(self, dfa: automaton.DFA, name: str, key: Hashable | None = None,
+                 states: Any = None) -> None:
         super().__init__()
-        self._dfa, self.name, self._key = dfa, name, key
+        self._dfa, self.name, self._key, self.states = dfa, name, key, states
         if dfa.accept[0]:
             self.min_count = 0  # the compiler adds the empty path itself
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Character, Forward, Json, Loop, Phrase, StructuringEngine,
-                 Vocabulary, Whitespace, fill_next_token_bitmask_par)
+from pse import (AnyOf, Chain, Character, Forward, Json, JsonSchema, Loop, Phrase,
+                 StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
 
@@ -170,6 +170,30 @@ def test_counted_strings_near_their_bounds(llama, schema, text):
         if not engine.consume_token(tid):
             break
         assert mask_ids(engine) == brute_force(engine), piece
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_other_keys_beside_listed_names_mask_exactly(llama, order):
+    """The masks of the "other keys" automaton's states on the names' spelling trie are
+    derived from a plain key state's (less the places where a name would end): brute force
+    at every step while listed names, their prefixes and extensions, escapes and other keys
+    are written."""
+    schema = {"type": "object", "properties": {
+        "name": {"type": "integer"}, "nab": {"type": "integer"}, "i/d": {"type": "integer"},
+        "q\"x": {"type": "integer"}}}
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema(schema, property_order=order))
+    for value in ({"name": 1, "nab": 2, "i/d": 3, 'q"x': 4, "namex": 5, "na": 6, "": 7,
+                   "i\\/d": 8, "n\u00e9": 9},
+                  {"nab": 1, "name": 2, "q": 3, "q\"": 4, "i/": 5, "na\"me": 6}):
+        if order == "schema":
+            value = dict(sorted(value.items(), key=lambda kv: (
+                list(schema["properties"]).index(kv[0]) if kv[0] in schema["properties"]
+                else len(schema["properties"]))))
+        engine.reset()
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        check_along(engine, llama.encode(text))
+        assert engine.is_accepting()
 
 
 def test_item_counts_in_the_register_mask_exactly(llama, monkeypatch):

@@ -53,6 +53,8 @@ cdef class SliceCache:
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
 
     cdef SliceEntry get(self, const PState* s)
+    cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls)
+    cdef SliceEntry derive(self, int32_t term, SliceEntry base, tuple ends)
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t count)
     cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count)
     cdef tuple profile(self, int32_t term, int32_t dstate)

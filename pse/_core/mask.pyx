@@ -15,7 +15,7 @@ from pse._core.structure cimport (
     stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
-from pse._core.trie cimport Trie, TokenTrie
+from pse._core.trie cimport Trie, TokenTrie, trie_find
 
 cnp.import_array()
 
@@ -120,27 +120,75 @@ cdef class SliceCache:
         return len(self.entries)
 
     cdef SliceEntry get(self, const PState* s):
-        cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
-        key = (s.term, s.dstate, cls)
+        return self.entry(s.term, s.dstate,
+                          count_class(&self.structure.t, s.term, s.count, self.horizon))
+
+    cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls):
+        """The entry of terminal state (term, dstate) at count class `cls`: cached, shared
+        with other structures, derived from a twin state's, or built by a walk."""
+        key = (term, dstate, cls)
         entry = self.entries.get(key)
         if entry is not None:
             return <SliceEntry>entry
+        start = self.structure.t.term_start[term]
+        local = dstate - start
+        states = self.structure.terminal_states[term]
+        if states is not None and local in states.derived:
+            twin, ends = states.derived[local]
+            entry = self.derive(term, self.entry(term, start + twin, cls), ends)
+            self.entries[key] = entry
+            return <SliceEntry>entry
         # equal terminals in other structures (the same phrase, JSON string) built it already?
         shared = self.trie.shared_slices
-        follow = (<char*>&self.follow[8 * s.term])[:32]
-        global_key = (self.structure.terminal_keys[s.term],
-                      s.dstate - self.structure.t.term_start[s.term], cls, follow)
+        follow = (<char*>&self.follow[8 * term])[:32]
+        if states is not None and local in states.residual:
+            global_key = (states.residual[local], cls, follow)
+        else:
+            global_key = (self.structure.terminal_keys[term], local, cls, follow)
         # pop and re-insert rather than get and move_to_end: a thread switch between those
         # two (a garbage collection can run Python code) could let another thread evict the
         # key, and move_to_end would raise KeyError
         entry = shared.pop(global_key, None)
         if entry is None:
-            entry = self.build(s.term, s.dstate, cls)
+            entry = self.build(term, dstate, cls)
         shared[global_key] = entry
         if len(shared) > MAX_SHARED_SLICES:
             shared.popitem(last=False)
         self.entries[key] = entry
         return <SliceEntry>entry
+
+    cdef SliceEntry derive(self, int32_t term, SliceEntry base, tuple ends):
+        """`base` (the twin's entry) less the places where the terminal would end: after
+        each text of `ends`, the bytes that may follow it lead to no exit and no leaf."""
+        cdef const Trie* tr = &self.trie.t
+        cdef const uint32_t* follow = &self.follow[8 * term]
+        cdef int32_t node, k, b
+        cdef bytes data
+        nodes, tokens = [], []
+        for text in ends:
+            if len(text) + 1 > tr.max_depth:
+                continue  # no token is that long
+            for b in range(256):
+                if not has_bit(follow, b):
+                    continue
+                data = text + bytes([b])
+                node = trie_find(tr, <const uint8_t*><char*>data, len(data))
+                if node < 0:
+                    continue
+                nodes.append(node)
+                for k in range(tr.node_tok_off[node], tr.node_tok_off[node + 1]):
+                    tokens.append(tr.tok_ids[k])
+        if not nodes:
+            return base
+        words, bits, exit_node, leaf_id = base._arrays
+        exit_byte = np.repeat(np.arange(256, dtype=np.uint8),
+                              [base.s.exit_off[k + 1] - base.s.exit_off[k] for k in range(256)])
+        leaf_byte = np.repeat(np.arange(256, dtype=np.uint8),
+                              [base.s.leaf_off[k + 1] - base.s.leaf_off[k] for k in range(256)])
+        keep_exit = ~np.isin(exit_node, nodes)
+        keep_leaf = ~np.isin(leaf_id, tokens)
+        return make_entry(words, bits, exit_node[keep_exit], exit_byte[keep_exit],
+                          leaf_id[keep_leaf], leaf_byte[keep_leaf])
 
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):
         cdef const Tables* t = &self.structure.t
@@ -218,8 +266,8 @@ cdef class SliceCache:
                     set_bit(w, tok_ids[k])
                 lvl_d[depth] = nd
                 i += 1
-        return make_entry(within, exit_node[:n_exit], exit_byte[:n_exit], leaf_id[:n_leaf],
-                          leaf_byte[:n_leaf])
+        return entry_of_mask(within, exit_node[:n_exit], exit_byte[:n_exit], leaf_id[:n_leaf],
+                             leaf_byte[:n_leaf])
 
     cdef tuple profile(self, int32_t term, int32_t dstate):
         """One walk of the trie from (term, dstate) of a counted terminal, recording per token
@@ -321,17 +369,23 @@ cdef class SliceCache:
                 set_bit(w, ids[k])
         leaves = (leaf_done >= short) & (leaf_need <= left)
         exits = (exit_done >= short) & (exit_need <= left)
-        return make_entry(within, exit_node[exits], exit_byte[exits], leaf_id[leaves],
-                          leaf_byte[leaves])
+        return entry_of_mask(within, exit_node[exits], exit_byte[exits], leaf_id[leaves],
+                             leaf_byte[leaves])
 
 
-cdef SliceEntry make_entry(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
-    """A slice entry from the tokens within the terminal (a bitmask) and the trie nodes and
-    tokens where it may end, each with the byte after its end (grouped by that byte)."""
+cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
+    """make_entry with the tokens within the terminal as a bitmask."""
+    words = np.flatnonzero(within).astype(np.int32)
+    return make_entry(words, np.ascontiguousarray(within[words]), exit_node, exit_byte,
+                      leaf_id, leaf_byte)
+
+
+cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte):
+    """A slice entry from the tokens within the terminal (the nonzero words of their bitmask,
+    which it keeps as they are) and the trie nodes and tokens where it may end, each with the
+    byte after its end (grouped by that byte)."""
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
     cdef int32_t k
-    words = np.flatnonzero(within).astype(np.int32)
-    bits = np.ascontiguousarray(within[words])
     order = np.argsort(exit_byte, kind="stable")
     nodes = np.ascontiguousarray(exit_node[order], dtype=np.int32)
     exit_counts = np.bincount(exit_byte, minlength=256)

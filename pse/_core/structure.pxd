@@ -214,6 +214,7 @@ cdef class CompiledStructure:
     cdef object _buffers        # numpy arrays that own the table memory
     cdef readonly object machine
     cdef readonly list terminal_keys   # per terminal: a key equal terminals share
+    cdef readonly list terminal_states # per terminal: what its states' masks share, or None
     cdef public dict slice_caches      # mask caches per (vocabulary, memo size); see engine.py
     cdef readonly int n_rules
     cdef object __weakref__

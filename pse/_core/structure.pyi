@@ -5,6 +5,9 @@ class CompiledStructure:
 
     machine: Any
     n_rules: int
+    terminal_keys: list[Any]     # per terminal: a key equal terminals share
+    terminal_states: list[Any]   # per terminal: what its states' masks share, or None
+    slice_caches: dict[Any, Any]
     def __init__(self, machine: Any, tables: dict[str, Any], n_rules: int) -> None: ...
     @property
     def n_nodes(self) -> int: ...

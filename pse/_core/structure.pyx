@@ -393,6 +393,8 @@ cdef class CompiledStructure:
         self.machine = machine
         self.n_rules = n_rules
         self.terminal_keys = list(tables["terminal_keys"])
+        self.terminal_states = list(tables.get("terminal_states") or
+                                    [None] * len(self.terminal_keys))
         self.slice_caches = {}
         classes = np.asarray(tables["byte_class"], dtype=np.uint8)
         for i in range(256):
