@@ -259,15 +259,12 @@ def _without_names(keys: automaton.DFA, names) -> tuple[automaton.DFA, KeyStates
         f = final(sigma)
         if f is not None:
             residual.setdefault(f, (digest, canon[sigma]))
-    derived: dict[int, tuple[int, tuple[bytes, ...]]] = {}
+    derived: dict[int, tuple[int, int, bool]] = {}
     for (node, sigma), state in index.items():
         f, twin = final(state), final(sigma)
-        if canon[state] != state or f is None or twin is None or f in residual:
-            continue
-        ends = _name_ends(trie, is_name, node)
-        if ends is not None:
-            derived[f] = (twin, ends)
-    return dfa, KeyStates(residual, derived)
+        if canon[state] == state and f is not None and twin is not None and f not in residual:
+            derived[f] = (twin, node, False)
+    return dfa, KeyStates(residual, derived, trie, is_name)
 
 
 class KeyStates:
@@ -276,32 +273,53 @@ class KeyStates:
     Args:
         residual: state -> a key naming its language globally (a copy of a state of the
             plain key automaton: objects with other names share its mask entries).
-        derived: state -> (twin, name ends): a state on the spelling trie takes exactly the
-            bytes its twin (a plain key state) takes; it only may not end where the bytes
-            read from it spell the rest of a name (each of `name ends`, which may be b"").
+        derived: state -> (twin, trie node, at start): a state on the names' spelling trie
+            takes exactly the bytes its twin (a plain key state) takes; it only may not end
+            where the bytes read from it finish a name from that trie node (nor, with `at
+            start`, before reading anything).
+        trie, is_name: the spelling trie (see `_spelling_trie`).
     """
 
-    __slots__ = ("residual", "derived")
+    __slots__ = ("residual", "derived", "trie", "is_name", "_ends")
 
-    def __init__(self, residual: dict[int, Hashable],
-                 derived: dict[int, tuple[int, tuple[bytes, ...]]]) -> None:
-        self.residual, self.derived = residual, derived
+    def __init__(self, residual: dict[int, Hashable], derived: dict[int, tuple[int, int, bool]],
+                 trie: list[dict[int, int]], is_name: list[bool]) -> None:
+        self.residual, self.derived, self.trie, self.is_name = residual, derived, trie, is_name
+        self._ends: dict[int, tuple[bytes, ...] | None] = {}
+
+    def derivation(self, state: int) -> tuple[int, tuple[bytes, ...]] | None:
+        """(twin, the texts after which `state` may not end), or None: walk its mask. The
+        texts are found when first asked (only masked states need them)."""
+        if state not in self.derived:
+            return None
+        twin, node, at_start = self.derived[state]
+        if node not in self._ends:
+            self._ends[node] = _name_ends(self.trie, self.is_name, node)
+        ends = self._ends[node]
+        if ends is None:
+            return None
+        return twin, (*ends, b"") if at_start else ends
 
     def without_empty(self) -> KeyStates:
         """The same for the automaton the compiler runs when the empty key is allowed (the
         empty match becomes an edge of its own): every state moves up by one, and the new
         start is the old one unable to end at once."""
         residual = {s + 1: key for s, key in self.residual.items()}
-        derived = {s + 1: (twin + 1, ends) for s, (twin, ends) in self.derived.items()}
-        twin, ends = self.derived.get(0, (0, ()))
-        derived[0] = (twin + 1, tuple(dict.fromkeys((*ends, b""))))
-        return KeyStates(residual, derived)
+        derived = {s + 1: (twin + 1, node, at) for s, (twin, node, at) in self.derived.items()}
+        if 0 in self.derived:
+            twin, node, _ = self.derived[0]
+            derived[0] = (twin + 1, node, True)
+        else:  # the start is a plain key state: its twin is itself
+            derived[0] = (1, -1, True)
+        return KeyStates(residual, derived, self.trie, self.is_name)
 
 
 def _name_ends(trie: list[dict[int, int]], is_name: list[bool], node: int
                ) -> tuple[bytes, ...] | None:
-    """The byte strings leading from trie `node` to the end of a name (None: more than
-    MAX_NAME_SUFFIXES)."""
+    """The byte strings leading from trie `node` to the end of a name (node -1: none; None:
+    more than MAX_NAME_SUFFIXES)."""
+    if node < 0:
+        return ()
     out: list[bytes] = []
     stack = [(node, b"")]
     while stack:

@@ -133,8 +133,9 @@ cdef class SliceCache:
         start = self.structure.t.term_start[term]
         local = dstate - start
         states = self.structure.terminal_states[term]
-        if states is not None and local in states.derived:
-            twin, ends = states.derived[local]
+        how = None if states is None else states.derivation(local)
+        if how is not None:
+            twin, ends = how
             entry = self.derive(term, self.entry(term, start + twin, cls), ends)
             self.entries[key] = entry
             return <SliceEntry>entry
