@@ -66,19 +66,23 @@ def test_too_large():
 
 ATOMS = [r"a", r"b", r"é", r"[ab]", r"[^a]", r"\d", r".", r"[a-c]", r"\w", r"-"]
 
-regexes = st.recursive(
-    st.sampled_from(ATOMS),
-    lambda inner: st.one_of(
-        st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
-        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
-        inner.map(lambda r: f"(?:{r})*"),
-        inner.map(lambda r: f"(?:{r})+?"),
-        inner.map(lambda r: f"(?:{r})?"),
-        st.tuples(inner, st.integers(0, 2), st.integers(0, 2)).map(
-            lambda t: f"(?:{t[0]}){{{t[1]},{t[1] + t[2]}}}"),
-    ),
-    max_leaves=6,
-)
+def regex_strategy(max_leaves: int, counted: bool = True):
+    """Random regexes over ATOMS: concatenation, alternation, *, ?, and with `counted` lazy +
+    and bounded repetitions too."""
+    def extend(inner):
+        forms = [st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+                 st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+                 inner.map(lambda r: f"(?:{r})*"), inner.map(lambda r: f"(?:{r})?")]
+        if counted:
+            forms += [inner.map(lambda r: f"(?:{r})+?"),
+                      st.tuples(inner, st.integers(0, 2), st.integers(0, 2)).map(
+                          lambda t: f"(?:{t[0]}){{{t[1]},{t[1] + t[2]}}}")]
+        return st.one_of(*forms)
+
+    return st.recursive(st.sampled_from(ATOMS), extend, max_leaves=max_leaves)
+
+
+regexes = regex_strategy(6)
 
 
 @given(regexes, st.lists(st.text("abcé-1\n", max_size=6), max_size=15))
@@ -95,16 +99,7 @@ def test_random_regexes_accept_what_re_generates(pattern, data):
 
 
 # small branches: a search wraps them in "anything", whose subset construction grows fast
-_small_regexes = st.recursive(
-    st.sampled_from(ATOMS),
-    lambda inner: st.one_of(
-        st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
-        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
-        inner.map(lambda r: f"(?:{r})*"),
-        inner.map(lambda r: f"(?:{r})?"),
-    ),
-    max_leaves=3,
-)
+_small_regexes = regex_strategy(3, counted=False)
 _anchored = st.tuples(st.booleans(), _small_regexes, st.booleans()).map(
     lambda t: ("^" if t[0] else "") + t[1] + ("$" if t[2] else ""))
 
