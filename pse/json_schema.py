@@ -11,18 +11,18 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import math
 from decimal import Decimal
 import re
 import warnings
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 from urllib.parse import unquote, urljoin
 
 from pse import automaton, limits, schema_types
 from pse.errors import GrammarError, SchemaError
+from pse.json_spelling import (KeyStates, json_char_class, json_names_dfa, without_names,
+                               without_names_states)
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Optional, Phrase, StateMachine,
                           Terminal, Whitespace)
@@ -30,7 +30,6 @@ from pse.registers import KEY_BITS, Guard, Guarded, Scope
 from pse.regex import compile_regex
 
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
-_SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
 
 # Keywords that only annotate; they never change what is valid.
 _DATA_KEYWORDS = {"enum", "const", "default", "examples", "example"}  # values, not schemas
@@ -131,306 +130,6 @@ MAX_UNROLLED_LENGTH = 64
 MAX_UNROLLED_ITEMS = 256
 # Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
 MAX_KEY_REGIONS = 32
-
-
-def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
-    """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
-    raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
-    raw, escapes = _json_spellings(tuple(automaton.normalize_ranges(ranges)))
-    parts = [automaton.char_class(nfa, raw)] if raw else []
-    for spelling in escapes:
-        parts.append(automaton.concat(nfa, [
-            automaton.literal(nfa, part) if isinstance(part, bytes) else _hex_digit(nfa, part)
-            for part in spelling]))
-    return automaton.alternation(nfa, parts)
-
-
-@functools.lru_cache(maxsize=4096)
-def _json_spellings(ranges: tuple[tuple[int, int], ...]
-                    ) -> tuple[list[tuple[int, int]], list[tuple[bytes | str, ...]]]:
-    """The raw code point ranges of `ranges` and the escapes of the rest (each a sequence of
-    literal bytes and hex digits, which either case spells): computed once per class (every
-    regex character and every listed key name asks)."""
-    raw = _subtract(ranges, [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
-    escapes: list[tuple[bytes | str, ...]] = []
-    for cp in _members(ranges, [(0, 0x1F), (0x22, 0x22), (0x2F, 0x2F), (0x5C, 0x5C)]):
-        if cp in (0x22, 0x5C, 0x2F):
-            escapes.append((b"\\" + bytes([cp]),))
-        if cp < 0x20:
-            if cp in _SHORT_ESCAPES:
-                escapes.append((b"\\" + _SHORT_ESCAPES[cp],))
-            hi, lo = f"{cp:02x}"
-            escapes.append((b"\\u00", hi, lo))
-    return raw, escapes
-
-
-def json_names_dfa(names) -> automaton.DFA:
-    """The minimal DFA of the contents of JSON strings that spell one of `names`, every
-    character spelled as `json_char_class` spells it. Built directly as a trie over the
-    spellings (they form a prefix-free code), not through a regex: objects list their keys."""
-    trans, accept = _spelling_trie(names)
-    rows = [[(b, b, t) for b, t in sorted(row.items())] for row in trans]
-    return automaton.minimize(automaton.trim(automaton.DFA(rows, accept)))
-
-
-def without_names(keys: automaton.DFA, names) -> automaton.DFA:
-    """The key contents `keys` accepts that spell none of `names` (the keys an object leaves
-    to additionalProperties or patternProperties). The product of `keys` with the spelling
-    trie, built in one pass: a trie node pairs with the state `keys` reaches on the same
-    bytes, and a byte off the trie leads to a plain copy of `keys`' states."""
-    return _without_names(keys, names)[0]
-
-
-# Name-end suffixes recorded per key state (more: its masks are walked, not derived).
-MAX_NAME_SUFFIXES = 256
-
-
-def _without_names(keys: automaton.DFA, names) -> tuple[automaton.DFA, KeyStates | None]:
-    """`without_names`, and what the masks of its states can share (see KeyStates)."""
-    trie, is_name = _spelling_trie(names)
-    n_keys = keys.n_states
-    # output states: 0..n_keys-1 copy `keys`; then one per trie node that `keys` can follow
-    trans = [list(row) for row in keys.trans]
-    accept = list(keys.accept)
-    index = {(0, 0): n_keys}  # (trie node, state of `keys`) -> output state
-    todo = [(0, 0)]
-    trans.append([])
-    accept.append(keys.accept[0] and not is_name[0])
-    while todo:
-        limits.check_budget()
-        node, state = todo.pop()
-        row = trans[index[node, state]]
-        children = trie[node]
-        kids = sorted(children)
-        j, n_kids = 0, len(kids)
-        for lo, hi, target in keys.trans[state]:  # sorted ranges: one pass over the bytes
-            b = lo
-            while j < n_kids and kids[j] < lo:
-                j += 1
-            while j < n_kids and kids[j] <= hi:
-                c = kids[j]
-                j += 1
-                if b < c:
-                    row.append((b, c - 1, target))
-                pair = (children[c], target)
-                if pair not in index:
-                    index[pair] = len(trans)
-                    trans.append([])
-                    accept.append(keys.accept[target] and not is_name[pair[0]])
-                    todo.append(pair)
-                row.append((c, c, index[pair]))
-                b = c + 1
-            if b <= hi:
-                row.append((b, hi, target))
-    # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
-    # `keys`' own states (minimal already) first, then the acyclic trie part children before
-    # parents, each merged with an earlier state of the same signature
-    canon = list(range(len(trans)))
-    seen: dict[tuple, int] = {}
-    for state in [*range(n_keys), *_post_order(trans, n_keys)]:
-        row: list[tuple[int, int, int]] = []
-        for lo, hi, t in trans[state]:
-            t = canon[t]
-            if row and row[-1][2] == t and row[-1][1] == lo - 1:
-                row[-1] = (row[-1][0], hi, t)
-            else:
-                row.append((lo, hi, t))
-        trans[state] = row
-        canon[state] = seen.setdefault((accept[state], tuple(row)), state)
-    # the start in place 0 (trim keeps what it reaches, numbered from there)
-    start = canon[n_keys]
-    swap = {0: start, start: 0}
-    trans[0], trans[start] = trans[start], trans[0]
-    accept[0], accept[start] = accept[start], accept[0]
-    trans = [[(lo, hi, swap.get(t, t)) for lo, hi, t in row] for row in trans]
-    kept: list[int] = []
-    dfa = automaton.trim(automaton.DFA(trans, accept), kept)
-    if len(kept) != dfa.n_states:
-        return dfa, None  # the empty language
-    new_of = {old: new for new, old in enumerate(kept)}
-
-    def final(state: int) -> int | None:
-        c = canon[state]
-        return new_of.get(swap.get(c, c))
-
-    digest = _dfa_digest(keys)
-    residual: dict[int, Hashable] = {}
-    for sigma in range(n_keys):
-        f = final(sigma)
-        if f is not None:
-            residual.setdefault(f, (digest, canon[sigma]))
-    derived: dict[int, tuple[int, int, bool]] = {}
-    for (node, sigma), state in index.items():
-        f, twin = final(state), final(sigma)
-        if canon[state] == state and f is not None and twin is not None and f not in residual:
-            derived[f] = (twin, node, False)
-    return dfa, KeyStates(residual, derived, trie, is_name)
-
-
-class KeyStates:
-    """What the masks of a keys-without-names automaton's states can share.
-
-    Args:
-        residual: state -> a key naming its language globally (a copy of a state of the
-            plain key automaton: objects with other names share its mask entries).
-        derived: state -> (twin, trie node, at start): a state on the names' spelling trie
-            takes exactly the bytes its twin (a plain key state) takes; it only may not end
-            where the bytes read from it finish a name from that trie node (nor, with `at
-            start`, before reading anything).
-        trie, is_name: the spelling trie (see `_spelling_trie`).
-    """
-
-    __slots__ = ("residual", "derived", "trie", "is_name", "_ends")
-
-    def __init__(self, residual: dict[int, Hashable], derived: dict[int, tuple[int, int, bool]],
-                 trie: list[dict[int, int]], is_name: list[bool]) -> None:
-        self.residual, self.derived, self.trie, self.is_name = residual, derived, trie, is_name
-        self._ends: dict[int, tuple[bytes, ...] | None] = {}
-
-    def derivation(self, state: int) -> tuple[int, tuple[bytes, ...]] | None:
-        """(twin, the texts after which `state` may not end), or None: walk its mask. The
-        texts are found when first asked (only masked states need them)."""
-        if state not in self.derived:
-            return None
-        twin, node, at_start = self.derived[state]
-        if node not in self._ends:
-            self._ends[node] = _name_ends(self.trie, self.is_name, node)
-        ends = self._ends[node]
-        if ends is None:
-            return None
-        return twin, (*ends, b"") if at_start else ends
-
-    def without_empty(self) -> KeyStates:
-        """The same for the automaton the compiler runs when the empty key is allowed (the
-        empty match becomes an edge of its own): every state moves up by one, and the new
-        start is the old one unable to end at once."""
-        residual = {s + 1: key for s, key in self.residual.items()}
-        derived = {s + 1: (twin + 1, node, at) for s, (twin, node, at) in self.derived.items()}
-        if 0 in self.derived:
-            twin, node, _ = self.derived[0]
-            derived[0] = (twin + 1, node, True)
-        else:  # the start is a plain key state: its twin is itself
-            derived[0] = (1, -1, True)
-        return KeyStates(residual, derived, self.trie, self.is_name)
-
-
-def _name_ends(trie: list[dict[int, int]], is_name: list[bool], node: int
-               ) -> tuple[bytes, ...] | None:
-    """The byte strings leading from trie `node` to the end of a name (node -1: none; None:
-    more than MAX_NAME_SUFFIXES)."""
-    if node < 0:
-        return ()
-    out: list[bytes] = []
-    stack = [(node, b"")]
-    while stack:
-        at, text = stack.pop()
-        if is_name[at]:
-            out.append(text)
-            if len(out) > MAX_NAME_SUFFIXES:
-                return None
-        stack.extend((child, text + bytes([b])) for b, child in trie[at].items())
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=256)
-def _dfa_digest(dfa: automaton.DFA) -> bytes:
-    """A short global name of an automaton's content (keys of shared mask entries)."""
-    return hashlib.blake2b(repr((dfa.trans, dfa.accept)).encode(), digest_size=16).digest()
-
-
-def _post_order(trans: list[list[tuple[int, int, int]]], root: int) -> list[int]:
-    """The states from `root` on (numbered `root` and up; the graph among them is acyclic),
-    each after every such state it leads to."""
-    order: list[int] = []
-    entered: set[int] = set()
-    stack = [(root, False)]
-    while stack:
-        state, expanded = stack.pop()
-        if expanded:
-            order.append(state)
-        elif state not in entered:
-            entered.add(state)
-            stack.append((state, True))
-            stack.extend((t, False) for _, _, t in trans[state]
-                         if t >= root and t not in entered)
-    return order
-
-
-def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:
-    """A trie over every JSON spelling of `names` (byte -> child per node; which nodes end a
-    name). Every spelling of one character from one node ends in one node."""
-    trans: list[dict[int, int]] = [{}]
-    accept = [False]
-    for name in dict.fromkeys(names):
-        ends = [0]
-        for ch in name:
-            nxt: list[int] = []
-            for spelling in _char_spellings(ord(ch)):
-                for start in ends:
-                    s = start
-                    for i, b in enumerate(spelling):
-                        t = trans[s].get(b)
-                        if t is None:
-                            if i == len(spelling) - 1 and nxt:
-                                t = nxt[0]
-                            else:
-                                t = len(trans)
-                                trans.append({})
-                                accept.append(False)
-                            trans[s][b] = t
-                        s = t
-                    if s not in nxt:
-                        nxt.append(s)
-            ends = nxt
-        for s in ends:
-            accept[s] = True
-    return trans, accept
-
-
-@functools.lru_cache(maxsize=4096)
-def _char_spellings(cp: int) -> tuple[bytes, ...]:
-    """Every byte string that spells code point `cp` inside a JSON string (see
-    `json_char_class`): raw UTF-8 where allowed, its escapes with hex digits in either case."""
-    raw, escapes = _json_spellings(((cp, cp),))
-    out = [chr(cp).encode("utf-8", "surrogatepass")] if raw else []
-    for spelling in escapes:
-        variants = [b""]
-        for part in spelling:
-            options = [part] if isinstance(part, bytes) else \
-                sorted({part.lower().encode(), part.upper().encode()})
-            variants = [v + o for v in variants for o in options]
-        out += variants
-    return tuple(out)
-
-
-def _hex_digit(nfa: automaton.NFA, digit: str) -> automaton.Fragment:
-    both = {ord(digit.lower()), ord(digit.upper())}
-    return automaton.byte_class(nfa, [(b, b) for b in sorted(both)])
-
-
-def _subtract(ranges, cut):
-    out = []
-    for lo, hi in ranges:
-        pieces = [(lo, hi)]
-        for clo, chi in cut:
-            nxt = []
-            for plo, phi in pieces:
-                if chi < plo or clo > phi:
-                    nxt.append((plo, phi))
-                    continue
-                if plo < clo:
-                    nxt.append((plo, clo - 1))
-                if phi > chi:
-                    nxt.append((chi + 1, phi))
-            pieces = nxt
-        out.extend(pieces)
-    return out
-
-
-def _members(ranges, probe):
-    """The code points of `probe` that `ranges` holds, in order."""
-    return sorted(cp for plo, phi in probe for lo, hi in ranges
-                  for cp in range(max(lo, plo), min(hi, phi) + 1))
 
 
 def _length_dfa(lo: int, hi: int) -> automaton.DFA:
@@ -1482,7 +1181,7 @@ class _Compiler:
             keys = self.key_dfa("(?s).*", False, pointer) if allowed is None else allowed
             states = None
             if names:
-                keys, states = _without_names(keys, names)
+                keys, states = without_names_states(keys, names)
             if covered is not None:
                 keys, states = automaton.difference(keys, covered), None
             if _nonempty(keys):

@@ -188,7 +188,7 @@ class DfaTerminal(Terminal):
         key: equal keys mean equal automata, which the compiler and the mask caches share
             (default: the automaton's own content).
         states: what the mask cache may share between the automaton's states and other
-            automata's (`json_schema.KeyStates`: key names), or None.
+            automata's (`json_spelling.KeyStates`: key names), or None.
     """
 
     def __init__(self, dfa: automaton.DFA, name: str, key: Hashable | None = None,

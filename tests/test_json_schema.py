@@ -14,9 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
 from pse import JsonSchema, SchemaError, StructuringEngine
-from pse.json_schema import (
-    integer_pattern, json_char_class, json_names_dfa, number_range_dfa, without_names,
-)
+from pse.json_schema import integer_pattern, number_range_dfa
+from pse.json_spelling import json_char_class, json_names_dfa, without_names
 from pse.regex import compile_regex
 
 SCHEMAS = [
