@@ -20,6 +20,9 @@ and the structure accepts at the end.
                      that takes over S seconds on a file (compile + instances) as a hang; it
                      is restarted and the run goes on. Peak RSS is reported per engine.
                      --no-isolate runs everything in this process instead.
+  --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
+                     --out the figures go to a JSON file, and --combine puts such files
+                     together into one table (a full run in shards, e.g. over sessions).
 
 Run: python bench/maskbench.py --grammar json --compare llguidance,xgrammar [--limit 500]
 """
@@ -169,14 +172,14 @@ class XGrammarEngine:
 
 # --- the run ---------------------------------------------------------------------------------
 
-def load_instances(limit: int | None, seed: int):
+def load_instances(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1)):
     folder = SHARED / "data" / "maskbench"
     if not folder.is_dir():
         sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
     files = sorted(folder.glob("*.json"))
     if limit is not None and limit < len(files):
         files = sorted(random.Random(seed).sample(files, limit))
-    for path in files:
+    for path in files[shard[0]::shard[1]]:
         data = json.loads(path.read_text())
         yield path.name, data
 
@@ -361,7 +364,19 @@ def main() -> None:
     ap.add_argument("--no-isolate", action="store_true",
                     help="run the engines in this process (no crash or hang detection, "
                          "no per-engine memory; --check-masks implies it)")
+    ap.add_argument("--shard", default="0/1", help="K/N: every N-th file from the K-th")
+    ap.add_argument("--out", help="write the figures (per-token times included) to this JSON file")
+    ap.add_argument("--combine", nargs="+", metavar="OUT", help="put --out files together")
     args = ap.parse_args()
+    if args.combine:
+        combine(args.combine)
+        return
+    try:
+        shard = tuple(int(x) for x in args.shard.split("/"))
+        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
+            raise ValueError
+    except ValueError:
+        sys.exit(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
     isolate = not (args.no_isolate or args.check_masks)
 
     tok_path = SHARED / "tokenizers" / args.tokenizer / "tokenizer.json"
@@ -382,7 +397,7 @@ def main() -> None:
         checker = engines.get("llguidance") or LLGuidanceEngine(vocab, tok_path)
         compiled["pse"][("checker", "json")] = checker.compile("json", None)
     t_start = time.time()
-    files = list(load_instances(args.limit, args.seed))
+    files = list(load_instances(args.limit, args.seed, shard))
     n_instances = 0
     for k, (name, data) in enumerate(files):
         tests = [t for t in data.get("tests", []) if t.get("valid") or args.grammar != "json"]
@@ -419,7 +434,12 @@ def main() -> None:
     else:
         for n in names:  # one process: its peak is every engine's
             stats[n]["peak_rss_mb"] = _rss_mb()
-    report(args, names, stats, n_instances, len(files), isolate)
+    title = run_title(args, len(files), n_instances, isolate)
+    report(title, names, stats)
+    if args.out:
+        Path(args.out).write_text(json.dumps({
+            "title": title, "shard": args.shard, "files": len(files), "instances": n_instances,
+            "names": names, "stats": stats}))
     if checker is not None:
         print(f"\nmask cross-check against llguidance: {sum(diffs.values())} differing tokens")
         for kind, n in sorted(diffs.items(), key=lambda kv: -kv[1]):
@@ -465,12 +485,45 @@ def _diff_reason(vocab, prefix: list[int], tid: int) -> str:
     return ": other"
 
 
-def report(args, names, stats, n_instances, n_files, isolate) -> None:
+def run_title(args, n_files: int, n_instances: int, isolate: bool) -> str:
     where = ("each engine in its own process; peak RSS is that process's, vocabulary "
              "included (after loading: base)") if isolate else "all engines in this process"
-    print(f"\nmaskbench --grammar {args.grammar}: {n_files} files, {n_instances} instances, "
-          f"tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}, timeout "
-          f"{args.timeout:g} s per file; {where}")
+    shard = f" (shard {args.shard})" if args.shard != "0/1" else ""
+    return (f"maskbench --grammar {args.grammar}: {n_files} files{shard}, {n_instances} "
+            f"instances, tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}, timeout "
+            f"{args.timeout:g} s per file; {where}")
+
+
+def combine(paths: list[str]) -> None:
+    """Put the figures of shard runs (--out files) together into one table."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    names = parts[0]["names"]
+    if any(part["names"] != names for part in parts):
+        sys.exit("the shard files compare different engines")
+    stats = {n: new_stats() for n in names}
+    for part in parts:
+        for n in names:
+            st, add = stats[n], part["stats"][n]
+            for k in ("times", "compile", "crashes", "hangs"):
+                st[k].extend(add[k])
+            for k in ("valid_rejected", "invalid_accepted", "instances", "passing", "schemas"):
+                st[k] += add[k]
+            for k in ("errors", "runtime_errors"):
+                for cause, count in add[k].items():
+                    st[k][cause] = st[k].get(cause, 0) + count
+            st["peak_rss_mb"] = max(st["peak_rss_mb"], add["peak_rss_mb"])
+            st["base_rss_mb"] = max(st["base_rss_mb"], add["base_rss_mb"])
+    files = sum(p["files"] for p in parts)
+    instances = sum(p["instances"] for p in parts)
+    shards = ", ".join(sorted(p["shard"] for p in parts))
+    title = parts[0]["title"].split(": ", 1)[1].split(", tokenizer", 1)[1]
+    report(f"maskbench: {files} files, {instances} instances in shards {shards}, "
+           f"tokenizer{title}", names, stats)
+
+
+def report(title: str, names, stats) -> None:
+    isolate = "own process" in title
+    print(f"\n{title}")
     header = ("engine", "schemas passing", "compile errors", "runtime errors", "crashes",
               "hangs", "tokens",
               "mean us", "p50 us", "p99 us", "max us", "compile p50 ms", "compile p99 ms",
