@@ -29,6 +29,10 @@ from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Optional, Phrase, 
 from pse.registers import KEY_BITS, Guard, Guarded, Scope
 from pse.regex import compile_regex
 
+# An object member: its opening (the key, or a comma and the key) made for its place, first
+# or not, and the rest (the value) one machine wherever the member stands.
+Member = tuple[Callable[[bool], StateMachine], StateMachine]
+
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 
 # Keywords that only annotate; they never change what is valid.
@@ -1078,17 +1082,19 @@ class _Compiler:
             term = Phrase(text) if first else self.comma_then(text)
             return term if guard is None else Guarded(term, guard)
 
-        def named(name: str, m: StateMachine) -> Callable[[bool], StateMachine]:
+        def named(name: str, m: StateMachine) -> Member:
             text = json.dumps(name, ensure_ascii=False)
             guard = key_guard(bit.get(name, 0))
-            return lambda first: Chain(opening(text, first, guard), self.sep(":"), m)
+            if not self.ws:  # compact: the colon joins the key's terminal
+                return (lambda first: opening(text + ":", first, guard)), m
+            return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
 
         def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None
-                  ) -> Callable[[bool], StateMachine]:
+                  ) -> Member:
             rest = DfaTerminal(keys, f"keys at {where}", states=states)
             guard = key_guard(0)
-            return lambda first: Chain(opening('"', first, guard), rest, Phrase('"'),
-                                       self.sep(":"), m)
+            close = Phrase('":') if not self.ws else Chain(Phrase('"'), self.sep(":"))
+            return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
         members = [named(n, m) for n, m in values.items()]
         other_members = [other(*o) for o in others]
@@ -1099,13 +1105,16 @@ class _Compiler:
         if need or n_min or clauses:
             close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
         if any_order:
-            makes = members + other_members
-            body = StateMachine({"first": [(make(True), "more") for make in makes],
-                                 "more": [(make(False), "more") for make in makes]},
-                                start_state="first", end_states=["first", "more"])
+            graph: dict = {"first": [], "more": []}
+            for i, (open_, tail) in enumerate(members + other_members):
+                graph["first"].append((open_(True), ("member", i)))
+                graph["more"].append((open_(False), ("member", i)))
+                graph[("member", i)] = [(tail, "more")]
+            body = StateMachine(graph, start_state="first", end_states=["first", "more"])
         else:
             body = self.ordered_members(
-                [(make, n in required) for make, n in zip(members, values)], other_members)
+                [(*member, n in required) for member, n in zip(members, values)],
+                other_members)
         machine = Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), close)
         return Scope(machine) if bit or counted or any_order else machine
 
@@ -1116,24 +1125,33 @@ class _Compiler:
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
         return DfaTerminal(compile_regex(f"{blank},{blank}{re.escape(text)}"), f",{text}")
 
-    def ordered_members(self, members: list[tuple[Callable[[bool], StateMachine], bool]],
-                        others: list[Callable[[bool], StateMachine]]) -> StateMachine:
+    def ordered_members(self, members: list[tuple[Callable[[bool], StateMachine],
+                                                   StateMachine, bool]],
+                        others: list[Member]) -> StateMachine:
         """Named members in schema order (optional ones skippable), then other keys. A
-        member is made for its place: first in the object, or after a comma."""
+        member's opening is made for its place (first in the object, or after a comma); the
+        rest of the member (its value) is one copy whatever the place."""
         graph: dict = {}
         n = len(members)
         empty = Phrase("")
-        for i, (make, req) in enumerate(members):
-            for first in (True, False):
-                graph.setdefault((i, first), []).append((make(first), (i + 1, False)))
+        first_possible = True  # can member i be the first? (all before it are optional)
+        for i, (open_, tail, req) in enumerate(members):
+            places = (True,) if i == 0 else (True, False) if first_possible else (False,)
+            for first in places:
+                edges = graph.setdefault((i, first), [])
+                edges.append((open_(first), ("member", i)))
                 if not req:
-                    graph[(i, first)].append((empty, (i + 1, first)))
-        for first in (True, False):
-            graph.setdefault((n, first), [])
-        for make in others:
-            graph[(n, True)].append((make(True), (n, False)))
-            graph[(n, False)].append((make(False), (n, False)))
-        return StateMachine(graph, start_state=(0, True), end_states=[(n, True), (n, False)])
+                    edges.append((empty, (i + 1, first)))
+            graph[("member", i)] = [(tail, (i + 1, False))]
+            first_possible = first_possible and not req
+        ends = [(n, False)] + ([(n, True)] if first_possible else [])
+        for end in ends:
+            graph.setdefault(end, [])
+        for j, (open_, tail) in enumerate(others):
+            for end in ends:
+                graph[end].append((open_(end[1]), ("other", j)))
+            graph[("other", j)] = [(tail, (n, False))]
+        return StateMachine(graph, start_state=(0, True), end_states=ends)
 
     def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
                    pointer: str

@@ -58,6 +58,11 @@ SCHEMAS = [
          "additionalProperties": False}]},
     {"properties": {"gone": {"not": {}}, "t": {"not": {"type": ["string", "null"]}}}},
 ]
+# objects open to any key: agreement only (random generations of them seldom close in time)
+OPEN_OBJECTS = [
+    {"type": "object"},
+    {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "minProperties": 1},
+]
 
 INSTANCES = [
     {"name": "Al", "age": 30, "tags": ["a", 3]}, {"name": "A"}, {"name": "Bob", "age": 151},
@@ -81,7 +86,8 @@ def compact(value) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+@pytest.mark.parametrize("schema", SCHEMAS + OPEN_OBJECTS,
+                         ids=range(len(SCHEMAS) + len(OPEN_OBJECTS)))
 def test_agrees_with_jsonschema(schema):
     machine = JsonSchema(schema)
     validator = jsonschema.Draft202012Validator(schema,
@@ -342,6 +348,37 @@ def test_any_order_agrees_with_jsonschema(schema):
     for value in ANY_ORDER_INSTANCES:
         expected = validator.is_valid(value)
         assert machine.matches(compact(value)) == expected, (schema, value)
+
+
+_LISTED = ["a", "b", "c", "d"]
+_VALUES = st.sampled_from([{"type": "integer"}, {"type": "string"}, {}, {"const": 1}])
+_object_schemas = st.fixed_dictionaries(
+    {"properties": st.dictionaries(st.sampled_from(_LISTED), _VALUES, max_size=4).map(
+        lambda props: {k: props[k] for k in _LISTED if k in props}),  # in a fixed order
+     "required": st.lists(st.sampled_from(_LISTED), max_size=3, unique=True)},
+    optional={"additionalProperties": st.one_of(st.booleans(), _VALUES),
+              "patternProperties": st.just({"^x": {"type": "integer"}}),
+              "minProperties": st.integers(0, 3), "maxProperties": st.integers(0, 4)},
+).map(lambda s: {"type": "object", **s})
+
+
+@settings(max_examples=150, deadline=None)
+@given(_object_schemas, st.lists(st.tuples(st.sampled_from([*_LISTED, "x1", "y", "ab"]),
+                                           st.sampled_from([1, "s", None])),
+                                 max_size=5, unique_by=lambda kv: kv[0]))
+def test_schema_order_agrees_with_jsonschema(schema, members):
+    """Objects whose keys come in schema order (listed properties as listed, then required
+    ones not listed, then the others in any order): pse accepts what jsonschema accepts."""
+    listed = list(dict.fromkeys([*schema["properties"], *schema["required"]]))
+    members.sort(key=lambda kv: listed.index(kv[0]) if kv[0] in listed else len(listed))
+    value = dict(members)
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError:  # unsatisfiable: jsonschema must agree that nothing is valid here
+        assert not jsonschema.Draft202012Validator(schema).is_valid(value)
+        return
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert machine.matches(compact(value)) == expected, (schema, value)
 
 
 @settings(max_examples=60, deadline=None)
