@@ -7,6 +7,7 @@ Nothing here runs per token.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -120,22 +121,38 @@ class DFA:
     __slots__ = ("trans", "accept", "_dense")
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
-                 accept: Sequence[bool]) -> None:
+                 accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
+        """`dense`: the table `dense()` returns, when the caller has it already."""
         # frozen as tuples: the garbage collector stops tracking tuples of plain values, and
         # cached automata (thousands) would otherwise make every full collection slow
         self.trans = tuple(map(tuple, trans))
         self.accept = tuple(accept)
-        self._dense: np.ndarray | None = None
+        self._dense = dense
 
     def dense(self) -> np.ndarray:
         """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
         once: terminal DFAs are cached across structures and spread out for each one's
         tables."""
         if self._dense is None:
-            dense = np.full((self.n_states, 256), -1, dtype=np.int32)
-            for s, row in enumerate(self.trans):
-                for lo, hi, t in row:
-                    dense[s, lo:hi + 1] = t
+            trans = self.trans
+            n = len(trans)
+            counts = list(map(len, trans))
+            if sum(counts) < 64:  # a few ranges: one slice each
+                dense = np.full((n, 256), -1, dtype=np.int32)
+                for s, row in enumerate(trans):
+                    for lo, hi, t in row:
+                        dense[s, lo:hi + 1] = t
+            else:  # many: every range's bytes at once
+                flat = np.fromiter(chain.from_iterable(chain.from_iterable(trans)),
+                                   dtype=np.int64).reshape(-1, 3)
+                lo, hi, target = flat[:, 0], flat[:, 1], flat[:, 2]
+                start = np.repeat(np.arange(n, dtype=np.int64) * 256, counts) + lo
+                length = hi - lo + 1
+                ends = np.cumsum(length)
+                dense = np.full(n * 256, -1, dtype=np.int32)
+                dense[np.arange(ends[-1]) + np.repeat(start - (ends - length), length)] = \
+                    np.repeat(target, length)
+                dense = dense.reshape(n, 256)
             dense.setflags(write=False)
             self._dense = dense
         return self._dense

@@ -468,7 +468,11 @@ def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
 def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     """The same language minus the empty string: a fresh, non-accepting start state."""
     shifted = [[(lo, hi, t + 1) for lo, hi, t in row] for row in dfa.trans]
-    return automaton.DFA([shifted[0]] + shifted, (False,) + dfa.accept)
+    dense = dfa.dense()
+    dense = np.where(dense >= 0, dense + 1, -1).astype(np.int32)
+    dense = np.concatenate([dense[:1], dense])
+    dense.setflags(write=False)
+    return automaton.DFA([shifted[0]] + shifted, (False,) + dfa.accept, dense=dense)
 
 
 def _closure(eps: list[list[int]], s: int | Iterable[int]) -> set[int]:

@@ -13,6 +13,8 @@ import functools
 import hashlib
 from typing import Hashable
 
+import numpy as np
+
 from pse import automaton, limits
 
 _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
@@ -76,82 +78,134 @@ def without_names_states(keys: automaton.DFA, names
     the empty language)."""
     trie, is_name = _spelling_trie(names)
     n_keys = keys.n_states
-    # output states: 0..n_keys-1 copy `keys`; then one per trie node that `keys` can follow
-    trans = [list(row) for row in keys.trans]
-    accept = list(keys.accept)
-    index = {(0, 0): n_keys}  # (trie node, state of `keys`) -> output state
-    todo = [(0, 0)]
-    trans.append([])
-    accept.append(keys.accept[0] and not is_name[0])
-    while todo:
-        limits.check_budget()
-        node, state = todo.pop()
-        row = trans[index[node, state]]
-        children = trie[node]
-        kids = sorted(children)
-        j, n_kids = 0, len(kids)
-        for lo, hi, target in keys.trans[state]:  # sorted ranges: one pass over the bytes
-            b = lo
-            while j < n_kids and kids[j] < lo:
-                j += 1
-            while j < n_kids and kids[j] <= hi:
-                c = kids[j]
-                j += 1
-                if b < c:
-                    row.append((b, c - 1, target))
-                pair = (children[c], target)
-                if pair not in index:
-                    index[pair] = len(trans)
-                    trans.append([])
-                    accept.append(keys.accept[target] and not is_name[pair[0]])
-                    todo.append(pair)
-                row.append((c, c, index[pair]))
-                b = c + 1
-            if b <= hi:
-                row.append((b, hi, target))
+    k_trans, k_accept, k_dense = keys.trans, keys.accept, keys.dense()
+    # the product: pairs (trie node, state of `keys`) from the start, each pair's edges to
+    # other pairs (on the trie's bytes), listed children before parents (the trie is acyclic)
+    pair_id = {(0, 0): 0}
+    pairs: list[tuple[int, int]] = [(0, 0)]
+    edges: list[list[tuple[int, int]]] = [[]]
+    post: list[int] = []
+    entered = [False]
+    stack = [(0, False)]
+    while stack:
+        pid, expanded = stack.pop()
+        if expanded:
+            post.append(pid)
+            continue
+        if entered[pid]:
+            continue
+        entered[pid] = True
+        stack.append((pid, True))
+        node, state = pairs[pid]
+        for b, child in sorted(trie[node].items()):
+            target = int(k_dense[state, b])
+            if target < 0:
+                continue
+            pair = (child, target)
+            cid = pair_id.get(pair)
+            if cid is None:
+                cid = pair_id[pair] = len(pairs)
+                pairs.append(pair)
+                edges.append([])
+                entered.append(False)
+            if not entered[cid]:
+                stack.append((cid, False))
+            edges[pid].append((b, cid))
+    limits.check_budget()
     # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
-    # `keys`' own states (minimal already) first, then the acyclic trie part children before
-    # parents, each merged with an earlier state of the same signature
-    canon = list(range(len(trans)))
-    seen: dict[tuple, int] = {}
-    for state in [*range(n_keys), *_post_order(trans, n_keys)]:
-        row: list[tuple[int, int, int]] = []
-        for lo, hi, t in trans[state]:
-            t = canon[t]
-            if row and row[-1][2] == t and row[-1][1] == lo - 1:
-                row[-1] = (row[-1][0], hi, t)
-            else:
-                row.append((lo, hi, t))
-        trans[state] = row
-        canon[state] = seen.setdefault((accept[state], tuple(row)), state)
-    # the start in place 0 (trim keeps what it reaches, numbered from there)
-    start = canon[n_keys]
-    swap = {0: start, start: 0}
-    trans[0], trans[start] = trans[start], trans[0]
-    accept[0], accept[start] = accept[start], accept[0]
-    trans = [[(lo, hi, swap.get(t, t)) for lo, hi, t in row] for row in trans]
-    kept: list[int] = []
-    dfa = automaton.trim(automaton.DFA(trans, accept), kept)
-    if len(kept) != dfa.n_states:
-        return dfa, None  # the empty language
-    new_of = {old: new for new, old in enumerate(kept)}
-
-    def final(state: int) -> int | None:
-        c = canon[state]
-        return new_of.get(swap.get(c, c))
+    # `keys`' own states (minimal already) keep their numbers; each pair, children first, is
+    # a state of its own unless one with the same row and acceptance exists (-1: dead)
+    rows: list[tuple] = list(k_trans)
+    accept: list[bool] = list(k_accept)
+    seen = {(a, row): q for q, (a, row) in enumerate(zip(k_accept, k_trans))}
+    canon = [0] * len(pairs)
+    rep: dict[int, int] = {}  # a product state -> the pair that made it
+    for pid in post:
+        node, state = pairs[pid]
+        row = _punched(k_trans[state], [(b, canon[c]) for b, c in edges[pid]])
+        acc = k_accept[state] and not is_name[node]
+        if not row and not acc:
+            canon[pid] = -1
+            continue
+        q = seen.get((acc, row))
+        if q is None:
+            q = seen[acc, row] = len(rows)
+            rows.append(row)
+            accept.append(acc)
+            rep[q] = pid
+        canon[pid] = q
+    start = canon[0]
+    if start < 0:
+        return automaton.DFA([[]], [False]), None
+    # numbered from the start, in the order reached (what the start cannot reach goes)
+    order = [start]
+    new_of = {start: 0}
+    for q in order:
+        for _, _, t in rows[q]:
+            if t not in new_of:
+                new_of[t] = len(order)
+                order.append(t)
+    trans = [tuple((lo, hi, new_of[t]) for lo, hi, t in rows[q]) for q in order]
+    dfa = automaton.DFA(trans, [accept[q] for q in order],
+                        dense=_product_dense(k_dense, order, new_of, pairs, edges, rep, canon,
+                                             n_keys))
 
     digest = _dfa_digest(keys)
-    residual: dict[int, Hashable] = {}
-    for sigma in range(n_keys):
-        f = final(sigma)
-        if f is not None:
-            residual.setdefault(f, (digest, canon[sigma]))
+    residual: dict[int, Hashable] = {new_of[q]: (digest, q) for q in range(n_keys)
+                                     if q in new_of}
     derived: dict[int, tuple[int, int, bool]] = {}
-    for (node, sigma), state in index.items():
-        f, twin = final(state), final(sigma)
-        if canon[state] == state and f is not None and twin is not None and f not in residual:
-            derived[f] = (twin, node, False)
+    for q, pid in rep.items():
+        node, state = pairs[pid]
+        if q in new_of and state in new_of:
+            derived[new_of[q]] = (new_of[state], node, False)
     return dfa, KeyStates(residual, derived, trie, is_name)
+
+
+def _punched(row: tuple, kids: list[tuple[int, int]]) -> tuple:
+    """`row` (sorted byte ranges) with single bytes sent elsewhere (`kids`: sorted (byte,
+    target), -1: nowhere); neighbouring ranges with one target joined."""
+    if not kids:
+        return row
+    out: list[tuple[int, int, int]] = []
+
+    def add(lo: int, hi: int, t: int) -> None:
+        if t < 0:
+            return
+        if out and out[-1][2] == t and out[-1][1] == lo - 1:
+            out[-1] = (out[-1][0], hi, t)
+        else:
+            out.append((lo, hi, t))
+
+    j, n_kids = 0, len(kids)
+    for lo, hi, target in row:
+        b = lo
+        while j < n_kids and kids[j][0] <= hi:
+            c, t = kids[j]
+            j += 1
+            if b < c:
+                add(b, c - 1, target)
+            add(c, c, t)
+            b = c + 1
+        if b <= hi:
+            add(b, hi, target)
+    return tuple(out)
+
+
+def _product_dense(k_dense, order: list[int], new_of: dict[int, int], pairs, edges, rep,
+                   canon: list[int], n_keys: int):
+    """The transition table of `without_names_states`' automaton from `keys`' own: each
+    state's row is its keys state's, renumbered, with the trie's bytes sent to its pairs."""
+    renumber = np.full(n_keys + 1, -1, dtype=np.int32)  # keys state -> its new number
+    for q in range(n_keys):
+        renumber[q] = new_of.get(q, -1)
+    source = [q if q < n_keys else pairs[rep[q]][1] for q in order]
+    dense = renumber[k_dense[source]]  # -1 (no edge) indexes the last entry, -1 too
+    for row, q in enumerate(order):
+        if q >= n_keys:
+            for b, c in edges[rep[q]]:
+                dense[row, b] = new_of[canon[c]] if canon[c] >= 0 else -1
+    dense.setflags(write=False)
+    return dense
 
 
 class KeyStates:
@@ -223,24 +277,6 @@ def _name_ends(trie: list[dict[int, int]], is_name: list[bool], node: int
 def _dfa_digest(dfa: automaton.DFA) -> bytes:
     """A short global name of an automaton's content (keys of shared mask entries)."""
     return hashlib.blake2b(repr((dfa.trans, dfa.accept)).encode(), digest_size=16).digest()
-
-
-def _post_order(trans: list[list[tuple[int, int, int]]], root: int) -> list[int]:
-    """The states from `root` on (numbered `root` and up; the graph among them is acyclic),
-    each after every such state it leads to."""
-    order: list[int] = []
-    entered: set[int] = set()
-    stack = [(root, False)]
-    while stack:
-        state, expanded = stack.pop()
-        if expanded:
-            order.append(state)
-        elif state not in entered:
-            entered.add(state)
-            stack.append((state, True))
-            stack.extend((t, False) for _, _, t in trans[state]
-                         if t >= root and t not in entered)
-    return order
 
 
 def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:

@@ -105,16 +105,16 @@ cdef class SliceCache:
         self.profiles = OrderedDict()
         self.horizon = trie.t.max_depth
         follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
+        self._follow = follow
+        self.follow = <uint32_t*>cnp.PyArray_DATA(follow)
         for e in range(t.n_entries):
             term = t.entry_term[e]
             target = t.entry_target[e]
-            if t.node_end[target]:
-                follow[term, :] = 0xFFFFFFFF  # the stack decides what follows: anything may
-            else:
-                for k in range(8):
-                    follow[term, k] |= t.node_first[8 * target + k]
-        self._follow = follow
-        self.follow = <uint32_t*>cnp.PyArray_DATA(follow)
+            for k in range(8):
+                if t.node_end[target]:  # the stack decides what follows: anything may
+                    self.follow[8 * term + k] = 0xFFFFFFFF
+                else:
+                    self.follow[8 * term + k] |= t.node_first[8 * target + k]
 
     def __len__(self):
         return len(self.entries)
