@@ -530,19 +530,37 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
     n = len(rule.terms)
     if n > MERGE_LIMIT:
         return
-    block = [int(s in rule.ends) for s in range(n)]
-    n_blocks = len(set(block))
-    while True:
-        sigs: dict[tuple, int] = {}
-        new_block = []
-        for s in range(n):
+    # start from the nodes' own labels (end flag, terminals and guards, rules called)
+    labels: dict[tuple, int] = {}
+    block = [labels.setdefault((s in rule.ends,
+                                frozenset((tid, g) for tid, _, g in rule.terms[s]),
+                                frozenset(r for r, _ in rule.calls[s])), len(labels))
+             for s in range(n)]
+    n_blocks = len(labels)
+    # a node alone in its block stays alone: only the others are signed again each round
+    size = [0] * n_blocks
+    for b in block:
+        size[b] += 1
+    active = [s for s in range(n) if size[block[s]] > 1]
+    while active:
+        groups: dict[tuple, list[int]] = {}
+        for s in active:
             sig = (block[s],
                    frozenset((tid, block[t], g) for tid, t, g in rule.terms[s]),
                    frozenset((r, block[t]) for r, t in rule.calls[s]))
-            new_block.append(sigs.setdefault(sig, len(sigs)))
-        if len(sigs) == n_blocks:
+            groups.setdefault(sig, []).append(s)
+        before = len({block[s] for s in active})
+        if len(groups) == before:
             break
-        block, n_blocks = new_block, len(sigs)
+        n_blocks += len(groups) - before
+        active = []
+        for members in groups.values():  # fresh block ids, above every id in use
+            fresh = len(size)
+            size.append(len(members))
+            for s in members:
+                block[s] = fresh
+            if len(members) > 1:
+                active.extend(members)
     if n_blocks == n:
         return
     # renumber blocks so that the start's block is 0
