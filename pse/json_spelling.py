@@ -9,6 +9,7 @@ come with what their token masks can share with other objects' (`KeyStates`).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 from typing import Hashable
@@ -122,7 +123,7 @@ def without_names_states(keys: automaton.DFA, names
     rep: dict[int, int] = {}  # a product state -> the pair that made it
     for pid in post:
         node, state = pairs[pid]
-        row = _punched(k_trans[state], [(b, canon[c]) for b, c in edges[pid]])
+        row = _punched(k_trans[state], [(b, canon[c]) for b, c in edges[pid]], n_keys)
         acc = k_accept[state] and not is_name[node]
         if not row and not acc:
             canon[pid] = -1
@@ -161,34 +162,41 @@ def without_names_states(keys: automaton.DFA, names
     return dfa, KeyStates(residual, derived, trie, is_name)
 
 
-def _punched(row: tuple, kids: list[tuple[int, int]]) -> tuple:
-    """`row` (sorted byte ranges) with single bytes sent elsewhere (`kids`: sorted (byte,
-    target), -1: nowhere); neighbouring ranges with one target joined."""
+def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:
+    """`row` (sorted byte ranges into `keys`' states, each byte of `kids` inside one) with
+    the bytes of `kids` sent elsewhere (sorted (byte, target), -1: nowhere); neighbouring
+    ranges with one target joined. Most trie nodes have one child: the ranges around it are
+    copied as they are."""
     if not kids:
         return row
     out: list[tuple[int, int, int]] = []
-
-    def add(lo: int, hi: int, t: int) -> None:
-        if t < 0:
-            return
-        if out and out[-1][2] == t and out[-1][1] == lo - 1:
-            out[-1] = (out[-1][0], hi, t)
+    i = 0
+    cur = row[0]
+    for c, t in kids:
+        if cur[1] < c:  # copy the ranges before the one holding c
+            if cur[0] <= cur[1]:
+                out.append(cur)
+            j = bisect.bisect_left(row, (c + 1,), i + 1) - 1
+            out.extend(row[i + 1:j])
+            i, cur = j, row[j]
+        lo, hi, target = cur
+        if lo < c:
+            out.append((lo, c - 1, target))
+        if t >= 0:
+            out.append((c, c, t))
+        cur = (c + 1, hi, target)
+    if cur[0] <= cur[1]:
+        out.append(cur)
+    out.extend(row[i + 1:])
+    if len(kids) == 1 and kids[0][1] >= n_keys:
+        return tuple(out)  # a new state's byte: no neighbour goes where it goes
+    joined: list[tuple[int, int, int]] = []
+    for lo, hi, t in out:
+        if joined and joined[-1][2] == t and joined[-1][1] == lo - 1:
+            joined[-1] = (joined[-1][0], hi, t)
         else:
-            out.append((lo, hi, t))
-
-    j, n_kids = 0, len(kids)
-    for lo, hi, target in row:
-        b = lo
-        while j < n_kids and kids[j][0] <= hi:
-            c, t = kids[j]
-            j += 1
-            if b < c:
-                add(b, c - 1, target)
-            add(c, c, t)
-            b = c + 1
-        if b <= hi:
-            add(b, hi, target)
-    return tuple(out)
+            joined.append((lo, hi, t))
+    return tuple(joined)
 
 
 def _product_dense(k_dense, order: list[int], new_of: dict[int, int], pairs, edges, rep,
