@@ -290,36 +290,7 @@ class _Compiler:
                     nullable.add(rid)
                     changed = True
 
-        # an entry: (terminal, target node, frames to push, guard)
-        first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...], int]]] = {}
-        in_progress: set[int] = set()
-
-        def entries_at(rid: int, s: int) -> list[tuple[int, int, tuple[int, ...], int]]:
-            rule = self.rules[rid]
-            out = []
-            for k in sorted(_nullable_reach(rule, s, nullable)):
-                for tid, target, guard in rule.terms[k]:
-                    out.append((tid, base[rid] + target, (), guard))
-                for callee, ret in rule.calls[k]:
-                    for tid, target, pushes, guard in rule_first(callee):
-                        out.append((tid, target, (base[rid] + ret,) + pushes, guard))
-            return list(dict.fromkeys(out))
-
-        def rule_first(rid: int) -> list[tuple[int, int, tuple[int, ...], int]]:
-            if rid not in first_of_rule:
-                if rid in in_progress:
-                    raise GrammarError(
-                        f"left recursion through {self.rules[rid].name}: a rule can reach "
-                        "itself without consuming input")
-                if len(in_progress) >= MAX_LEFT_CALLS:
-                    raise GrammarError(
-                        f"{self.rules[rid].name}: its first terminal is reached through more "
-                        f"than {MAX_LEFT_CALLS} nested rules (MAX_LEFT_CALLS)")
-                in_progress.add(rid)
-                first_of_rule[rid] = entries_at(rid, self.rules[rid].start)
-                in_progress.discard(rid)
-            return first_of_rule[rid]
-
+        entries = _Entries(self.rules, base, nullable)
         node_entry_off = [0]
         node_end = []
         node_guarded = []
@@ -333,7 +304,7 @@ class _Compiler:
                                    f"at {rule.name}")
             for s in range(len(rule.eps)):
                 guarded = False
-                for tid, target, push, guard in entries_at(rid, s):
+                for tid, target, push, guard in entries.at(rid, s):
                     entry_term.append(tid)
                     entry_target.append(target)
                     pushes.extend(push)
@@ -407,6 +378,44 @@ class _Compiler:
             term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
             terminal_states=[t.states for t in self.terminals],
         )
+
+
+class _Entries:
+    """The entries of nodes: (terminal, target node, frames to push, guard), through calls of
+    rules that can match empty. (A class, not closures that call each other: those would make
+    a reference cycle holding the whole compiler until the garbage collector ran.)"""
+
+    def __init__(self, rules: list[_Rule], base: dict[int, int], nullable: set[int]) -> None:
+        self.rules, self.base, self.nullable = rules, base, nullable
+        self.first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...], int]]] = {}
+        self.in_progress: set[int] = set()
+
+    def at(self, rid: int, s: int) -> list[tuple[int, int, tuple[int, ...], int]]:
+        rule = self.rules[rid]
+        base = self.base[rid]
+        out = []
+        for k in sorted(_nullable_reach(rule, s, self.nullable)):
+            for tid, target, guard in rule.terms[k]:
+                out.append((tid, base + target, (), guard))
+            for callee, ret in rule.calls[k]:
+                for tid, target, pushes, guard in self.first(callee):
+                    out.append((tid, target, (base + ret,) + pushes, guard))
+        return list(dict.fromkeys(out))
+
+    def first(self, rid: int) -> list[tuple[int, int, tuple[int, ...], int]]:
+        """The entries at the start of rule `rid`."""
+        if rid not in self.first_of_rule:
+            name = self.rules[rid].name
+            if rid in self.in_progress:
+                raise GrammarError(f"left recursion through {name}: a rule can reach itself "
+                                   "without consuming input")
+            if len(self.in_progress) >= MAX_LEFT_CALLS:
+                raise GrammarError(f"{name}: its first terminal is reached through more than "
+                                   f"{MAX_LEFT_CALLS} nested rules (MAX_LEFT_CALLS)")
+            self.in_progress.add(rid)
+            self.first_of_rule[rid] = self.at(rid, self.rules[rid].start)
+            self.in_progress.discard(rid)
+        return self.first_of_rule[rid]
 
 
 def _resolve(machine: StateMachine) -> StateMachine:

@@ -11,6 +11,7 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
@@ -470,7 +471,7 @@ class _Compiler:
         self.resources: dict[str, Any] = {}
         self.anchors: dict[tuple[str, str], Any] = {}
         self.bases: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; base)
-        self.any_value = Json(whitespace=ws).value
+        self.any_value = _any_value(ws)
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         dialect = dialect if isinstance(dialect, str) else ""
         self.draft4 = "draft-04" in dialect or "draft-03" in dialect
@@ -1390,6 +1391,14 @@ class _Compiler:
         graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
         body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
         return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]")))
+
+
+@functools.lru_cache(maxsize=16)
+def _any_value(ws: int) -> StateMachine:
+    """Any JSON value, built once per whitespace setting: machines are immutable once built,
+    and this one (recursive, so a reference cycle) would otherwise be garbage the collector
+    has to find after every schema that does not use it."""
+    return Json(whitespace=ws).value
 
 
 def _literal_values(schema: Any) -> list | None:
