@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import REPO_ROOT, tokenizer_path
-from lm import qwen, torch  # noqa: F401  (skips without torch)
+from lm import qwen  # lm skips these tests where torch is missing
 
 from pse.cli import main  # noqa: E402
 
