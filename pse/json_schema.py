@@ -1083,9 +1083,26 @@ class _Compiler:
             term = Phrase(text) if first else self.comma_then(text)
             return term if guard is None else Guarded(term, guard)
 
+        def spelled_key(name: str, first: bool, guard: Guard | None) -> StateMachine:
+            """`opening` for a name JSON can spell in more than one way (a slash, a quote,
+            a backslash or a control character: "\\/" or "/", "\\n" or "\\u000a"): every
+            spelling, as one terminal."""
+            nfa = automaton.NFA()
+            parts = []
+            if not first:
+                parts.append(automaton.embed(nfa, self.comma_dfa()))
+            parts += [automaton.literal(nfa, b'"'), automaton.embed(nfa, json_names_dfa([name])),
+                      automaton.literal(nfa, b'"' if self.ws else b'":')]
+            dfa = automaton.minimize(automaton.determinize(nfa, automaton.concat(nfa, parts)))
+            term = DfaTerminal(dfa, f"key {name!r}")
+            return term if guard is None else Guarded(term, guard)
+
         def named(name: str, m: StateMachine) -> Member:
-            text = json.dumps(name, ensure_ascii=False)
             guard = key_guard(bit.get(name, 0))
+            if any(ord(c) < 0x20 or c in '"\\/' for c in name):
+                return ((lambda first: spelled_key(name, first, guard)),
+                        m if not self.ws else Chain(self.sep(":"), m))
+            text = json.dumps(name, ensure_ascii=False)
             if not self.ws:  # compact: the colon joins the key's terminal
                 return (lambda first: opening(text + ":", first, guard)), m
             return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
@@ -1125,6 +1142,13 @@ class _Compiler:
             return Phrase("," + text)
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
         return DfaTerminal(compile_regex(f"{blank},{blank}{re.escape(text)}"), f",{text}")
+
+    def comma_dfa(self) -> automaton.DFA:
+        """A comma with the blanks allowed around it."""
+        if not self.ws:
+            return automaton.literal_dfa(b",")
+        blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
+        return compile_regex(f"{blank},{blank}")
 
     def ordered_members(self, members: list[tuple[Callable[[bool], StateMachine],
                                                    StateMachine, bool]],

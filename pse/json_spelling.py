@@ -109,16 +109,20 @@ def without_names_states(keys: automaton.DFA, names
                 pairs.append(pair)
                 edges.append([])
                 entered.append(False)
+                if not cid & 255:
+                    limits.check_budget()
             if not entered[cid]:
                 stack.append((cid, False))
             edges[pid].append((b, cid))
-    limits.check_budget()
     # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
-    # `keys`' own states (minimal already) keep their numbers; each pair, children first, is
-    # a state of its own unless one with the same row and acceptance exists (-1: dead)
+    # `keys`' own states keep their numbers (two alike, in a `keys` not minimized, become
+    # one); each pair, children first, is a state of its own unless one with the same row
+    # and acceptance exists (-1: dead)
     rows: list[tuple] = list(k_trans)
     accept: list[bool] = list(k_accept)
-    seen = {(a, row): q for q, (a, row) in enumerate(zip(k_accept, k_trans))}
+    seen: dict[tuple, int] = {}
+    for q, (a, row) in enumerate(zip(k_accept, k_trans)):
+        seen.setdefault((a, row), q)
     canon = [0] * len(pairs)
     rep: dict[int, int] = {}  # a product state -> the pair that made it
     for pid in post:
@@ -189,7 +193,9 @@ def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:
         out.append(cur)
     out.extend(row[i + 1:])
     if len(kids) == 1 and kids[0][1] >= n_keys:
-        return tuple(out)  # a new state's byte: no neighbour goes where it goes
+        # a new state's byte: no neighbour goes where it goes, and the ranges around it are
+        # joined already (as every automaton pse builds keeps them)
+        return tuple(out)
     joined: list[tuple[int, int, int]] = []
     for lo, hi, t in out:
         if joined and joined[-1][2] == t and joined[-1][1] == lo - 1:

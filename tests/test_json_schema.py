@@ -498,6 +498,24 @@ def test_names_dfa_spells_names_as_json(names, others):
             assert direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
 
 
+@pytest.mark.parametrize("order", ["schema", "any"])
+@pytest.mark.parametrize("whitespace", [None, 1])
+def test_listed_keys_in_every_json_spelling(order, whitespace):
+    """A listed name with a slash or a control character has several JSON spellings ("\\/"
+    or "/"; "\\n" or "\\u000a"): each is that property (json.loads + jsonschema judge)."""
+    schema = {"properties": {"a": {}, "x/y": {"type": "integer"}, "t\tab": {"type": "string"}},
+              "additionalProperties": False}
+    machine = JsonSchema(schema, property_order=order, whitespace=whitespace)
+    validator = jsonschema.Draft202012Validator(schema)
+    texts = ['{"x/y":1}', '{"x\\/y":1}', '{"a":0,"x\\/y":1}', '{"x\\/y":"s"}',
+             '{"t\\tab":"s"}', '{"t\\u0009ab":"s"}', '{"t\\u0009ab":1}', '{"x\\/z":1}',
+             '{"a":0,"x/y":1,"t\\u0009ab":"s"}', '{"a":0,"x\\/y":1,"x/y":2}']
+    for text in texts:
+        value = json.loads(text)
+        expected = validator.is_valid(value) and len(value) == text.count(":")
+        assert machine.matches(text) == expected, text
+
+
 def test_property_names_enum_with_characters_json_escapes():
     """propertyNames enum members holding a quote, a backslash or a slash."""
     schema = {"type": "object", "propertyNames": {"enum": ['a"b', "c/d", "e\\f"]}}
