@@ -20,6 +20,8 @@ and the structure accepts at the end.
                      that takes over S seconds on a file (compile + instances) as a hang; it
                      is restarted and the run goes on. Peak RSS is reported per engine.
                      --no-isolate runs everything in this process instead.
+  --compile-only     compile each schema with each engine and replay nothing: compile times
+                     over every file in minutes (the replay with XGrammar takes hours).
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
                      together into one table (a full run in shards, e.g. over sessions).
@@ -364,6 +366,7 @@ def main() -> None:
     ap.add_argument("--no-isolate", action="store_true",
                     help="run the engines in this process (no crash or hang detection, "
                          "no per-engine memory; --check-masks implies it)")
+    ap.add_argument("--compile-only", action="store_true", help="compile, replay nothing")
     ap.add_argument("--shard", default="0/1", help="K/N: every N-th file from the K-th")
     ap.add_argument("--out", help="write the figures (per-token times included) to this JSON file")
     ap.add_argument("--combine", nargs="+", metavar="OUT", help="put --out files together")
@@ -408,6 +411,8 @@ def main() -> None:
             text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
             streams.append((bool(test["valid"]), text, vocab.encode(text)))
         n_instances += len(streams)
+        if args.compile_only:
+            streams = []
         for n in names:
             st = stats[n]
             if isolate:
@@ -435,6 +440,9 @@ def main() -> None:
         for n in names:  # one process: its peak is every engine's
             stats[n]["peak_rss_mb"] = _rss_mb()
     title = run_title(args, len(files), n_instances, isolate)
+    if args.compile_only:
+        report_compile(title, names, stats)
+        return
     report(title, names, stats)
     if args.out:
         Path(args.out).write_text(json.dumps({
@@ -519,6 +527,21 @@ def combine(paths: list[str]) -> None:
     title = parts[0]["title"].split(": ", 1)[1].split(", tokenizer", 1)[1]
     report(f"maskbench: {files} files, {instances} instances in shards {shards}, "
            f"tokenizer{title}", names, stats)
+
+
+def report_compile(title: str, names, stats) -> None:
+    print(f"\n{title}; compile only")
+    print("| engine | schemas | compile errors | compile p50 ms | p90 ms | p99 ms | mean ms |")
+    print("|---|---|---|---|---|---|---|")
+    for n in names:
+        c = np.array(stats[n]["compile"]) * 1e3
+        print(f"| {n} | {stats[n]['schemas']} | {sum(stats[n]['errors'].values())} | "
+              f"{np.percentile(c, 50):.2f} | {np.percentile(c, 90):.2f} | "
+              f"{np.percentile(c, 99):.1f} | {c.mean():.2f} |")
+    if len(names) > 1:
+        base = np.percentile(stats["pse"]["compile"], 50)
+        for n in names[1:]:
+            print(f"  compile p50, pse / {n}: {base / np.percentile(stats[n]['compile'], 50):.2f}x")
 
 
 def report(title: str, names, stats) -> None:
