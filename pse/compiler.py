@@ -53,6 +53,7 @@ class _Rule:
         self.start = self.new_node()
         self.end = self.new_node()
         self.ends: set[int] = set()  # after epsilon elimination
+        self.done = False  # copied from a shared fragment: epsilons gone, nodes trimmed
 
     def new_node(self) -> int:
         if len(self.eps) >= MAX_NODES:
@@ -73,7 +74,8 @@ class _Terminal:
 
 
 class _Compiler:
-    def __init__(self) -> None:
+    def __init__(self, share: bool = True) -> None:
+        self.share = share  # copy the rules of shared machines (see `share_rules`)
         self.terminals: list[_Terminal] = []
         self.terminal_ids: dict[Hashable, int] = {}
         self.rules: list[_Rule] = []
@@ -92,6 +94,8 @@ class _Compiler:
         """The id of the rule for `machine`; its body is built by `build_rules`."""
         machine = _resolve(machine)
         rid = self.rule_ids.get(id(machine))
+        if rid is None and self.share and id(machine) in _SHARED:
+            rid = self.rule_ids[id(machine)] = self.copy_fragment(_fragment(machine))
         if rid is None:
             rid = self.rule_ids[id(machine)] = len(self.rules)
             self.keep.append(machine)
@@ -99,6 +103,27 @@ class _Compiler:
             self.rules.append(rule)
             self.pending.append((machine, rule))
         return rid
+
+    def copy_fragment(self, fragment: _Fragment) -> int:
+        """The rules of a shared machine, compiled once, numbered into this structure's
+        terminals, guards and rules; returns the id of the first (the machine's)."""
+        tids = []
+        for term in fragment.terminals:
+            tid = self.terminal_ids.get(term.key)
+            if tid is None:
+                tid = self.terminal_ids[term.key] = len(self.terminals)
+                self.terminals.append(term)
+            tids.append(tid)
+        gids = [0] + [self.guard_id(g) for g in fragment.guards[1:]]
+        base = len(self.rules)
+        for old in fragment.rules:
+            rule = _Rule(old.name)
+            rule.terms = [[(tids[t], n, gids[g]) for t, n, g in row] for row in old.terms]
+            rule.calls = [[(base + r, n) for r, n in row] for row in old.calls]
+            rule.eps = [[] for _ in old.terms]
+            rule.ends, rule.start, rule.end, rule.done = set(old.ends), old.start, -1, True
+            self.rules.append(rule)
+        return base
 
     def build_rules(self) -> None:
         while self.pending:
@@ -214,6 +239,8 @@ class _Compiler:
     def eliminate_epsilons(self) -> None:
         for rule in self.rules:
             limits.check_budget()
+            if rule.done:
+                continue
             n = len(rule.eps)
             terms: list[list[tuple[int, int, int]]] = []
             calls: list[list[tuple[int, int]]] = []
@@ -261,8 +288,9 @@ class _Compiler:
         k = 0
         while k < len(order):
             rule = self.rules[order[k]]
-            _keep_live_nodes(rule)
-            _merge_equivalent_nodes(rule)
+            if not rule.done:
+                _keep_live_nodes(rule)
+                _merge_equivalent_nodes(rule)
             for row in rule.calls:
                 for r, _ in row:
                     if r not in seen:
@@ -461,6 +489,49 @@ def _terminal_dfa(m: Terminal, key: Hashable, counted: bool, lo: int) -> automat
         if len(_DFA_CACHE) > _DFA_CACHE_SIZE:
             _DFA_CACHE.popitem(last=False)
     return dfa
+
+
+# Machines built once and used by many structures (JSON Schema's "any value"): their rules are
+# compiled once (`_fragment`) and copied into each structure that calls them.
+_SHARED: dict[int, StateMachine] = {}
+_FRAGMENTS: dict[int, _Fragment] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def share_rules(machine: StateMachine) -> StateMachine:
+    """Mark `machine` (which must never change again, and should live as long as the process)
+    as shared: the rules compiled for it are kept and copied into every structure using it.
+    Returns the machine."""
+    with _SHARED_LOCK:
+        _SHARED[id(_resolve(machine))] = _resolve(machine)
+    return machine
+
+
+class _Fragment:
+    """The rules of one machine and of those it calls, compiled and trimmed, the machine's
+    first; with the terminals and guards they number."""
+
+    def __init__(self, rules: list[_Rule], terminals: list[_Terminal], guards: list) -> None:
+        self.rules, self.terminals, self.guards = rules, terminals, guards
+
+
+def _fragment(machine: StateMachine) -> _Fragment:
+    with _SHARED_LOCK:
+        fragment = _FRAGMENTS.get(id(machine))
+    if fragment is None:
+        compiler = _Compiler(share=False)
+        root = compiler.rule_for(machine)
+        compiler.build_rules()
+        compiler.eliminate_epsilons()
+        order = compiler.trim(root)
+        new_id = {rid: k for k, rid in enumerate(order)}
+        rules = [compiler.rules[rid] for rid in order]
+        for rule in rules:
+            rule.calls = [[(new_id[r], n) for r, n in row] for row in rule.calls]
+        fragment = _Fragment(rules, compiler.terminals, compiler.guards)
+        with _SHARED_LOCK:
+            fragment = _FRAGMENTS.setdefault(id(machine), fragment)
+    return fragment
 
 
 def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:

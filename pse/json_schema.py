@@ -21,6 +21,7 @@ from typing import Any, Callable
 from urllib.parse import unquote, urljoin
 
 from pse import automaton, limits, schema_types
+from pse.compiler import share_rules
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import (KeyStates, json_char_class, json_names_dfa, without_names,
                                without_names_states)
@@ -1421,8 +1422,8 @@ class _Compiler:
 def _any_value(ws: int) -> StateMachine:
     """Any JSON value, built once per whitespace setting: machines are immutable once built,
     and this one (recursive, so a reference cycle) would otherwise be garbage the collector
-    has to find after every schema that does not use it."""
-    return Json(whitespace=ws).value
+    has to find after every schema that does not use it. Its rules are compiled once too."""
+    return share_rules(Json(whitespace=ws).value)
 
 
 def _literal_values(schema: Any) -> list | None:

@@ -428,6 +428,32 @@ def test_schema_shared_in_many_places_compiles_once():
     assert machine.matches("[1,2]") and machine.matches("3") and not machine.matches('["x"]')
 
 
+def test_shared_any_value_rules_give_the_same_masks(monkeypatch):
+    """The "any value" machine's rules are compiled once and copied into each schema that
+    uses it: masks along a text equal those of a compile that builds them in place."""
+    from pse import compiler
+
+    vocab = shared_vocab("llama3")
+    schema = {"type": "object", "properties": {"a": {}, "b": {"type": "array"}},
+              "required": ["a"]}
+    text = '{"a":[1,{"k":"v"},null],"b":[{},[true]],"z":{"y":-0.5e3}}'
+    masks = []
+    for shared in (True, False):
+        if not shared:
+            monkeypatch.setattr(compiler, "_SHARED", {})
+        engine = StructuringEngine(vocab, mask_memo=0)
+        engine.configure(JsonSchema(schema))
+        assert bool(compiler._FRAGMENTS) == shared or not shared  # the copy was used
+        along = []
+        for tid in vocab.encode(text):
+            along.append(engine.compute_mask())
+            assert engine.consume_token(tid)
+        along.append(engine.compute_mask())
+        masks.append(along)
+    assert len(masks[0]) == len(masks[1])
+    assert all(np.array_equal(x, y) for x, y in zip(*masks))
+
+
 def test_large_enums_are_tries():
     values = [f"value_{i}" for i in range(10_000)] + list(range(10_000)) + [2.5, None]
     machine = JsonSchema({"enum": values})
