@@ -118,7 +118,7 @@ class DFA:
     State 0 is the start. Every state can reach an accepting state (the automaton is trimmed).
     """
 
-    __slots__ = ("trans", "accept", "_dense")
+    __slots__ = ("trans", "accept", "_dense", "_cuts")
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
                  accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
@@ -128,6 +128,7 @@ class DFA:
         self.trans = tuple(map(tuple, trans))
         self.accept = tuple(accept)
         self._dense = dense
+        self._cuts: np.ndarray | None = None
 
     def dense(self) -> np.ndarray:
         """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
@@ -156,6 +157,17 @@ class DFA:
             dense.setflags(write=False)
             self._dense = dense
         return self._dense
+
+    def cuts(self) -> np.ndarray:
+        """Bool per byte: some state's target changes from the byte before to this one (the
+        bytes where a byte class must start), built once."""
+        if self._cuts is None:
+            dense = self.dense()
+            cuts = np.zeros(256, dtype=bool)
+            cuts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
+            cuts.setflags(write=False)
+            self._cuts = cuts
+        return self._cuts
 
     @property
     def n_states(self) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from itertools import chain
 from typing import Any, Hashable, Iterable
 
 import numpy as np
@@ -384,16 +385,17 @@ class _Compiler:
         dense = np.concatenate([term.dfa.dense() for term in self.terminals]) \
             if self.terminals else np.zeros((0, 256), dtype=np.int32)
         # byte classes: a class starts wherever some state's target changes
-        starts = np.ones(256, dtype=bool)
-        starts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
+        starts = np.logical_or.reduce([term.dfa.cuts() for term in self.terminals]) \
+            if self.terminals else np.zeros(256, dtype=bool)
+        starts[0] = True
         cuts = np.append(np.flatnonzero(starts), 256)
         # each class's first byte stands for the class; a terminal's targets shift by its
         # offset (-1, no edge, stays -1)
         shift = np.repeat(offsets[:-1], sizes).astype(np.int32)[:, None]
         trans = dense[:, cuts[:-1]]
         trans = np.where(trans >= 0, trans + shift, -1).astype(np.int32)
-        accept = np.array([a for term in self.terminals for a in term.dfa.accept],
-                          dtype=np.uint8)
+        accept = np.fromiter(chain.from_iterable(term.dfa.accept for term in self.terminals),
+                             dtype=np.uint8, count=len(dense))
         final = accept & (dense < 0).all(axis=1)
         first = dense[offsets[:-1], :] >= 0
         term_first = np.packbits(first, axis=1, bitorder="little").view(np.uint32)
