@@ -458,12 +458,17 @@ def main() -> None:
 
 def _cause(exc: BaseException) -> str:
     """A short cause for a compile error: pse names the keyword ("#/ptr: keyword: ...")."""
-    text = str(exc).split("\n")[0]
+    text = _untimed(str(exc).split("\n")[0])
     if isinstance(exc, pse.PSEError):
         parts = text.split(": ")
         if len(parts) >= 3:
             return f"{type(exc).__name__}: {parts[1]}: {parts[2][:50]}"
     return f"{type(exc).__name__}: {text[:70]}"
+
+
+def _untimed(text: str) -> str:
+    """A message without the clock time XGrammar starts its errors with ("[21:48:16] ...")."""
+    return re.sub(r"^(\w+: )?\[\d\d:\d\d:\d\d\] ", lambda m: m.group(1) or "", text)
 
 
 def _record_diff(vocab, text, prefix, ours, theirs, diffs, examples):
@@ -518,6 +523,7 @@ def combine(paths: list[str]) -> None:
                 st[k] += add[k]
             for k in ("errors", "runtime_errors"):
                 for cause, count in add[k].items():
+                    cause = _untimed(cause)
                     st[k][cause] = st[k].get(cause, 0) + count
             st["peak_rss_mb"] = max(st["peak_rss_mb"], add["peak_rss_mb"])
             st["base_rss_mb"] = max(st["base_rss_mb"], add["base_rss_mb"])
