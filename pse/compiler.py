@@ -3,7 +3,9 @@
 Steps:
 1. Terminals become byte DFAs, shared by key. Composite machines are inlined into rules
    (recursive transition networks); a `Forward`, a machine that contains itself, or a large
-   composite becomes a rule of its own that is called (a frame is pushed).
+   composite becomes a rule of its own that is called (a frame is pushed). A machine marked
+   with `share_rules` (JSON Schema's "any value") has its rules built once, through step 2,
+   and copied into each structure.
 2. Per rule: epsilon edges are eliminated; then, over all rules, nothing that cannot reach the
    end is kept (rules that match nothing, nodes that cannot finish), so no parser state is a
    dead end.
