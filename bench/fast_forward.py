@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import random
 import sys
 import time
 from pathlib import Path
 
 import pse
+from maskbench_files import SHARED, maskbench_files, shard_arg
 
-SHARED = Path(os.environ.get("PSE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
 class PseSide:
@@ -97,18 +95,6 @@ class LLGuidanceSide:
 
     def accepts(self, m) -> bool:
         return m.is_accepting()
-
-
-def load_files(limit: int | None, seed: int, shard: tuple[int, int]):
-    folder = SHARED / "data" / "maskbench"
-    if not folder.is_dir():
-        sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
-    files = sorted(folder.glob("*.json"))
-    if limit is not None and limit < len(files):
-        files = sorted(random.Random(seed).sample(files, limit))
-    files = files[shard[0]::shard[1]]
-    for path in files:
-        yield path.name, json.loads(path.read_text())
 
 
 def replay(side, m, tokens: list[int], st: dict, vocab: pse.Vocabulary, where: str
@@ -205,19 +191,15 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="number of maskbench files (random)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare", default="", help="llguidance")
-    ap.add_argument("--shard", default="0/1", help="K/N: every N-th file from the K-th")
+    ap.add_argument("--shard", type=shard_arg, default="0/1", help="K/N: every N-th file from the K-th")
     ap.add_argument("--out", help="write the figures to this JSON file")
     ap.add_argument("--combine", nargs="+", metavar="OUT", help="sum --out files and report")
     args = ap.parse_args()
     if args.combine:
         combine(args.combine)
         return
-    try:
-        shard = tuple(int(x) for x in args.shard.split("/"))
-        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
-            raise ValueError
-    except ValueError:
-        sys.exit(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
+    shard = args.shard
+    args.shard = "%d/%d" % shard  # as written, for titles and --out
 
     tok_path = SHARED / "tokenizers" / args.tokenizer / "tokenizer.json"
     vocab = pse.Vocabulary.from_file(tok_path)
@@ -232,7 +214,7 @@ def main() -> None:
                       "examples": []} for s in sides}
     t_start = time.time()
     n_files = 0
-    for name, data in load_files(args.limit, args.seed, shard):
+    for name, data in maskbench_files(args.limit, args.seed, shard):
         tests = [t for t in data.get("tests", []) if t.get("valid")]
         if not tests:
             continue

@@ -35,8 +35,6 @@ import argparse
 import gc
 import json
 import multiprocessing as mp
-import os
-import random
 import re
 import resource
 import sys
@@ -46,8 +44,8 @@ from pathlib import Path
 import numpy as np
 
 import pse
+from maskbench_files import SHARED, maskbench_files, shard_arg
 
-SHARED = Path(os.environ.get("PSE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
 # --- engines -----------------------------------------------------------------------------------
@@ -173,18 +171,6 @@ class XGrammarEngine:
 
 
 # --- the run ---------------------------------------------------------------------------------
-
-def load_instances(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1)):
-    folder = SHARED / "data" / "maskbench"
-    if not folder.is_dir():
-        sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
-    files = sorted(folder.glob("*.json"))
-    if limit is not None and limit < len(files):
-        files = sorted(random.Random(seed).sample(files, limit))
-    for path in files[shard[0]::shard[1]]:
-        data = json.loads(path.read_text())
-        yield path.name, data
-
 
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
@@ -367,19 +353,15 @@ def main() -> None:
                     help="run the engines in this process (no crash or hang detection, "
                          "no per-engine memory; --check-masks implies it)")
     ap.add_argument("--compile-only", action="store_true", help="compile, replay nothing")
-    ap.add_argument("--shard", default="0/1", help="K/N: every N-th file from the K-th")
+    ap.add_argument("--shard", type=shard_arg, default="0/1", help="K/N: every N-th file from the K-th")
     ap.add_argument("--out", help="write the figures (per-token times included) to this JSON file")
     ap.add_argument("--combine", nargs="+", metavar="OUT", help="put --out files together")
     args = ap.parse_args()
     if args.combine:
         combine(args.combine)
         return
-    try:
-        shard = tuple(int(x) for x in args.shard.split("/"))
-        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
-            raise ValueError
-    except ValueError:
-        sys.exit(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
+    shard = args.shard
+    args.shard = "%d/%d" % shard  # as written, for titles and --out
     isolate = not (args.no_isolate or args.check_masks)
 
     tok_path = SHARED / "tokenizers" / args.tokenizer / "tokenizer.json"
@@ -400,7 +382,7 @@ def main() -> None:
         checker = engines.get("llguidance") or LLGuidanceEngine(vocab, tok_path)
         compiled["pse"][("checker", "json")] = checker.compile("json", None)
     t_start = time.time()
-    files = list(load_instances(args.limit, args.seed, shard))
+    files = list(maskbench_files(args.limit, args.seed, shard))
     n_instances = 0
     for k, (name, data) in enumerate(files):
         tests = [t for t in data.get("tests", []) if t.get("valid") or args.grammar != "json"]
