@@ -41,8 +41,9 @@ _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 _DATA_KEYWORDS = {"enum", "const", "default", "examples", "example"}  # values, not schemas
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
-                "$defs", "definitions", "contentMediaType", "contentEncoding", "$vocabulary",
-                "discriminator", "xml", "externalDocs", "example"}
+                "$recursiveAnchor", "$defs", "definitions", "contentMediaType",
+                "contentEncoding", "$vocabulary", "discriminator", "xml", "externalDocs",
+                "example"}
 
 # A calendar date, month lengths and leap years included (2024-02-29 yes, 2023-02-29 no).
 _DATE = (r"(\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)"
@@ -425,6 +426,10 @@ class JsonSchema(StateMachine):
         return f"JsonSchema({self.schema!r})"
 
 
+# The name under which draft 2019-09's `"$recursiveAnchor": true` binds in the dynamic scope
+# (no $dynamicAnchor can be named so: it is not a valid anchor name).
+RECURSIVE = "#recursive"
+
 # Subschemas nested (through properties, items, applicators, references being expanded) deeper
 # than this are refused with the pointer, well before Python's recursion limit.
 MAX_SCHEMA_DEPTH = 100
@@ -465,8 +470,14 @@ class _Compiler:
         self.retrieve = retrieve
         self.strict = strict
         self.warnings: list[str] = []
-        self.refs: dict[str, Forward] = {}
-        self.compiled: dict[int, tuple[Any, StateMachine | None]] = {}
+        # machines by (schema object or reference, dynamic anchors bound where it is compiled)
+        self.refs: dict[tuple[str, tuple], Forward | None] = {}
+        self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
+        self.compiled: dict[tuple[int, tuple], tuple[Any, StateMachine | None]] = {}
+        # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
+        # them; the bindings of the dynamic scope, innermost last: ((name, resource), ...)
+        self.dynamic_names: dict[str, list[str]] = {}
+        self.bound: list[tuple] = [()]
         # schema resources by base URI, anchors by (base URI, name), and the base URI each
         # schema object is read against
         self.resources: dict[str, Any] = {}
@@ -499,12 +510,31 @@ class _Compiler:
     def compile(self, node: Any, pointer: str) -> StateMachine | None:
         """The machine for `node`, or None when nothing is valid (a false schema). A schema
         object used in several places compiles once (schemas are DAGs, often)."""
-        key = id(node)
-        if key in self.compiled:
-            return self.compiled[key][1]
-        machine = self.compile_new(node, pointer)
-        self.compiled[key] = (node, machine)  # the node is kept so that its id stays its own
-        return machine
+        entered = self.enter(node)
+        key = (id(node), self.bound[-1])
+        try:
+            if key in self.compiled:
+                return self.compiled[key][1]
+            machine = self.compile_new(node, pointer)
+            self.compiled[key] = (node, machine)  # the node is kept so its id stays its own
+            return machine
+        finally:
+            if entered:
+                self.bound.pop()
+
+    def enter(self, node: Any) -> bool:
+        """Track the dynamic scope: when `node` starts a schema resource with dynamic anchors
+        not bound yet, bind them to it (the outermost resource wins) and say so."""
+        names = self.dynamic_names.get(self.bases.get(id(node), (None, None))[1])
+        if not names:
+            return False
+        outer = dict(self.bound[-1])
+        base = self.bases[id(node)][1]
+        fresh = {name: base for name in names if name not in outer}
+        if not fresh:
+            return False
+        self.bound.append(tuple(sorted({**outer, **fresh}.items())))
+        return True
 
     def compile_new(self, node: Any, pointer: str) -> StateMachine | None:
         if node is True or node == {}:
@@ -519,8 +549,16 @@ class _Compiler:
             rest = {} if self.ref_alone else {k: v for k, v in node.items()
                                               if k != "$ref" and k not in _ANNOTATIONS}
             if rest:
-                return self.compile({**rest, "allOf": [{"$ref": uri}]}, pointer)
+                return self.compile(self.derived(node, {
+                    **rest, "allOf": [*rest.get("allOf", ()), {"$ref": uri}]}), pointer)
             return target
+        for key in ("$dynamicRef", "$recursiveRef"):
+            if key in node:
+                rest = {k: v for k, v in node.items() if k != key and k not in _ANNOTATIONS}
+                ref = {"$ref": self.dynamic_target(node, pointer)}
+                if rest:
+                    ref = self.derived(node, {**rest, "allOf": [*rest.get("allOf", ()), ref]})
+                return self.compile(ref, pointer)
         if "allOf" in node:
             merged = self.merge_all(node, pointer)
             return self.compile(merged, pointer)
@@ -540,9 +578,8 @@ class _Compiler:
             return self.dependent(node, dependent, pointer)
         if "if" in node:
             return self.compile(self.conditional(node, pointer), pointer)
-        for key in ("not", "$dynamicRef", "$recursiveRef"):
-            if key in node and node[key] is not True and node[key] != {}:
-                self.fail(f"{pointer}/{key}", key, "not supported yet")
+        if "not" in node and node["not"] is not True and node["not"] != {}:
+            self.fail(f"{pointer}/not", "not", "not supported yet")
         if "const" in node or "enum" in node:
             return self.enum(node, pointer)
         types = node.get("type")
@@ -606,23 +643,70 @@ class _Compiler:
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(key), str):
                     self.anchors.setdefault((here, node[key]), node)
+            if isinstance(node.get("$dynamicAnchor"), str):
+                self.dynamic_names.setdefault(here, []).append(node["$dynamicAnchor"])
+            if node.get("$recursiveAnchor") is True:
+                self.dynamic_names.setdefault(here, []).append(RECURSIVE)
             self.bases[id(node)] = (node, here)
             for key, value in node.items():
                 if key not in _DATA_KEYWORDS:
                     todo.append((value, here))
 
+    def derived(self, node: dict, new: dict) -> dict:
+        """`new`, a rewrite of `node`, read against the same base URI."""
+        if id(node) in self.bases:
+            self.bases[id(new)] = (new, self.bases[id(node)][1])
+        return new
+
+    def rebased(self, new: dict, node: dict) -> dict:
+        """`new`, made from `node`'s keywords, with its references made absolute against
+        `node`'s base URI (a merged schema has no base of its own)."""
+        keys = [k for k in ("$ref", "$dynamicRef") if isinstance(new.get(k), str)]
+        if not keys:
+            return new
+        return {**new, **{k: self.absolute(node, new[k]) for k in keys}}
+
     def absolute(self, node: dict, ref: str) -> str:
         """The absolute URI a `$ref` found in `node` points to."""
         return urljoin(self.bases.get(id(node), (None, ""))[1], ref)
 
-    def ref(self, ref: str, pointer: str) -> StateMachine:
-        if ref in self.refs:
-            return self.refs[ref]
+    def dynamic_target(self, node: dict, pointer: str) -> str:
+        """The absolute URI a `$dynamicRef` (or draft 2019-09 `$recursiveRef`) in `node`
+        points to from here: where its first target is a dynamic anchor, the outermost
+        resource of the dynamic scope that defines the same one; else its plain target."""
+        key = "$dynamicRef" if "$dynamicRef" in node else "$recursiveRef"
+        uri = self.absolute(node, node[key])
+        target = self.resolve(uri, f"{pointer}/{key}")
+        base, _, name = uri.partition("#")
+        if key == "$recursiveRef":
+            if name or not isinstance(target, dict) or target.get("$recursiveAnchor") is not True:
+                return uri
+            name = RECURSIVE
+        elif name not in self.dynamic_names.get(base, ()):
+            return uri
+        outer = dict(self.bound[-1]).get(name)
+        if outer is None:
+            return uri
+        return outer + ("#" + name if name != RECURSIVE else "")
+
+    def ref(self, ref: str, pointer: str) -> StateMachine | None:
+        """The machine a reference stands for (None: nothing is valid there); while its
+        target compiles, a Forward, which closes recursion."""
+        key = (ref, self.bound[-1])
+        if key in self.refs:
+            forward = self.refs[key]
+            if forward is not None and forward.target is None:
+                self.recursive.add(key)
+            return forward
         target = self.resolve(ref, pointer)
-        forward = self.refs[ref] = Forward(name=f"$ref {ref}")
+        forward = self.refs[key] = Forward(name=f"$ref {ref}")
         machine = self.compile(target, ref)
         if machine is None:
-            raise SchemaError(f"{pointer}/$ref: {ref} is a false schema")
+            if key in self.recursive:  # the Forward is in use, and nothing can replace it
+                raise SchemaError(f"{pointer}/$ref: {ref} refers to itself and allows "
+                                  "nothing")
+            self.refs[key] = None
+            return None
         forward.set(machine)
         return forward
 
@@ -788,13 +872,18 @@ class _Compiler:
         return {**rest, "allOf": [branch]} if branch not in (True, {}) else rest
 
     def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
-        merged = {k: v for k, v in node.items() if k != "allOf"}
+        merged = self.rebased({k: v for k, v in node.items() if k != "allOf"}, node)
         for i, sub in enumerate(node["allOf"]):
             where = f"{pointer}/allOf/{i}"
             if sub is True:
                 continue
             if sub is False:
                 return {"not": {}, "type": []}
+            if "$ref" not in sub and ("$dynamicRef" in sub or "$recursiveRef" in sub):
+                # resolved here, in this dynamic scope and against the sub's own base URI
+                sub = {**{k: v for k, v in sub.items()
+                          if k not in ("$dynamicRef", "$recursiveRef")},
+                       "$ref": self.dynamic_target(sub, where)}
             if "$ref" in sub:
                 ref = self.absolute(sub, sub["$ref"])
                 if ref in merging:
@@ -803,8 +892,8 @@ class _Compiler:
                 target = self.resolve(ref, where)
                 if target is False:
                     return {"not": {}, "type": []}
-                sub = {**(target if isinstance(target, dict) else {}),
-                       **{k: v for k, v in sub.items() if k != "$ref"}}
+                sub = {**(self.rebased(target, target) if isinstance(target, dict) else {}),
+                       **self.rebased({k: v for k, v in sub.items() if k != "$ref"}, sub)}
                 merging = merging | {ref}
             if "allOf" in sub:
                 sub = self.merge_all(sub, where, merging)

@@ -211,6 +211,64 @@ def test_remote_ref_through_retrieve():
         JsonSchema({"$ref": "http://example.com/s.json"})
 
 
+# A tree whose nodes an extending schema narrows: the dynamic reference in the base schema
+# resolves to the outermost resource of the dynamic scope that defines the anchor.
+_TREE_2020 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://example.com/strict-tree", "$dynamicAnchor": "node",
+    "$ref": "tree", "unevaluatedProperties": False,
+    "$defs": {"tree": {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+                       "properties": {"data": True,
+                                      "children": {"type": "array",
+                                                   "items": {"$dynamicRef": "#node"}}}}}}
+_TREE_2019 = {
+    "$schema": "https://json-schema.org/draft/2019-09/schema",
+    "$id": "https://example.com/strict-tree", "$recursiveAnchor": True,
+    "$ref": "tree", "unevaluatedProperties": False,
+    "$defs": {"tree": {"$id": "tree", "$recursiveAnchor": True, "type": "object",
+                       "properties": {"data": True,
+                                      "children": {"type": "array",
+                                                   "items": {"$recursiveRef": "#"}}}}}}
+_TREES = [{"children": [{"daat": 1}]}, {"children": [{"data": 1}]}, {"data": [1]},
+          {"children": [{"children": [{"x": 2}]}]}, {"children": [{"children": []}]}, {}]
+# a generic list whose item type the outer resource fixes; the reference sits in allOf
+_NUMBER_LIST = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://example.com/numbers", "$ref": "list",
+    "$defs": {"item": {"$dynamicAnchor": "item", "type": "number"},
+              "list": {"$id": "list", "type": "array",
+                       "items": {"allOf": [{"$dynamicRef": "#item"}], "minimum": 0},
+                       "$defs": {"item": {"$dynamicAnchor": "item"}}}}}
+_LISTS = [[1, 2], [], ["a"], [-1], [0.5, None]]
+
+
+@pytest.mark.parametrize("schema, validator, instances", [
+    (_TREE_2020, jsonschema.Draft202012Validator, _TREES),
+    (_TREE_2019, jsonschema.Draft201909Validator, _TREES),
+    (_NUMBER_LIST, jsonschema.Draft202012Validator, _LISTS)],
+    ids=["dynamicRef", "recursiveRef", "in-allOf"])
+def test_dynamic_references_agree_with_jsonschema(schema, validator, instances):
+    machine = JsonSchema(schema, property_order="any")
+    verdicts = [validator(schema).is_valid(t) for t in instances]
+    assert True in verdicts and False in verdicts
+    for instance, expected in zip(instances, verdicts):
+        assert machine.matches(compact(instance)) == expected, instance
+    # the same schemas without the outer resource: the reference is resolved statically
+    inner = schema["$defs"]["tree" if "tree" in schema["$defs"] else "list"]
+    inner = {**inner, "$schema": schema["$schema"]}
+    machine = JsonSchema(inner, property_order="any")
+    for instance in instances:
+        assert machine.matches(compact(instance)) == validator(inner).is_valid(instance)
+
+
+def test_reference_to_a_false_schema_allows_nothing_there():
+    schema = {"$defs": {"no": False}, "properties": {"x": {"$ref": "#/$defs/no"}}}
+    m = JsonSchema(schema)
+    assert m.matches('{"y":1}') and not m.matches('{"x":1}')
+    with pytest.raises(SchemaError, match="false"):
+        JsonSchema({"$ref": "#/$defs/no", "$defs": {"no": False}})
+
+
 # --- random generations validate (jsonschema is the oracle) ----------------------------------
 
 _LENGTHS: dict = {}
