@@ -1,7 +1,14 @@
 """The Cython extensions of pse; everything else is in pyproject.toml.
 
+The core (pse/_core/*.pyx) is Cython. The modules that compile a structure (schema to
+machine to tables: plain Python, much of it loops over dicts and lists) are compiled by Cython
+too, from their unchanged .py source, for speed: an extension module is imported instead of
+the .py beside it, so after editing one of them in a source tree, build again
+(`python setup.py build_ext --inplace`; tests/conftest.py refuses to run on a stale build).
+
 PSE_SANITIZE=address builds a debug core under AddressSanitizer (-O1 -g, bounds checks of the
-C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does.
+C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does. It leaves the
+Python modules uncompiled (their C is Cython's own, not ours to check).
 """
 
 import os
@@ -11,6 +18,9 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = ["structure", "stepper", "trie", "mask", "forced"]
+# the compile path, from a JSON Schema to the engine's tables
+PYTHON_MODULES = ["automaton", "compiler", "engine", "json_schema", "json_spelling",
+                  "json_value", "machines", "regex", "schema_types"]
 
 SANITIZE = os.environ.get("PSE_SANITIZE", "")
 if SANITIZE not in ("", "address"):
@@ -33,4 +43,11 @@ extensions = [
     for name in MODULES
 ]
 
-setup(ext_modules=cythonize(extensions, language_level=3))
+if not SANITIZE:
+    extensions += [Extension(f"pse.{name}", [f"pse/{name}.py"], extra_compile_args=compile_args)
+                   for name in PYTHON_MODULES]
+
+# annotation_typing off: in .py source, annotations are documentation (Cython would otherwise
+# refuse a numpy integer where `int` is annotated)
+setup(ext_modules=cythonize(extensions, language_level=3,
+                            compiler_directives={"annotation_typing": False}))

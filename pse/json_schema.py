@@ -1251,7 +1251,8 @@ class _Compiler:
         empty = Phrase("")
         first_possible = True  # can member i be the first? (all before it are optional)
         for i, (open_, tail, req) in enumerate(members):
-            places = (True,) if i == 0 else (True, False) if first_possible else (False,)
+            # (lists: Cython would type these tuples as C tuples of unequal lengths)
+            places = [True] if i == 0 else [True, False] if first_possible else [False]
             for first in places:
                 edges = graph.setdefault((i, first), [])
                 edges.append((open_(first), ("member", i)))

@@ -21,6 +21,26 @@ import pytest  # noqa: E402
 TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
 
 
+def _stale_extensions() -> list[str]:
+    """Modules of the pse being tested whose compiled extension is older than their .py
+    source (see setup.py): the tests would run the old code."""
+    import pse
+
+    package = Path(pse.__file__).parent
+    stale = []
+    for source in package.glob("*.py"):
+        for built in package.glob(f"{source.stem}.*.so"):
+            if built.stat().st_mtime < source.stat().st_mtime:
+                stale.append(source.name)
+    return stale
+
+
+if _stale_extensions():
+    raise pytest.UsageError(
+        f"pse/{', '.join(_stale_extensions())} changed after being compiled: run "
+        "`python setup.py build_ext --inplace` (the tests would run the old code)")
+
+
 def tokenizer_path(name: str) -> Path:
     """Path of a shared tokenizer.json; skips the test, saying why, when ../shared is absent
     or PSE_NO_REAL_TOKENIZERS is set (.ci/asan: under AddressSanitizer, building the prefix
