@@ -129,6 +129,9 @@ FORMAT_EXCLUDED = {"hostname": r"(.*\.)?[A-Za-z0-9]{2}--.*"}
 # keyword it cannot enforce. Other unknown formats are annotations.
 UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 
+# content_dfa's mark of a pattern whose matches anywhere in a string leave the string out
+_NOT_FOUND = "not found"
+
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
 # unrolled length automaton; above this bound that is refused.
 MAX_UNROLLED_LENGTH = 64
@@ -566,7 +569,9 @@ class _Compiler:
             if key in node:
                 return self.union(node, key, pointer)
         if "not" in node:
-            opposite = self.opposite(node["not"], f"{pointer}/not")
+            # (literal values and patterns are left out where the type is compiled)
+            opposite = None if _exclusion(node["not"]) else \
+                self.opposite(node["not"], f"{pointer}/not")
             if opposite is not None:
                 rest = {k: v for k, v in node.items() if k != "not"}
                 return self.compile(_all_of([rest, opposite]) if rest else opposite, pointer)
@@ -578,8 +583,13 @@ class _Compiler:
             return self.dependent(node, dependent, pointer)
         if "if" in node:
             return self.compile(self.conditional(node, pointer), pointer)
+        excluded = None
         if "not" in node and node["not"] is not True and node["not"] != {}:
-            self.fail(f"{pointer}/not", "not", "not supported yet")
+            excluded = _exclusion(node["not"])
+            if excluded is None:
+                self.fail(f"{pointer}/not", "not", "not of this schema is not supported yet "
+                          "(only of types, literal values, string patterns and what "
+                          "opposite() rewrites)")
         if "const" in node or "enum" in node:
             return self.enum(node, pointer)
         types = node.get("type")
@@ -591,22 +601,33 @@ class _Compiler:
             types = [t for t in types if t != "integer"]
         machines = []
         for t in types:
-            m = self.typed(t, node, pointer)
+            m = self.typed(t, node, pointer, excluded)
             if m is not None:
                 machines.append(m)
         if not machines:
             return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
-    def typed(self, t: str, node: dict, pointer: str) -> StateMachine | None:
+    def typed(self, t: str, node: dict, pointer: str,
+              excluded: tuple[list, list[str]] | None = None) -> StateMachine | None:
+        """The values of JSON type `t` that `node` allows, less the `excluded` ones (literal
+        values, and strings that patterns find a match in: see `_exclusion`)."""
+        values, patterns = excluded or ([], [])
+        banned = [v for v in values if _json_type(v) == t
+                  or (_json_type(v) == "integer" and t == "number")
+                  or (_json_type(v) == "number" and t == "integer" and float(v).is_integer())]
         if t == "string":
-            return self.string(node, pointer)
+            return self.string(node, pointer, banned, patterns)
+        if t in ("boolean", "null"):
+            words = ["true", "false"] if t == "boolean" else ["null"]
+            left = [w for w in words if json.loads(w) not in banned]
+            return AnyOf(*map(Phrase, left)) if len(left) > 1 else \
+                Phrase(left[0]) if left else None
+        if banned:
+            self.fail(f"{pointer}/not", "not", f"leaving out a value of type {t} (an "
+                      "exact automaton would need every spelling of it) is not supported")
         if t in ("number", "integer"):
             return self.number(node, pointer, integer=(t == "integer"))
-        if t == "boolean":
-            return AnyOf(Phrase("true"), Phrase("false"))
-        if t == "null":
-            return Phrase("null")
         if t == "object":
             return self.object(node, pointer)
         if t == "array":
@@ -665,6 +686,12 @@ class _Compiler:
         if not keys:
             return new
         return {**new, **{k: self.absolute(node, new[k]) for k in keys}}
+
+    def dynamic_scope(self, node: Any, scope: str | None) -> str | None:
+        """`node`'s resource when it defines dynamic anchors (a schema merged from `node`
+        enters it, see `enter`), else `scope`."""
+        base = self.bases.get(id(node), (None, ""))[1]
+        return base if self.dynamic_names.get(base) else scope
 
     def absolute(self, node: dict, ref: str) -> str:
         """The absolute URI a `$ref` found in `node` points to."""
@@ -768,9 +795,31 @@ class _Compiler:
         if set(sub) == {"$ref"}:
             return self.opposite(self.resolve(self.absolute(sub, sub["$ref"]), pointer),
                                  pointer, depth + 1)
+        if len(sub) > 1:
+            # a conjunction of keywords that each hold on their own: one of them fails
+            if not set(sub) <= _SELF_CONTAINED or (self.draft4 and set(sub) & _BOUNDS):
+                return None
+            parts = [self.opposite({k: v}, pointer, depth + 1) for k, v in sub.items()]
+            if any(p is None for p in parts):
+                return None
+            return {"anyOf": parts}
         if len(sub) != 1:
             return None
         (key, value), = sub.items()
+        if key in ("enum", "const"):
+            return {"not": {key: value}}  # compiled as the values left out (`_exclusion`)
+        if key == "pattern" and isinstance(value, str):
+            return {"type": "string", "not": {"type": "string", "pattern": value}}
+        if key == "properties" and isinstance(value, dict):
+            # an object with some listed property present and failing its schema
+            branches = []
+            for name, schema in value.items():
+                fails = self.opposite(schema, pointer, depth + 1)
+                if fails is None:
+                    return None
+                if fails is not False:
+                    branches.append({"required": [name], "properties": {name: fails}})
+            return {"type": "object", "anyOf": branches} if branches else False
         if key in ("anyOf", "allOf") and isinstance(value, list) and value:
             parts = [self.opposite(v, pointer, depth + 1) for v in value]
             if any(p is None for p in parts):
@@ -864,15 +913,26 @@ class _Compiler:
         elif then in (True, {}) and other in (True, {}) and not _reads_evaluation(rest):
             return rest
         else:
-            self.fail(f"{pointer}/if", "if", "if/then/else with a condition is not supported "
-                      "yet")
-            return rest
+            # (if and then) or (not if and else), where `not if` has a schema
+            fails = self.opposite(cond, f"{pointer}/if")
+            if fails is None:
+                self.fail(f"{pointer}/if", "if", "if/then/else with a condition whose "
+                          "opposite has no schema (see opposite) is not supported yet")
+                return rest
+            either = [b for b in (_all_of([cond, then]), _all_of([fails, other]))
+                      if b is not False]
+            if not either:
+                return False
+            branch = either[0] if len(either) == 1 else {"anyOf": either}
+            return _all_of([rest, branch]) if rest else branch
         if branch is False:
             return False
         return {**rest, "allOf": [branch]} if branch not in (True, {}) else rest
 
     def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
-        merged = self.rebased({k: v for k, v in node.items() if k != "allOf"}, node)
+        merged = _without_dangling(
+            self.rebased({k: v for k, v in node.items() if k != "allOf"}, node))
+        scope = None  # a resource with dynamic anchors merged in (see `enter`)
         for i, sub in enumerate(node["allOf"]):
             where = f"{pointer}/allOf/{i}"
             if sub is True:
@@ -895,13 +955,17 @@ class _Compiler:
                 sub = {**(self.rebased(target, target) if isinstance(target, dict) else {}),
                        **self.rebased({k: v for k, v in sub.items() if k != "$ref"}, sub)}
                 merging = merging | {ref}
+                scope = self.dynamic_scope(target, scope)
             if "allOf" in sub:
                 sub = self.merge_all(sub, where, merging)
+            scope = self.dynamic_scope(sub, scope)
             if _reads_evaluation(sub):
                 self.fail(where, "unevaluatedProperties", "unevaluatedProperties/Items inside "
                           "allOf or a $ref with siblings is not supported yet")
-            merged = _merge(merged, sub, lambda k: self.fail(f"{pointer}/allOf/{i}", k,
-                                                             "conflicting values"))
+            merged = _merge(merged, _without_dangling(sub), lambda k: self.fail(
+                f"{pointer}/allOf/{i}", k, "conflicting values"))
+        if scope is not None:
+            self.bases[id(merged)] = (merged, scope)
         return merged
 
     def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
@@ -992,7 +1056,10 @@ class _Compiler:
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
     # -- strings -----------------------------------------------------------------------------
-    def string(self, node: dict, pointer: str) -> StateMachine | None:
+    def string(self, node: dict, pointer: str, banned: list = (),
+               banned_patterns: list[str] = ()) -> StateMachine | None:
+        """A string as `node` says, other than the `banned` ones and those the
+        `banned_patterns` find a match in."""
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
         if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int)
@@ -1013,9 +1080,16 @@ class _Compiler:
                 msg = f"{pointer}/format: unknown format {fmt!r} is an annotation; ignored"
                 self.warnings.append(msg)
                 warnings.warn(f"pse: {msg}", stacklevel=4)
-        if not patterns:
+        if banned or banned_patterns:
+            # the spellings patterns know (escapes only where JSON needs them), so that what
+            # is left out is left out in every spelling the automaton accepts
+            patterns.insert(0, ("", True, f"{pointer}/not"))
+        patterns += [(p, _NOT_FOUND, f"{pointer}/not/pattern") for p in banned_patterns]
+        if not patterns and not banned:
             return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
         dfa = self.content_dfa(node, patterns, pointer)
+        if banned:
+            dfa = automaton.difference(dfa, json_names_dfa(banned))
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
@@ -1025,11 +1099,13 @@ class _Compiler:
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
         dfa = None
-        for pattern, search, where in patterns:  # search None: a pattern to exclude
+        # search: True, a match anywhere; False, the whole string; None, strings the pattern
+        # matches are left out; _NOT_FOUND, those it finds a match in are
+        for pattern, search, where in patterns:
             try:
-                p = compile_regex(pattern, 0, search=bool(search), char_class=json_char_class,
-                                  ecma=True)
-                if search is None:
+                p = compile_regex(pattern, 0, search=search is True or search is _NOT_FOUND,
+                                  char_class=json_char_class, ecma=True)
+                if search is None or search is _NOT_FOUND:
                     dfa = automaton.difference(dfa, p)
                     continue
             except GrammarError as e:
@@ -1708,9 +1784,48 @@ def _merge(a: dict, b: dict, conflict) -> dict:
             continue
         elif k in ("anyOf", "oneOf", "allOf"):
             out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
+        elif k == "not":  # neither a nor b: not (a or b)
+            out[k] = {"anyOf": [*_alternatives(out[k]), *_alternatives(v)]}
         else:
             conflict(k)
     return out
+
+
+def _without_dangling(schema: dict) -> dict:
+    """`schema` without `then`/`else` when it has no `if` (they do nothing alone, and merged
+    beside another schema's `if` they would wrongly join it)."""
+    if "if" in schema or not ("then" in schema or "else" in schema):
+        return schema
+    return {k: v for k, v in schema.items() if k not in ("then", "else")}
+
+
+def _alternatives(schema: Any) -> list:
+    """The branches of a schema that is only an anyOf; else the schema alone."""
+    if isinstance(schema, dict) and set(schema) == {"anyOf"} and isinstance(schema["anyOf"], list):
+        return schema["anyOf"]
+    return [schema]
+
+
+def _exclusion(sub: Any) -> tuple[list, list[str]] | None:
+    """What `"not": sub` leaves out when it is literal values (enum, const), strings a
+    pattern finds a match in, or any of those (anyOf): (values, patterns); None when it is
+    something else."""
+    if not isinstance(sub, dict):
+        return None
+    sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+    if set(sub) == {"enum"} and isinstance(sub["enum"], list):
+        return sub["enum"], []
+    if set(sub) == {"const"}:
+        return [sub["const"]], []
+    if set(sub) == {"type", "pattern"} and sub["type"] == "string" \
+            and isinstance(sub["pattern"], str):
+        return [], [sub["pattern"]]
+    if set(sub) == {"anyOf"} and isinstance(sub["anyOf"], list) and sub["anyOf"]:
+        parts = [_exclusion(x) for x in sub["anyOf"]]
+        if any(p is None for p in parts):
+            return None
+        return [v for p in parts for v in p[0]], [x for p in parts for x in p[1]]
+    return None
 
 
 def _all_of(schemas: list) -> Any:
@@ -1775,6 +1890,14 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
         out["items"] = _all_of([ra, rb])  # else items past the prefix stay unevaluated
     return out
 
+
+# Keywords whose meaning does not depend on their siblings: a schema of only these is the
+# conjunction of each alone (its opposite: one of them fails). Draft 4's bounds are not.
+_SELF_CONTAINED = frozenset([
+    "type", "enum", "const", "pattern", "properties", "required", "minLength", "maxLength",
+    "minItems", "maxItems", "minProperties", "maxProperties", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf"])
+_BOUNDS = frozenset(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])
 
 _ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
 

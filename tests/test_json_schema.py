@@ -261,6 +261,48 @@ def test_dynamic_references_agree_with_jsonschema(schema, validator, instances):
         assert machine.matches(compact(instance)) == validator(inner).is_valid(instance)
 
 
+# conditions and negations whose opposite has a schema: literal values, patterns, properties,
+# required names, types, bounds, and conjunctions of those
+_CONDITIONS = st.sampled_from([
+    {"properties": {"kind": {"const": "a"}}},
+    {"properties": {"kind": {"enum": ["a", "b"]}}, "required": ["kind"]},
+    {"properties": {"n": {"minimum": 2}, "kind": {"type": "string"}}},
+    {"type": "object", "properties": {"flag": {"const": True}}},
+    {"pattern": "^a"}, {"const": "a"}, {"enum": [None, False, "b"]},
+    {"type": "string", "pattern": "b$"}, {"required": ["n"]}, {"maxLength": 1},
+])
+_BRANCHES = st.sampled_from([
+    True, False, {"required": ["n"]}, {"properties": {"n": {"type": "integer"}}},
+    {"type": "string"}, {"minProperties": 2}, {"not": {"const": "b"}}])
+_CONDITION_VALUES = [None, True, False, 0, 3, 1.5, "a", "b", "ab", "ba", "\u00e9", [], ["a"], {},
+           {"kind": "a"}, {"kind": "b"}, {"kind": "c", "n": 1}, {"kind": "a", "n": 3},
+           {"n": 2}, {"n": "x"}, {"flag": True}, {"flag": False, "n": 0}, {"kind": 1}]
+
+
+@settings(max_examples=300)
+@given(cond=_CONDITIONS, then=_BRANCHES, other=_BRANCHES, negated=st.booleans())
+def test_if_then_else_and_not_agree_with_jsonschema(cond, then, other, negated):
+    schema = {"not": cond} if negated else {"if": cond, "then": then, "else": other}
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        machine = JsonSchema(schema, property_order="any")  # keys in any order, as jsonschema
+    except SchemaError as e:  # only a schema that allows nothing is refused
+        assert "nothing is valid" in str(e) or "false" in str(e)
+        assert not any(validator.is_valid(v) for v in _CONDITION_VALUES)
+        return
+    for value in _CONDITION_VALUES:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_not_leaves_out_literals_in_every_spelling():
+    m = JsonSchema({"type": "string", "not": {"enum": ["a", 'q"']}})
+    assert m.matches('"b"') and not m.matches('"a"')
+    for spelled in ('"q\\""', '"q\\u0022"', '"\\u0061"'):  # refused in every spelling
+        assert not m.matches(spelled)
+    with pytest.raises(SchemaError, match="type number"):
+        JsonSchema({"not": {"const": 3}})  # 3, 3.0, 30e-1 ...: no automaton spells them all
+
+
 def test_reference_to_a_false_schema_allows_nothing_there():
     schema = {"$defs": {"no": False}, "properties": {"x": {"$ref": "#/$defs/no"}}}
     m = JsonSchema(schema)
