@@ -22,11 +22,14 @@ TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
 
 
 def _stale_extensions() -> list[str]:
-    """Modules of the pse being tested whose compiled extension is older than their .py
-    source (see setup.py): the tests would run the old code."""
+    """Modules of this source tree's pse, when it is the one tested (an editable install),
+    whose compiled extension is older than their .py source (see setup.py): the tests would
+    run the old code. (An installed copy's file times say nothing.)"""
     import pse
 
-    package = Path(pse.__file__).parent
+    package = Path(pse.__file__).resolve().parent
+    if package != REPO_ROOT / "pse":
+        return []
     stale = []
     for source in package.glob("*.py"):
         for built in package.glob(f"{source.stem}.*.so"):
