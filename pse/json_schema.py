@@ -682,7 +682,8 @@ class _Compiler:
     def rebased(self, new: dict, node: dict) -> dict:
         """`new`, made from `node`'s keywords, with its references made absolute against
         `node`'s base URI (a merged schema has no base of its own)."""
-        keys = [k for k in ("$ref", "$dynamicRef") if isinstance(new.get(k), str)]
+        keys = [k for k in ("$ref", "$dynamicRef", "$recursiveRef")
+                if isinstance(new.get(k), str)]
         if not keys:
             return new
         return {**new, **{k: self.absolute(node, new[k]) for k in keys}}
@@ -690,7 +691,7 @@ class _Compiler:
     def dynamic_scope(self, node: Any, scope: str | None) -> str | None:
         """`node`'s resource when it defines dynamic anchors (a schema merged from `node`
         enters it, see `enter`), else `scope`."""
-        base = self.bases.get(id(node), (None, ""))[1]
+        base = self.bases.get(id(node), (None, None))[1]
         return base if self.dynamic_names.get(base) else scope
 
     def absolute(self, node: dict, ref: str) -> str:

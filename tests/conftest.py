@@ -38,9 +38,10 @@ def _stale_extensions() -> list[str]:
     return stale
 
 
-if _stale_extensions():
+_STALE = _stale_extensions()
+if _STALE:
     raise pytest.UsageError(
-        f"pse/{', '.join(_stale_extensions())} changed after being compiled: run "
+        f"pse/{', '.join(_STALE)} changed after being compiled: run "
         "`python setup.py build_ext --inplace` (the tests would run the old code)")
 
 
