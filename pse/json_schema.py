@@ -38,7 +38,14 @@ Member = tuple[Callable[[bool], StateMachine], StateMachine]
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 
 # Keywords that only annotate; they never change what is valid.
-_DATA_KEYWORDS = {"enum", "const", "default", "examples", "example"}  # values, not schemas
+# Keywords whose value is a schema or a list of schemas, and those whose value maps names
+# to schemas: where `index` looks for identifiers.
+_SUBSCHEMAS = frozenset([
+    "additionalProperties", "additionalItems", "items", "prefixItems", "contains",
+    "propertyNames", "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties",
+    "contentSchema", "allOf", "anyOf", "oneOf"])
+_SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitions",
+                          "dependentSchemas", "dependencies"])
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
                 "$recursiveAnchor", "$defs", "definitions", "contentMediaType",
@@ -564,14 +571,16 @@ class _Compiler:
                 return self.compile(ref, pointer)
         if "allOf" in node:
             merged = self.merge_all(node, pointer)
-            return self.compile(merged, pointer)
+            if "allOf" not in merged:
+                return self.compile(merged, pointer)
+            node = merged  # unions that did not merge are left: taken one at a time below
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self.union(node, key, pointer)
         if "not" in node:
             # (literal values and patterns are left out where the type is compiled)
-            opposite = None if _exclusion(node["not"]) else \
-                self.opposite(node["not"], f"{pointer}/not")
+            opposite = None if _exclusion(node["not"]) or _is_type(node["not"], "integer") \
+                else self.opposite(node["not"], f"{pointer}/not")
             if opposite is not None:
                 rest = {k: v for k, v in node.items() if k != "not"}
                 return self.compile(_all_of([rest, opposite]) if rest else opposite, pointer)
@@ -584,6 +593,9 @@ class _Compiler:
         if "if" in node:
             return self.compile(self.conditional(node, pointer), pointer)
         excluded = None
+        fractional = _is_type(node.get("not"), "integer")  # numbers that are not integers
+        if fractional:
+            node = {k: v for k, v in node.items() if k != "not"}
         if "not" in node and node["not"] is not True and node["not"] != {}:
             excluded = _exclusion(node["not"])
             if excluded is None:
@@ -601,7 +613,7 @@ class _Compiler:
             types = [t for t in types if t != "integer"]
         machines = []
         for t in types:
-            m = self.typed(t, node, pointer, excluded)
+            m = self.typed(t, node, pointer, excluded, fractional)
             if m is not None:
                 machines.append(m)
         if not machines:
@@ -609,9 +621,11 @@ class _Compiler:
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
     def typed(self, t: str, node: dict, pointer: str,
-              excluded: tuple[list, list[str]] | None = None) -> StateMachine | None:
+              excluded: tuple[list, list[str]] | None = None,
+              fractional: bool = False) -> StateMachine | None:
         """The values of JSON type `t` that `node` allows, less the `excluded` ones (literal
-        values, and strings that patterns find a match in: see `_exclusion`)."""
+        values, and strings that patterns find a match in: see `_exclusion`), and less the
+        integers when `fractional`."""
         values, patterns = excluded or ([], [])
         banned = [v for v in values if _json_type(v) == t
                   or (_json_type(v) == "integer" and t == "number")
@@ -627,6 +641,8 @@ class _Compiler:
             self.fail(f"{pointer}/not", "not", f"leaving out a value of type {t} (an "
                       "exact automaton would need every spelling of it) is not supported")
         if t in ("number", "integer"):
+            if fractional:
+                return None if t == "integer" else self.fraction(node, pointer)
             return self.number(node, pointer, integer=(t == "integer"))
         if t == "object":
             return self.object(node, pointer)
@@ -669,8 +685,11 @@ class _Compiler:
             if node.get("$recursiveAnchor") is True:
                 self.dynamic_names.setdefault(here, []).append(RECURSIVE)
             self.bases[id(node)] = (node, here)
+            # only where schemas are: an "$id" inside an unknown keyword is data
             for key, value in node.items():
-                if key not in _DATA_KEYWORDS:
+                if key in _SCHEMA_MAPS and isinstance(value, dict):
+                    todo.extend((v, here) for v in value.values())
+                elif key in _SUBSCHEMAS:
                     todo.append((value, here))
 
     def derived(self, node: dict, new: dict) -> dict:
@@ -782,30 +801,44 @@ class _Compiler:
                 pass
         return node
 
-    def opposite(self, sub: Any, pointer: str, depth: int = 0) -> Any:
+    def opposite(self, sub: Any, pointer: str, depth: int = 0,
+                 keys: frozenset | None = None) -> Any:
         """A schema exactly the instances `sub` rejects, where a simple rewrite gives one:
         a bound flipped, required names absent, De Morgan over anyOf/allOf; None otherwise
-        (`negate` handles the type forms)."""
+        (`negate` handles the type forms). `keys`: the only property names the instances in
+        question can have (None: any), which lets a closed object shape be negated."""
         if sub is True or sub == {}:
             return False
         if sub is False:
             return True
         if not isinstance(sub, dict) or depth > 8:
             return None
-        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        # unknown keywords are annotations
+        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS
+               and (k in _VALIDATION or k in _APPLICATORS)}
+        if not sub:
+            return False
         if set(sub) == {"$ref"}:
             return self.opposite(self.resolve(self.absolute(sub, sub["$ref"]), pointer),
-                                 pointer, depth + 1)
+                                 pointer, depth + 1, keys)
+        shape = {k: v for k, v in sub.items() if k in _OBJECT_SHAPE}
+        if "additionalProperties" in shape or "patternProperties" in shape:
+            if len(shape) == len(sub):
+                return self.opposite_shape(shape, pointer, depth, keys)
+        else:
+            shape = {}
         if len(sub) > 1:
-            # a conjunction of keywords that each hold on their own: one of them fails
-            if not set(sub) <= _SELF_CONTAINED or (self.draft4 and set(sub) & _BOUNDS):
+            # a conjunction of keywords that each hold on their own (the object shape as
+            # one): one of them fails
+            groups = ([shape] if shape else []) + [{k: v} for k, v in sub.items()
+                                                   if k not in shape]
+            if not set(sub) - set(shape) <= _SELF_CONTAINED \
+                    or (self.draft4 and set(sub) & _BOUNDS):
                 return None
-            parts = [self.opposite({k: v}, pointer, depth + 1) for k, v in sub.items()]
+            parts = [self.opposite(g, pointer, depth + 1, keys) for g in groups]
             if any(p is None for p in parts):
                 return None
             return {"anyOf": parts}
-        if len(sub) != 1:
-            return None
         (key, value), = sub.items()
         if key in ("enum", "const"):
             return {"not": {key: value}}  # compiled as the values left out (`_exclusion`)
@@ -821,8 +854,13 @@ class _Compiler:
                 if fails is not False:
                     branches.append({"required": [name], "properties": {name: fails}})
             return {"type": "object", "anyOf": branches} if branches else False
+        if key == "items" and isinstance(value, (dict, bool)):
+            fails = self.opposite(value, pointer, depth + 1)
+            if fails is None:
+                return None
+            return {"type": "array", "contains": fails} if fails is not False else False
         if key in ("anyOf", "allOf") and isinstance(value, list) and value:
-            parts = [self.opposite(v, pointer, depth + 1) for v in value]
+            parts = [self.opposite(v, pointer, depth + 1, keys) for v in value]
             if any(p is None for p in parts):
                 return None
             return {"allOf" if key == "anyOf" else "anyOf": parts}
@@ -831,7 +869,10 @@ class _Compiler:
         if key == "type":
             banned = {value} if isinstance(value, str) else set(value)
             if "integer" in banned and "number" not in banned:
-                return None  # numbers that are not integers: no type says that
+                # the other types, and numbers with a fraction (see `number`)
+                others = sorted(_ALL_TYPES - banned - {"number"})
+                fractions = {"type": "number", "not": {"type": "integer"}}
+                return {"anyOf": [{"type": others}, fractions]} if others else fractions
             return {"type": sorted(_ALL_TYPES - banned)}
         # the keywords below hold for every value of the other types, so their opposite is
         # a value of their own type that breaks them
@@ -854,6 +895,31 @@ class _Compiler:
                 and not self.draft4:
             return {"type": "number", bounds[key]: value}
         return None
+
+    def opposite_shape(self, shape: dict, pointer: str, depth: int,
+                       keys: frozenset | None) -> Any:
+        """The opposite of properties and additionalProperties together: an object with a
+        listed property failing its schema or, when the names it can have are known (`keys`),
+        another one failing additionalProperties. None with patternProperties."""
+        props = shape.get("properties") or {}
+        if not isinstance(props, dict) or shape.get("patternProperties"):
+            return None
+        branches = []
+        for name, schema in props.items():
+            fails = self.opposite(schema, pointer, depth + 1)
+            if fails is None:
+                return None
+            if fails is not False:
+                branches.append({"required": [name], "properties": {name: fails}})
+        extra = self.opposite(shape.get("additionalProperties", True), pointer, depth + 1)
+        if extra is None:
+            return None
+        if extra is not False:
+            if keys is None:
+                return None
+            for name in sorted(keys - set(props)):
+                branches.append({"required": [name], "properties": {name: extra}})
+        return {"type": "object", "anyOf": branches} if branches else False
 
     def negate(self, node: dict, pointer: str) -> dict | None:
         """`node` with its `not` folded in where that is exact: `not {}` (nothing is valid),
@@ -920,12 +986,17 @@ class _Compiler:
                 self.fail(f"{pointer}/if", "if", "if/then/else with a condition whose "
                           "opposite has no schema (see opposite) is not supported yet")
                 return rest
-            either = [b for b in (_all_of([cond, then]), _all_of([fails, other]))
-                      if b is not False]
-            if not either:
-                return False
-            branch = either[0] if len(either) == 1 else {"anyOf": either}
-            return _all_of([rest, branch]) if rest else branch
+            if fails is False:  # the condition holds for every value (annotations only)
+                branch = then
+            elif fails is True:
+                branch = other
+            else:
+                either = [b for b in (_all_of([cond, then]), _all_of([fails, other]))
+                          if b is not False]
+                if not either:
+                    return False
+                branch = either[0] if len(either) == 1 else {"anyOf": either}
+                return _all_of([rest, branch]) if rest else branch
         if branch is False:
             return False
         return {**rest, "allOf": [branch]} if branch not in (True, {}) else rest
@@ -940,6 +1011,7 @@ class _Compiler:
                 continue
             if sub is False:
                 return {"not": {}, "type": []}
+            scope = self.dynamic_scope(sub, scope)  # its own resource, before its $ref's
             if "$ref" not in sub and ("$dynamicRef" in sub or "$recursiveRef" in sub):
                 # resolved here, in this dynamic scope and against the sub's own base URI
                 sub = {**{k: v for k, v in sub.items()
@@ -972,21 +1044,43 @@ class _Compiler:
     def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
         rest = {k: v for k, v in node.items() if k != key}
         branches = node[key]
-        if key == "oneOf" and len(branches) > 1 and not _disjoint(
-                [rest and isinstance(b, dict) and {**rest, **b} or b for b in branches],
-                lambda b: self.resolve_shallow(b, pointer)):
-            self.fail(f"{pointer}/oneOf", "oneOf", "branches may overlap; only anyOf "
-                      "semantics can be compiled")
+        if key == "oneOf" and len(branches) > 1:
+            branches = self.exclusive(branches, rest, pointer)
         machines = []
         for i, sub in enumerate(branches):
             if rest and sub is not False:
-                sub = {**rest, "allOf": [sub]} if sub is not True else rest
+                sub = {**rest, "allOf": [*rest.get("allOf", ()), sub]} if sub is not True \
+                    else rest
             m = self.compile(sub, f"{pointer}/{key}/{i}")
             if m is not None:
                 machines.append(m)
         if not machines:
             return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def exclusive(self, branches: list, rest: dict, pointer: str) -> list:
+        """oneOf's branches as anyOf branches: each one also fails the branches it may
+        overlap with (their opposites, see `opposite`); branches that provably share no value
+        are left as they are."""
+        resolved = [self.resolve_shallow(rest and isinstance(b, dict) and {**rest, **b} or b,
+                                          pointer) for b in branches]
+        out = []
+        opposites: dict[tuple, Any] = {}
+        for i, branch in enumerate(branches):
+            others = [j for j in range(len(branches))
+                      if j != i and not _pair_disjoint(resolved[i], resolved[j])]
+            keys = _closed_keys(resolved[i])
+            for j in others:
+                if (j, keys) not in opposites:
+                    opposites[j, keys] = self.opposite(branches[j], f"{pointer}/oneOf/{j}",
+                                                       keys=keys)
+                if opposites[j, keys] is None:
+                    self.fail(f"{pointer}/oneOf/{j}", "oneOf", "branches may overlap, and "
+                              "this one has no opposite schema (see opposite) to keep the "
+                              "others from matching it too")
+                    return branches  # not strict: anyOf
+            out.append(_all_of([branch, *(opposites[j, keys] for j in others)]))
+        return out
 
     def enum(self, node: dict, pointer: str) -> StateMachine | None:
         """The listed values that the schema's other keywords allow too."""
@@ -1156,6 +1250,18 @@ class _Compiler:
         if not dfa.trans[0]:
             return None
         return DfaTerminal(dfa, f"number at {pointer}")
+
+    def fraction(self, node: dict, pointer: str) -> StateMachine | None:
+        """The numbers `node` allows that are not integers, spelled with a fraction part and
+        no exponent (1.5e1 is 15; the spelling without one is exact for every value)."""
+        base = self.number(node, pointer, integer=False)
+        if base is None:
+            return None
+        # draft 4: 1.0 is not an integer either
+        digits = "[0-9]+" if self.draft4 else "[0-9]*[1-9][0-9]*"
+        dfa = self.intersect(base.unit_dfa(), compile_regex(f"-?(?:0|[1-9][0-9]*)\\.{digits}"),
+                             f"{pointer}/not")
+        return DfaTerminal(dfa, f"fraction at {pointer}") if _nonempty(dfa) else None
 
     def multiple_of(self, node: dict, pointer: str) -> automaton.DFA | None:
         """Numbers that are multiples of `multipleOf` (None: no such keyword, or 1 for an
@@ -1781,10 +1887,16 @@ def _merge(a: dict, b: dict, conflict) -> dict:
             if "number" in tb and "integer" in ta:
                 tb.add("integer")
             out[k] = sorted(ta & tb)
+        elif k in ("anyOf", "oneOf", "allOf"):  # both hold: kept side by side
+            out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
         elif k in _ANNOTATIONS or out[k] == v or k not in _VALIDATION:
             continue
-        elif k in ("anyOf", "oneOf", "allOf"):
-            out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
+        elif k == "enum" and isinstance(out[k], list) and isinstance(v, list):
+            both = {_json_key(x) for x in v}
+            out[k] = [x for x in out[k] if _json_key(x) in both]
+            if not out[k]:  # no value is listed by both: nothing is valid
+                out["type"] = []
+                out[k] = [None]
         elif k == "not":  # neither a nor b: not (a or b)
             out[k] = {"anyOf": [*_alternatives(out[k]), *_alternatives(v)]}
         else:
@@ -1798,6 +1910,21 @@ def _without_dangling(schema: dict) -> dict:
     if "if" in schema or not ("then" in schema or "else" in schema):
         return schema
     return {k: v for k, v in schema.items() if k not in ("then", "else")}
+
+
+def _is_type(schema: Any, name: str) -> bool:
+    """Whether `schema` is {"type": name} (annotations aside)."""
+    return isinstance(schema, dict) and {k: v for k, v in schema.items()
+                                         if k not in _ANNOTATIONS} == {"type": name}
+
+
+def _closed_keys(schema: Any) -> frozenset | None:
+    """The only property names an object matching `schema` can have (None: any)."""
+    if not isinstance(schema, dict) or schema.get("additionalProperties", True) not in (
+            False, {"not": {}}) or schema.get("patternProperties"):
+        return None
+    props = schema.get("properties") or {}
+    return frozenset(props) if isinstance(props, dict) else None
 
 
 def _alternatives(schema: Any) -> list:
@@ -1897,7 +2024,9 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
 _SELF_CONTAINED = frozenset([
     "type", "enum", "const", "pattern", "properties", "required", "minLength", "maxLength",
     "minItems", "maxItems", "minProperties", "maxProperties", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf"])
+    "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "items"])
+# Keywords that apply subschemas without validating anything themselves.
+_APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 _BOUNDS = frozenset(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])
 
 _ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
@@ -1951,10 +2080,3 @@ def _pair_disjoint(a: Any, b: Any) -> bool:
             if any(py.get(name) is False for name in rx):
                 return True
     return False
-
-
-def _disjoint(branches: list, resolve: Callable[[Any], Any]) -> bool:
-    """oneOf equals anyOf when no two branches can match the same value."""
-    resolved = [resolve(b) for b in branches]
-    return all(_pair_disjoint(resolved[i], resolved[j])
-               for i in range(len(resolved)) for j in range(i + 1, len(resolved)))
