@@ -37,7 +37,6 @@ Member = tuple[Callable[[bool], StateMachine], StateMachine]
 
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 
-# Keywords that only annotate; they never change what is valid.
 # Keywords whose value is a schema or a list of schemas, and those whose value maps names
 # to schemas: where `index` looks for identifiers.
 _SUBSCHEMAS = frozenset([
@@ -46,6 +45,7 @@ _SUBSCHEMAS = frozenset([
     "contentSchema", "allOf", "anyOf", "oneOf"])
 _SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitions",
                           "dependentSchemas", "dependencies"])
+# Keywords that only annotate; they never change what is valid.
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
                 "$recursiveAnchor", "$defs", "definitions", "contentMediaType",
@@ -573,6 +573,8 @@ class _Compiler:
             merged = self.merge_all(node, pointer)
             if "allOf" not in merged:
                 return self.compile(merged, pointer)
+            if "anyOf" not in merged and "oneOf" not in merged:
+                raise SchemaError(f"{pointer}/allOf: these schemas could not be merged")
             node = merged  # unions that did not merge are left: taken one at a time below
         for key in ("anyOf", "oneOf"):
             if key in node:
@@ -1062,8 +1064,9 @@ class _Compiler:
         """oneOf's branches as anyOf branches: each one also fails the branches it may
         overlap with (their opposites, see `opposite`); branches that provably share no value
         are left as they are."""
-        resolved = [self.resolve_shallow(rest and isinstance(b, dict) and {**rest, **b} or b,
-                                          pointer) for b in branches]
+        resolved = [self.resolve_shallow(
+            {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
+            else rest if rest and b is True else b, pointer) for b in branches]
         out = []
         opposites: dict[tuple, Any] = {}
         for i, branch in enumerate(branches):

@@ -313,7 +313,8 @@ _ONE_OF_VALUES = [None, True, 0, 1.5, "x", "xy", "", [], ["x"], ["xy", "z"], [1]
 
 @settings(max_examples=300)
 @given(branches=st.lists(_ONE_OF_BRANCHES, min_size=2, max_size=3),
-       rest=st.sampled_from([{}, {"type": "object"}, {"minProperties": 1}]))
+       rest=st.sampled_from([{}, {"type": "object"}, {"minProperties": 1},
+                             {"properties": {"a": {}}, "additionalProperties": False}]))
 def test_overlapping_one_of_agrees_with_jsonschema(branches, rest):
     schema = {**rest, "oneOf": branches}
     validator = jsonschema.Draft202012Validator(schema)
