@@ -824,11 +824,8 @@ class _Compiler:
             return self.opposite(self.resolve(self.absolute(sub, sub["$ref"]), pointer),
                                  pointer, depth + 1, keys)
         shape = {k: v for k, v in sub.items() if k in _OBJECT_SHAPE}
-        if "additionalProperties" in shape or "patternProperties" in shape:
-            if len(shape) == len(sub):
-                return self.opposite_shape(shape, pointer, depth, keys)
-        else:
-            shape = {}
+        if shape and len(shape) == len(sub):
+            return self.opposite_shape(shape, pointer, depth, keys)
         if len(sub) > 1:
             # a conjunction of keywords that each hold on their own (the object shape as
             # one): one of them fails
@@ -846,16 +843,6 @@ class _Compiler:
             return {"not": {key: value}}  # compiled as the values left out (`_exclusion`)
         if key == "pattern" and isinstance(value, str):
             return {"type": "string", "not": {"type": "string", "pattern": value}}
-        if key == "properties" and isinstance(value, dict):
-            # an object with some listed property present and failing its schema
-            branches = []
-            for name, schema in value.items():
-                fails = self.opposite(schema, pointer, depth + 1)
-                if fails is None:
-                    return None
-                if fails is not False:
-                    branches.append({"required": [name], "properties": {name: fails}})
-            return {"type": "object", "anyOf": branches} if branches else False
         if key == "items" and isinstance(value, (dict, bool)):
             fails = self.opposite(value, pointer, depth + 1)
             if fails is None:
@@ -900,9 +887,10 @@ class _Compiler:
 
     def opposite_shape(self, shape: dict, pointer: str, depth: int,
                        keys: frozenset | None) -> Any:
-        """The opposite of properties and additionalProperties together: an object with a
-        listed property failing its schema or, when the names it can have are known (`keys`),
-        another one failing additionalProperties. None with patternProperties."""
+        """The opposite of properties and additionalProperties (either or both): an object
+        with a listed property present and failing its schema or, when the names it can have
+        are known (`keys`), another one failing additionalProperties. None with
+        patternProperties."""
         props = shape.get("properties") or {}
         if not isinstance(props, dict) or shape.get("patternProperties"):
             return None
@@ -2022,10 +2010,11 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
     return out
 
 
-# Keywords whose meaning does not depend on their siblings: a schema of only these is the
-# conjunction of each alone (its opposite: one of them fails). Draft 4's bounds are not.
+# Keywords whose meaning does not depend on their siblings: a schema of only these (and the
+# object shape, taken as one) is the conjunction of each alone (its opposite: one of them
+# fails). Draft 4's bounds are not.
 _SELF_CONTAINED = frozenset([
-    "type", "enum", "const", "pattern", "properties", "required", "minLength", "maxLength",
+    "type", "enum", "const", "pattern", "required", "minLength", "maxLength",
     "minItems", "maxItems", "minProperties", "maxProperties", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "items"])
 # Keywords that apply subschemas without validating anything themselves.
