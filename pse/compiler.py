@@ -363,7 +363,7 @@ class _Compiler:
     def guard_tables(self) -> dict:
         columns: dict[str, list[int]] = {name: [] for name in (
             "guard_forbid", "guard_need", "guard_set", "guard_min", "guard_inc", "guard_max",
-            "guard_reserve", "guard_cap")}
+            "guard_reserve", "guard_cap", "guard_item")}
         offsets, clause_if, clause_then = [0], [], []
         for g in self.guards:
             g = g or Guard()
@@ -372,7 +372,7 @@ class _Compiler:
                                 ("guard_inc", g.inc),
                                 ("guard_max", UNBOUNDED if g.max_props is None else g.max_props),
                                 ("guard_reserve", g.reserve),
-                                ("guard_cap", g.cap)):
+                                ("guard_cap", g.cap), ("guard_item", g.item)):
                 columns[name].append(value)
             for a, b in g.clauses:
                 clause_if.append(a)

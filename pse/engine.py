@@ -162,14 +162,14 @@ class StructuringEngine:
             return known
         if not heal:
             return None
-        deltas = StateMachine.advance_all(matcher.steppers(None), data, self.vocab)
+        deltas = StateMachine.advance_all(matcher.steppers(), data, self.vocab)
         deltas = [d for d in deltas if not d.stepper.remaining_input
                   and self.vocab.lookup(d.token) is not None]
         best = StepperDelta.choose_best_path(deltas)
         if best is None:
             return None
         chosen, steppers = best
-        matcher.set_steppers(steppers)
+        matcher.set_steppers(steppers, chosen)
         committed = self.vocab.lookup(chosen)
         self._committed.append(committed)
         return committed

@@ -28,7 +28,7 @@ from pse.json_spelling import (KeyStates, json_char_class, json_names_dfa, witho
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Optional, Phrase, StateMachine,
                           Terminal, Whitespace)
-from pse.registers import KEY_BITS, Guard, Guarded, Scope
+from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
 from pse.regex import compile_regex
 
 # An object member: its opening (the key, or a comma and the key) made for its place, first
@@ -1557,6 +1557,12 @@ class _Compiler:
                       "contains (which evaluates the items it matches) is not supported yet")
         lo = _count(node, "minItems", pointer, 0)
         hi = _count(node, "maxItems", pointer)
+        unique = node.get("uniqueItems") is True
+        if unique:
+            values = _literal_values(rest) if not prefix else None
+            if values is not None and len(values) <= KEY_BITS and "contains" not in node:
+                return self.unique_literals(values, lo, hi)
+            self.check_unique(prefix, rest, pointer)
         if "contains" in node:
             n_min = _count(node, "minContains", pointer, 1)
             n_max = _count(node, "maxContains", pointer)
@@ -1570,23 +1576,23 @@ class _Compiler:
                 lo = max(lo, n_min)
                 hi = n_max if hi is None else hi if n_max is None else min(hi, n_max)
             elif n_min > 0 or n_max is not None:
-                return self.containing(node, sub, n_min, n_max, lo, hi, pointer)
-        if node.get("uniqueItems") is True:
-            return self.unique_items(node, prefix, rest, lo, hi, pointer)
+                return self.containing(node, sub, n_min, n_max, lo, hi, unique, pointer)
+        opening, comma, closing, wrap = self.array_parts(unique)
         machines = []
         for i, sub in enumerate(prefix):
             m = self.compile(sub, f"{pointer}/prefixItems/{i}")
             if m is None:
                 hi = i if hi is None else min(hi, i)
                 break
-            machines.append(m)
+            machines.append(wrap(m))
         rest_m = self.compile(rest, f"{pointer}/items")
+        rest_m = None if rest_m is None else wrap(rest_m)
         if rest_m is None:
             hi = len(machines) if hi is None else min(hi, len(machines))
         if hi is not None and lo > hi:
             return None
         if max(lo, hi or 0) > MAX_UNROLLED_ITEMS and not machines and rest_m is not None:
-            return self.counted_items(rest_m, lo, hi)
+            return self.counted_items(rest_m, lo, hi, unique)
         if max(lo, hi or 0) > MAX_UNROLLED_ITEMS:
             if lo > MAX_UNROLLED_ITEMS:
                 self.fail(f"{pointer}/minItems", "minItems",
@@ -1603,36 +1609,52 @@ class _Compiler:
             item = machines[j] if j < len(machines) else rest_m
             if item is None:
                 break
-            graph.setdefault(j, []).append((item if j == 0 else Chain(self.sep(","), item), j + 1))
+            graph.setdefault(j, []).append((item if j == 0 else Chain(comma, item), j + 1))
             last = j + 1
         if hi is None and rest_m is not None and last == top:
             if last == 0:
                 graph.setdefault(0, []).append((rest_m, 1))
                 last = 1
-            graph.setdefault(last, []).append((Chain(self.sep(","), rest_m), last))
+            graph.setdefault(last, []).append((Chain(comma, rest_m), last))
         if lo > last:
             return None
         body = StateMachine(graph, start_state=0, end_states=range(lo, last + 1))
-        return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
+        array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
+        return Scope(array) if unique else array
 
+    def array_parts(self, unique: bool) -> tuple:
+        """The "[", comma and "]" of an array, and what wraps each item. With uniqueItems the
+        brackets and the comma open and close items in the array's register, and each item
+        is a rule of its own, so that its end is seen (see pse.registers)."""
+        if not unique:
+            return Phrase("["), self.sep(","), Phrase("]"), lambda m: m
+        return (Guarded(Phrase("["), Guard(item=ITEM_OPEN)),
+                Chain(*self.wsp(), Guarded(Phrase(","), Guard(item=ITEM_CLOSE | ITEM_OPEN)),
+                      *self.wsp()),
+                Guarded(Phrase("]"), Guard(item=ITEM_CLOSE)), Scope)
 
-    def counted_items(self, item: StateMachine, lo: int, hi: int | None) -> StateMachine:
+    def counted_items(self, item: StateMachine, lo: int, hi: int | None,
+                      unique: bool) -> StateMachine:
         """An array of `lo` to `hi` items of one kind whose bounds are too large to unroll:
         the commas are counted in the register (n items have n - 1), each one guarded by the
-        maximum, the closing bracket by the minimum."""
+        maximum, the closing bracket by the minimum. `item` is wrapped already (array_parts)."""
         cap = hi - 1 if hi is not None else lo - 1
+        flags = (ITEM_CLOSE | ITEM_OPEN) if unique else 0
         comma = Guarded(Phrase(","), Guard(inc=1, max_props=None if hi is None else hi - 1,
-                                           cap=cap))
+                                           cap=cap, item=flags))
         items = StateMachine({0: [(item, 1)],
                               1: [(Chain(*self.wsp(), comma, *self.wsp(), item), 1)]},
                              start_state=0, end_states=[1])
-        close = Phrase("]") if lo <= 1 else Guarded(Phrase("]"), Guard(min_props=lo - 1,
-                                                                      cap=cap))
+        close = Guarded(Phrase("]"), Guard(min_props=max(lo - 1, 0), cap=cap,
+                                           item=flags & ITEM_CLOSE))
+        if lo <= 1 and not unique:
+            close = Phrase("]")
+        opening = Guarded(Phrase("["), Guard(item=ITEM_OPEN)) if unique else Phrase("[")
         body = Optional(items) if lo == 0 else items
-        return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), close))
+        return Scope(Chain(opening, *self.wsp(), body, *self.wsp(), close))
 
     def containing(self, node: dict, sub: Any, n_min: int, n_max: int | None, lo: int,
-                   hi: int | None, pointer: str) -> StateMachine | None:
+                   hi: int | None, unique: bool, pointer: str) -> StateMachine | None:
         """An array with at least `n_min` items matching `contains` (items otherwise as
         `items` says): a counter of matches in the states. maxContains, prefixItems and item
         counts alongside would need the complement of the contains schema."""
@@ -1642,32 +1664,83 @@ class _Compiler:
                 or isinstance(rest, list):
             self.fail(where, "contains", "contains with maxContains, prefixItems or an item "
                       "count is not supported yet")
+        opening, comma, closing, wrap = self.array_parts(unique)
         item = self.compile(rest, f"{pointer}/items")
+        item = None if item is None else wrap(item)
         match = self.compile({"allOf": [rest, sub]} if rest is not True else sub, where)
         if match is None:
             return None
+        match = wrap(match)
         graph: dict = {}
         for j in range(n_min + 1):
             for first in (True, False):
-                sep = [] if first else [self.sep(",")]
+                sep = [] if first else [comma]
                 edges = graph.setdefault((j, first), [])
                 if item is not None:
                     edges.append((Chain(*sep, item), (j, False)))
                 edges.append((Chain(*sep, match), (min(j + 1, n_min), False)))
         body = StateMachine(graph, start_state=(0, True),
                             end_states=[(n_min, True), (n_min, False)])
-        return Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]"))
+        array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
+        return Scope(array) if unique else array
 
-    def unique_items(self, node: dict, prefix: list, rest: Any, lo: int, hi: int | None,
-                     pointer: str) -> StateMachine | None:
+    def check_unique(self, prefix: list, rest: Any, pointer: str) -> None:
+        """uniqueItems over items of any kind is exact (a repeat is refused at its last
+        byte) where no item prefix can run out of new values; elsewhere a prefix whose every
+        completion is an item already seen would be a dead end: refused in strict mode."""
+        for i, sub in enumerate(prefix):
+            if not self.open_ended(sub, f"{pointer}/prefixItems/{i}"):
+                break
+        else:
+            if rest is False or self.open_ended(rest, f"{pointer}/items"):
+                return
+        self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
+                  "new values after a prefix (bounded numbers, integers (1. can only go on "
+                  "as 1.0), enums, literals, closed objects, formats, patterns, maximum "
+                  "lengths) is not supported: generation could reach a dead end there; "
+                  "supported: strings, numbers without bounds, open objects and arrays")
+
+    def open_ended(self, sub: Any, pointer: str, depth: int = 0) -> bool:
+        """Whether every incomplete prefix of an instance of `sub` has completions of
+        infinitely many values (so a finite set of items seen never exhausts them)."""
+        sub = self.resolve_shallow(sub, pointer)
+        if not isinstance(sub, dict) or depth > 8:
+            return False
+        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        for union in ("anyOf", "oneOf"):
+            if union in sub:
+                rest = {k: v for k, v in sub.items() if k != union}
+                return (isinstance(sub[union], list) and bool(sub[union])
+                        and all(self.open_ended({**rest, **b} if isinstance(b, dict) else b,
+                                                pointer, depth + 1) for b in sub[union]))
+        types = sub.get("type")
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(types, list) or not types:
+            return False
+        keys = set(sub) - {"type"}
+        for t in types:
+            if t == "string":
+                ok = keys <= {"minLength"} or (keys <= {"minLength", "format"} and sub.get(
+                    "format") in ("uri", "uri-reference", "iri", "iri-reference"))
+            elif t == "number":
+                ok = not keys
+            elif t == "object":
+                extra = sub.get("additionalProperties", True)
+                ok = keys <= {"properties", "required", "minProperties",
+                              "additionalProperties"} and extra in (True, {})
+            elif t == "array":
+                items = sub.get("items", True)
+                ok = keys <= {"items", "minItems", "uniqueItems"} and (
+                    items is True or items == {} or self.open_ended(items, pointer, depth + 1))
+            else:
+                ok = False
+            if not ok:
+                return False
+        return True
+
+    def unique_literals(self, values: list, lo: int, hi: int | None) -> StateMachine | None:
         """uniqueItems over items drawn from a few literal values (enum, const, boolean,
         null): one key bit per value, guarded like object keys."""
-        where = f"{pointer}/uniqueItems"
-        values = _literal_values(rest) if not prefix else None
-        if values is None or len(values) > KEY_BITS:
-            self.fail(where, "uniqueItems", f"only items with at most {KEY_BITS} literal "
-                      "values (enum, const, boolean, null) are supported")
-            return self.array({k: v for k, v in node.items() if k != "uniqueItems"}, pointer)
         texts = sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False)
                         for v in values})
         if not texts:

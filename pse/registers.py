@@ -9,6 +9,10 @@ into its parent), so its guards see a register nobody else writes.
 An object with properties in any order is then a loop over "key: value" pairs in one scope:
 each known key is guarded by "my bit is clear" and sets it; the closing brace needs the bits
 of the required keys. No order is ever enumerated.
+
+An array with uniqueItems uses the register too: its guards open an item (after "[" or ","),
+close it (at "," or "]", or as soon as the item's rule ends) and refuse an item equal to one
+seen before; the items seen are kept with the register.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pse.errors import GrammarError
 from pse.machines import StateMachine, Terminal
 
 KEY_BITS = 64
+ITEM_CLOSE = 1  # Guard.item flags: close the open item, refusing a repeat ...
+ITEM_OPEN = 2   # ... then open one after this terminal's byte
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,9 @@ class Guard:
         reserve: see max_props.
         cap: the count saturates at this value, so states that no bound can tell apart
             are equal.
+        item: ITEM_CLOSE and/or ITEM_OPEN, for the one-byte terminals of a unique array
+            ("[" opens, "," closes and opens, "]" closes); its items must be rules of their
+            own (a `Scope`), so that their ends are seen.
     """
 
     forbid: int = 0
@@ -49,6 +58,7 @@ class Guard:
     max_props: int | None = None
     reserve: int = 0
     cap: int = 0
+    item: int = 0
 
     def __post_init__(self) -> None:
         for name in ("forbid", "need", "set", "reserve"):
@@ -61,6 +71,9 @@ class Guard:
                                    f"{KEY_BITS}-bit masks")
         if self.inc < 0 or self.min_props < 0 or self.cap < 0:
             raise GrammarError("Guard counts must be >= 0")
+        if self.item not in (0, ITEM_CLOSE, ITEM_OPEN, ITEM_CLOSE | ITEM_OPEN):
+            raise GrammarError(f"Guard.item must be a combination of ITEM_CLOSE and ITEM_OPEN, "
+                               f"got {self.item}")
 
 
 class Guarded(StateMachine):

@@ -20,7 +20,7 @@ def brute_force(engine: StructuringEngine) -> set[int]:
     """Token t is allowed iff a copy of the live steppers consumes all of t's bytes; EOS iff
     the structure accepts. Independent of the trie walk: it runs the consume path."""
     vocab = engine.vocab
-    steppers = engine.matcher.steppers(None)
+    steppers = engine.matcher.steppers()
     allowed = set()
     for i in range(vocab.size):
         if not vocab.has_token(i) or i in vocab.special_token_ids:

@@ -60,7 +60,8 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
                             unsigned char* out, Py_ssize_t max_len) except -1:
     """Write into `out` the bytes every state of `cur` must produce next and advance `cur`
     over them; stop where a state accepts (the sequence could end there), where more than
-    one byte can come, or after `max_len` bytes. Returns how many bytes were written."""
+    one byte can come, or after `max_len` bytes. Returns how many bytes were written. With
+    unique arrays, `out` is c.text at c.pos."""
     cdef Py_ssize_t n = 0
     cdef int32_t i, k, b, only
     cdef uint32_t words[8]
@@ -83,13 +84,14 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
                 only = b
         if only < 0:
             return n
+        out[n] = <unsigned char>only
         step_set(c, cur, <unsigned char>only, spare)
         if spare.n == 0:
             return n
+        c.pos += 1
         swap = cur[0]
         cur[0] = spare[0]
         spare[0] = swap
-        out[n] = <unsigned char>only
         n += 1
     return n
 
@@ -115,25 +117,30 @@ def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
     cdef int32_t i
     cdef Py_ssize_t n
     cdef bytearray out
+    cdef unsigned char* at
     cdef cnp.ndarray dfa_out
     if max_bytes < 0:
         raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
     if matcher.finished or max_bytes == 0:
         return b""
-    out = bytearray(max_bytes)
+    # the forced bytes go after the committed ones: unique arrays read them as they step
+    out = bytearray(matcher.text) + bytearray(max_bytes)
+    at = <unsigned char*>out + len(matcher.text)
     dfa_out = dfa_out_table(matcher.structure)
     matcher.structure.ctx(&c)
+    c.text = <unsigned char*>out
+    c.pos = len(matcher.text)
     stateset_init(&cur, matcher.live.n + 4)
     stateset_init(&spare, matcher.live.n + 4)
     try:
         for i in range(matcher.live.n):
             stateset_add(&cur, &matcher.live.items[i])
-        n = forced_path(&c, <const uint32_t*>cnp.PyArray_DATA(dfa_out), &cur, &spare, out,
+        n = forced_path(&c, <const uint32_t*>cnp.PyArray_DATA(dfa_out), &cur, &spare, at,
                         max_bytes)
     finally:
         stateset_free(&cur)
         stateset_free(&spare)
-    return bytes(out[:n])
+    return bytes(at[:n])
 
 
 cdef class Boundary:
@@ -158,7 +165,10 @@ cdef class Boundary:
         cdef const unsigned char* p = data
         self.matcher = matcher
         self.data = data
+        text = matcher.text + data
         matcher.structure.ctx(&c)
+        c.text = text
+        c.pos = len(matcher.text)
         stateset_init(&self.after, matcher.live.n + 4)
         stateset_init(&spare, matcher.live.n + 4)
         try:
@@ -191,4 +201,9 @@ cdef class Boundary:
         if node < 0:
             return False
         m.w.scratch.n = 0
+        m.w.seen.n = 0
+        m.w.seen.n_bytes = 0
+        if m.structure.t.has_unique:
+            m.load_text(self.data)
+            m.w.base += start  # the path below `node` continues data[start:]
         return walk_subtree(&m.w, &self.after, node, NULL) == 1

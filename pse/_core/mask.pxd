@@ -9,9 +9,11 @@
 # Inside a JSON string nearly every token is "within"; only the few thousand tokens holding a
 # quote after string characters are walked.
 
-from libc.stdint cimport int32_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
-from pse._core.structure cimport Arena, CompiledStructure, PState, Scratch, StateSet, Tables
+from pse._core.structure cimport (
+    Arena, CompiledStructure, PState, Scratch, SeenStore, StateSet, Tables,
+)
 from pse._core.trie cimport TokenTrie, Trie
 
 
@@ -74,6 +76,14 @@ ctypedef struct Walker:
     StateSet seed
     Slice** slices                 # the cache entry of each root
     int32_t slices_cap
+    # unique arrays: a step may depend on the bytes before it (see structure.pxd)
+    SeenStore* seen_kept           # items closed by committed tokens
+    SeenStore seen                 # items closed during the walk; dropped after it
+    uint8_t* text                  # the committed bytes, then the trie path being walked
+    int64_t text_cap
+    int64_t base                   # where a token's first byte goes in `text`
+    uint8_t* whole                 # per root: walk the whole trie with it (it is in a unique
+                                   # array, so no cached slice applies)
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil
@@ -92,7 +102,12 @@ cdef class Matcher:
     cdef list _keep                # keeps the entries behind `w.slices` alive during a walk
     cdef bint root_accepting
     cdef bint busy                 # a walk of `w` is under way (possibly in another thread)
+    cdef readonly bytes text       # unique arrays: the bytes committed (else empty)
+    cdef list text_lengths         # len(text) before each committed token
 
+    cdef int push_history(self, bytes data) except -1
+    cdef bint text_dependent(self)
+    cdef int load_text(self, bytes extra) except -1
     cdef int claim(self) except -1
     cdef int compute(self, uint32_t* out) except -1
     cdef object lookup_memo(self, uint32_t* out)

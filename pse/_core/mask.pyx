@@ -11,8 +11,9 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_BYTE, PState, Scratch, StateSet, Tables, UNBOUNDED,
-    dfa_next, exit_bytes, expand, has_bit, is_accepting, stateset_add,
-    stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_step,
+    dfa_next, exit_bytes, expand, has_bit, in_unique, is_accepting, seen_free, seen_init,
+    stateset_add, stateset_free, stateset_init, step_bytes, step_set, term_accepting,
+    term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -421,6 +422,10 @@ cdef class Matcher:
         self.w.levels = NULL
         self.w.marks = NULL
         self.w.slices = NULL
+        self.w.text = NULL
+        self.w.whole = NULL
+        self.w.seen.nodes = NULL
+        self.w.seen.bytes = NULL
         self.live.items = NULL
         self.w.roots.items = NULL
         self.w.seed.items = NULL
@@ -432,6 +437,10 @@ cdef class Matcher:
         self.structure = cache.structure
         self.w.tables = &self.structure.t
         self.w.arena = &self.structure.arena
+        self.w.seen_kept = &self.structure.seen
+        self.w.text_cap = 0
+        self.w.base = 0
+        seen_init(&self.w.seen)
         self.w.trie = &cache.trie.t
         self.history = []
         self.finished = False
@@ -444,7 +453,9 @@ cdef class Matcher:
         self.w.marks = <int32_t*>calloc(self.w.n_levels, sizeof(int32_t))
         self.w.slices_cap = 16
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
-        if self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL:
+        self.w.whole = <uint8_t*>malloc(self.w.slices_cap)
+        if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
+                or self.w.whole == NULL):
             raise MemoryError()
         for i in range(self.w.n_levels):
             stateset_init(&self.w.levels[i], 4)
@@ -463,6 +474,9 @@ cdef class Matcher:
             free(self.w.levels)
         free(self.w.marks)
         free(self.w.slices)
+        free(self.w.whole)
+        free(self.w.text)
+        seen_free(&self.w.seen)
         free(self.w.scratch.frames)
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
@@ -474,6 +488,8 @@ cdef class Matcher:
         self.live.n = 0
         stateset_add(&self.live, &s)
         self.history = []
+        self.text = b""
+        self.text_lengths = []
         self.finished = False
 
     def copy(self) -> Matcher:
@@ -481,6 +497,8 @@ cdef class Matcher:
         cdef Matcher m = Matcher(self.cache)
         m.restore(self.snapshot())
         m.history = list(self.history)
+        m.text = self.text
+        m.text_lengths = list(self.text_lengths)
         m.finished = self.finished
         m.eos_at = self.eos_at
         return m
@@ -508,6 +526,10 @@ cdef class Matcher:
         if self.finished:
             return False
         self.structure.ctx(&c)
+        if self.structure.t.has_unique:
+            text = self.text + data
+            c.text = text
+            c.pos = len(self.text)
         stateset_init(&cur, self.live.n + 4)
         stateset_init(&nxt, self.live.n + 4)
         try:
@@ -515,7 +537,7 @@ cdef class Matcher:
                 stateset_add(&cur, &self.live.items[i])
             if step_bytes(&c, &cur, &nxt, p, n) == 0:
                 return False
-            self.history.append(self.snapshot())
+            self.push_history(data)
             self.live.n = 0
             for i in range(cur.n):
                 stateset_add(&self.live, &cur.items[i])
@@ -533,8 +555,16 @@ cdef class Matcher:
                 return False
             self.finished = True
             self.eos_at = len(self.history) + 1
-        self.history.append(self.snapshot())
+        self.push_history(b"")
         return True
+
+    cdef int push_history(self, bytes data) except -1:
+        """Before committing `data`: the snapshot to roll back to."""
+        self.history.append(self.snapshot())
+        if self.structure.t.has_unique:
+            self.text_lengths.append(len(self.text))
+            self.text += data
+        return 0
 
     def consume_token(self, object token_id) -> bool:
         """Commit one token id if the structure allows it; False (state unchanged) otherwise.
@@ -569,6 +599,9 @@ cdef class Matcher:
         snap = self.history[keep]
         del self.history[keep:]
         self.restore(snap)
+        if self.structure.t.has_unique:
+            self.text = self.text[:self.text_lengths[keep]]
+            del self.text_lengths[keep:]
         if keep < self.eos_at:
             self.finished = False
 
@@ -582,15 +615,18 @@ cdef class Matcher:
                 return True
         return False
 
-    def steppers(self, object history) -> list:
-        """The live states as Stepper values (for healing and inspection)."""
+    def steppers(self) -> list:
+        """The live states as Stepper values (for healing and inspection), each with the
+        committed bytes as what it has consumed."""
+        history = (None, self.text) if self.text else None
         return [Stepper.make(self.structure, self.live.items[i], history, b"")
                 for i in range(self.live.n)]
 
-    def set_steppers(self, list steppers):
-        """Commit: replace the live states by those of `steppers` (one token's worth)."""
+    def set_steppers(self, list steppers, bytes data):
+        """Commit `data`: replace the live states by those of `steppers` (steppers of this
+        matcher that consumed `data`, one token's worth)."""
         cdef Stepper s
-        self.history.append(self.snapshot())
+        self.push_history(data)
         self.live.n = 0
         for s in steppers:
             stateset_add(&self.live, &s.state)
@@ -657,6 +693,9 @@ cdef class Matcher:
                 set_bit(out, cache.eos_ids[i])
             return None
         key = self.snapshot()
+        if self.structure.t.has_unique and self.text_dependent():
+            memset(out, 0, n_words * sizeof(uint32_t))
+            return False  # the same states after other text may allow other tokens
         memo = cache.masks.pop(key, None)  # pop and re-insert: see SliceCache.get
         if memo is not None:
             cache.masks[key] = memo
@@ -674,13 +713,23 @@ cdef class Matcher:
         if self.root_accepting:
             for i in range(cache.n_eos):
                 set_bit(out, cache.eos_ids[i])
-        if cache.max_masks > 0:
+        if cache.max_masks > 0 and key is not False:
             memo = np.empty(n_words, dtype=np.uint32)
             memcpy(cnp.PyArray_DATA(memo), out, n_words * sizeof(uint32_t))
             cache.masks[key] = memo
             if len(cache.masks) > cache.max_masks:
                 cache.masks.popitem(last=False)
         return 0
+
+    cdef bint text_dependent(self):
+        """Whether some live state is in a unique array: its mask depends on the text."""
+        cdef Ctx c
+        cdef int32_t i
+        self.structure.ctx(&c)
+        for i in range(self.live.n):
+            if in_unique(&c, &self.live.items[i]):
+                return True
+        return False
 
     cdef int prepare(self) except -1:
         """With the GIL: the roots (live states inside or before a terminal) and their cache
@@ -691,7 +740,14 @@ cdef class Matcher:
         cdef SliceEntry entry
         self.structure.ctx(&c)
         c.scratch = &self.w.scratch
+        c.seen_scratch = &self.w.seen
         self.w.scratch.n = 0
+        self.w.seen.n = 0
+        self.w.seen.n_bytes = 0
+        if self.structure.t.has_unique:
+            self.load_text(b"")
+            c.text = self.w.text
+            c.pos = self.w.base
         self.w.roots.n = 0
         self.root_accepting = False
         for i in range(self.live.n):
@@ -706,19 +762,48 @@ cdef class Matcher:
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
-            if self.w.slices == NULL:
+            self.w.whole = <uint8_t*>realloc(self.w.whole, self.w.slices_cap)
+            if self.w.slices == NULL or self.w.whole == NULL:
                 raise MemoryError()
         self._keep.clear()
         for i in range(self.w.roots.n):
+            self.w.whole[i] = (self.structure.t.has_unique
+                               and in_unique(&c, &self.w.roots.items[i]))
+            if self.w.whole[i]:
+                self.w.slices[i] = NULL
+                continue
             entry = self.cache.get(&self.w.roots.items[i])
             self._keep.append(entry)
             self.w.slices[i] = &entry.s
+        return 0
+
+    cdef int load_text(self, bytes extra) except -1:
+        """The committed bytes and `extra` into the walk's text buffer, with room for a token
+        after; w.base is where `extra` starts."""
+        cdef Py_ssize_t n = len(self.text)
+        cdef int64_t need = n + len(extra) + self.w.n_levels + 1
+        cdef uint8_t* grown
+        if need > self.w.text_cap:
+            grown = <uint8_t*>realloc(self.w.text, need)
+            if grown == NULL:
+                raise MemoryError()
+            self.w.text = grown
+            self.w.text_cap = need
+        if n:
+            memcpy(self.w.text, <const char*>self.text, n)
+        if extra:
+            memcpy(self.w.text + n, <const char*>extra, len(extra))
+        self.w.base = n
         return 0
 
 cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.t = w.tables
     c.arena = w.arena
     c.scratch = &w.scratch
+    c.seen = w.seen_kept
+    c.seen_scratch = &w.seen
+    c.text = w.text
+    c.pos = w.base
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
@@ -734,6 +819,12 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
     for i in range(w.roots.n):
         sl = w.slices[i]
         r = &w.roots.items[i]
+        if w.whole[i]:
+            w.scratch.n = base
+            w.seed.n = 0
+            stateset_add(&w.seed, r)
+            walk_subtree(w, &w.seed, 0, out)
+            continue
         for k in range(sl.n_within_words):
             out[sl.within_words[k]] |= sl.within_bits[k]
         memset(bytes8, 0, sizeof(bytes8))
@@ -750,9 +841,27 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
                 continue
             for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
                 set_bit(out, sl.leaf_ids[k])
+            if w.tables.has_unique and seed_in_unique(&c, &w.seed):
+                # b opened a unique array: its states hold b's position, so each exit node
+                # (at its own depth) gets its own
+                for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                    w.scratch.n = base
+                    w.seed.n = 0
+                    c.pos = w.base + w.trie.node_depth[sl.exit_nodes[k]] - 1
+                    expand(&c, r, <uint8_t>b, &w.seed)
+                    walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
+                continue
             for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
                 walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
     return 0
+
+
+cdef bint seed_in_unique(Ctx* c, const StateSet* seed) noexcept nogil:
+    cdef int32_t i
+    for i in range(seed.n):
+        if in_unique(c, &seed.items[i]):
+            return True
+    return False
 
 
 cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out
@@ -766,6 +875,7 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     cdef int32_t i = node + 1, end = tr.node_end[node], depth, k
     cdef const StateSet* cur
     cdef StateSet* nxt
+    cdef bint unique = w.tables.has_unique
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
@@ -773,6 +883,9 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
         cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
         nxt = &w.levels[depth]
         w.scratch.n = w.marks[depth - 1]
+        if unique:  # a token's byte at depth d is the d-th after the committed text
+            c.pos = w.base + depth - 1
+            w.text[c.pos] = tr.node_byte[i]
         step_set(&c, cur, tr.node_byte[i], nxt)
         if nxt.n == 0:
             i = tr.node_end[i]

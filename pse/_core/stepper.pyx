@@ -69,6 +69,11 @@ cdef class Stepper:
         if n == 0:
             return [StepperDelta(self, b"", False)]
         self.structure.ctx(&c)
+        if self.structure.t.has_unique:
+            before = join_history(self.history)
+            text = before + data
+            c.text = text
+            c.pos = len(before)
         stateset_init(&cur, 4)
         stateset_init(&nxt, 4)
         try:
@@ -79,6 +84,7 @@ cdef class Stepper:
                     # a path that cannot go on keeps what it consumed (token healing's input)
                     if step_state(&c, &cur.items[k], p[i], &nxt) == 0 and i > 0:
                         deltas.append(self._delta(cur.items[k], data[:i], data[i:]))
+                c.pos += 1
                 swap = cur
                 cur = nxt
                 nxt = swap
@@ -133,7 +139,8 @@ cdef class Stepper:
     def state_key(self) -> tuple:
         """The parser state as a tuple of ints: equal keys accept exactly the same futures."""
         return (self.state.frame, self.state.node, self.state.term, self.state.dstate,
-                self.state.count, self.state.props, self.state.keys)
+                self.state.count, self.state.props, self.state.keys, self.state.seen,
+                self.state.item)
 
     def __copy__(self):
         return self
@@ -223,6 +230,12 @@ def consume_tokens(list steppers, tokens) -> list:
     first = steppers[0]
     structure = first.structure
     structure.ctx(&c)
+    tokens = [as_bytes(token) for token in tokens]
+    if structure.t.has_unique:
+        before = join_history(first.history)
+        text = before + b"".join(tokens)
+        c.text = text
+        c.pos = len(before)
     stateset_init(&cur, 8)
     stateset_init(&nxt, 8)
     chunks = []
@@ -231,8 +244,7 @@ def consume_tokens(list steppers, tokens) -> list:
             if s.structure is not structure:
                 raise ValueError("steppers of different structures cannot be advanced together")
             stateset_add(&cur, &s.state)
-        for token in tokens:
-            data = as_bytes(token)
+        for data in tokens:
             chunks.append(data)
             p = data
             if step_bytes(&c, &cur, &nxt, p, len(data)) == 0:

@@ -10,6 +10,11 @@
 # carry a guard that checks and updates it, which is how an object with properties in any
 # order refuses a repeated key and requires its required ones without enumerating orders.
 # A call starts the callee with an empty register; the caller's is saved in the frame.
+#
+# An array with uniqueItems keeps, in its register, the items it has seen (an id into a store
+# of their canonical texts) and where the open item started; guards on its "[", "," and "]"
+# open and close items, and a closed item equal to a seen one ends the parse. The text an
+# item spans is read from the Ctx: the bytes consumed so far, up to the current one.
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 
@@ -20,6 +25,8 @@ cdef enum:
     CHUNK_SIZE = 4096             # frames per arena chunk; chunks never move once allocated
     MAX_CHUNKS = 65536
     UNBOUNDED = -1
+    ITEM_CLOSE = 1                # guard_item flags
+    ITEM_OPEN = 2
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
 
 ctypedef struct PState:
@@ -29,12 +36,16 @@ ctypedef struct PState:
     int32_t dstate    # state of the terminal's DFA
     int32_t count     # counted terminals: units completed (capped at min when max is unbounded)
     int32_t props     # register of the current rule invocation: properties counted so far
+    int32_t seen      # ... a unique array's items so far (a seen-store id; 0: none)
+    int32_t item      # ... 0: not a unique array; 1: no item open; k >= 2: open at byte k - 2
     uint64_t keys     # ... and the key bits set so far
 
 ctypedef struct Frame:
     int32_t node      # where to continue after the called rule ends
     int32_t parent
     int32_t props     # the caller's register, restored on return
+    int32_t seen
+    int32_t item
     uint64_t keys
 
 ctypedef struct Tables:
@@ -73,6 +84,8 @@ ctypedef struct Tables:
     int32_t* guard_clause_off # n_guards + 1, into the clauses
     uint64_t* clause_if       # clause: if all these bits are set ...
     uint64_t* clause_then     # ... then all these must be too
+    uint8_t* guard_item       # ITEM_CLOSE / ITEM_OPEN: the guard closes, then opens, an item
+    bint has_unique           # some guard does: steps need the text (Ctx.text)
     int32_t root_node
 
 ctypedef struct Arena:
@@ -86,6 +99,20 @@ ctypedef struct Scratch:
     int32_t n
     int32_t cap
 
+ctypedef struct SeenNode:     # one item of a unique array, and the items before it
+    int32_t parent
+    int32_t length
+    int64_t offset            # of its canonical text in the store's bytes
+    uint64_t hash
+
+ctypedef struct SeenStore:
+    SeenNode* nodes
+    int32_t n
+    int32_t cap
+    uint8_t* bytes
+    int64_t n_bytes
+    int64_t cap_bytes
+
 ctypedef struct StateSet:
     PState* items
     int32_t n
@@ -95,6 +122,10 @@ cdef struct Ctx:
     const Tables* t
     Arena* arena
     Scratch* scratch          # NULL: pushes are interned into the arena (needs the GIL)
+    SeenStore* seen           # where closed items go (ids 1..n; with SCRATCH_BIT: seen_scratch)
+    SeenStore* seen_scratch   # NULL: into `seen`
+    const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
+    int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -161,6 +192,13 @@ cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
         s.count = 0
 
 
+cdef inline void load_register(PState* s, const Frame* fr) noexcept nogil:
+    s.props = fr.props
+    s.keys = fr.keys
+    s.seen = fr.seen
+    s.item = fr.item
+
+
 cdef inline bint guard_pass(const Tables* t, int32_t g, PState* s) noexcept nogil:
     """Check guard g against the register of `s` and apply it; False: the entry is closed."""
     cdef uint64_t k = s.keys
@@ -204,6 +242,9 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
                     ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
+cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil
+cdef int seen_init(SeenStore* s) except -1 nogil
+cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 
@@ -211,6 +252,7 @@ cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 cdef class CompiledStructure:
     cdef Tables t
     cdef Arena arena
+    cdef SeenStore seen
     cdef object _buffers        # numpy arrays that own the table memory
     cdef readonly object machine
     cdef readonly list terminal_keys   # per terminal: a key equal terminals share
@@ -224,3 +266,7 @@ cdef class CompiledStructure:
         c.t = &self.t
         c.arena = &self.arena
         c.scratch = NULL
+        c.seen = &self.seen
+        c.seen_scratch = NULL
+        c.text = NULL
+        c.pos = 0

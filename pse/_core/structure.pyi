@@ -23,3 +23,7 @@ def get_max_live_states() -> int:
 
 def set_max_live_states(n: int) -> None:
     """Set the bound on parser states in one set (see pse.limits; checked there)."""
+
+def canonical_text(text: bytes) -> bytes | None:
+    """The canonical form by which unique arrays compare items (for tests); None when `text`
+    is not one JSON value."""

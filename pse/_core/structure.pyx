@@ -72,12 +72,23 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
 
 # --- frames -----------------------------------------------------------------------------------
 
-cdef inline uint32_t frame_hash(int32_t node, int32_t parent, int32_t props, uint64_t keys
-                                ) noexcept nogil:
+cdef inline uint32_t frame_hash(int32_t node, int32_t parent, const Frame* reg) noexcept nogil:
     cdef uint32_t h = <uint32_t>node * 0x9E3779B1u
     h ^= <uint32_t>parent + 0x7F4A7C15u + (h << 6) + (h >> 2)
-    h ^= <uint32_t>props + <uint32_t>keys + <uint32_t>(keys >> 32) + (h << 6) + (h >> 2)
+    h ^= (<uint32_t>reg.props + <uint32_t>reg.keys + <uint32_t>(reg.keys >> 32) + (h << 6)
+          + (h >> 2))
+    h ^= <uint32_t>reg.seen * 0x2545F491u + <uint32_t>reg.item + (h << 6) + (h >> 2)
     return h * 0x85EBCA77u
+
+
+cdef inline void set_frame(Frame* fr, int32_t node, int32_t parent, const PState* reg
+                           ) noexcept nogil:
+    fr.node = node
+    fr.parent = parent
+    fr.props = reg.props
+    fr.keys = reg.keys
+    fr.seen = reg.seen
+    fr.item = reg.item
 
 
 cdef int arena_init(Arena* a) except -1:
@@ -115,7 +126,7 @@ cdef int arena_grow_hash(Arena* a) except -1 nogil:
     memset(slots, 0xFF, size * sizeof(int32_t))
     for i in range(a.n_frames):
         fr = &a.chunks[i >> CHUNK_BITS][i & (CHUNK_SIZE - 1)]
-        h = frame_hash(fr.node, fr.parent, fr.props, fr.keys) & (size - 1)
+        h = frame_hash(fr.node, fr.parent, fr) & (size - 1)
         while slots[h] >= 0:
             h = (h + 1) & (size - 1)
         slots[h] = i
@@ -129,7 +140,9 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
                           ) except -2 nogil:
     """The id of frame (node, parent, register of `reg`), creating it once: equal stacks get
     equal ids."""
-    cdef int64_t h = frame_hash(node, parent, reg.props, reg.keys) & a.hash_mask
+    cdef Frame want
+    set_frame(&want, node, parent, reg)
+    cdef int64_t h = frame_hash(node, parent, &want) & a.hash_mask
     cdef int32_t f
     cdef Frame* fr
     while True:
@@ -138,7 +151,7 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
             break
         fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
         if (fr.node == node and fr.parent == parent and fr.props == reg.props
-                and fr.keys == reg.keys):
+                and fr.keys == reg.keys and fr.seen == reg.seen and fr.item == reg.item):
             return f
         h = (h + 1) & a.hash_mask
     f = a.n_frames
@@ -150,11 +163,7 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
         if a.chunks[f >> CHUNK_BITS] == NULL:
             with gil:
                 raise MemoryError()
-    fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
-    fr.node = node
-    fr.parent = parent
-    fr.props = reg.props
-    fr.keys = reg.keys
+    a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)] = want
     a.n_frames = f + 1
     a.hash_slots[h] = f
     if 2 * a.n_frames > a.hash_mask:
@@ -176,10 +185,7 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
                 raise MemoryError()
         s.frames = grown
         s.cap = 2 * s.cap + 16
-    s.frames[s.n].node = node
-    s.frames[s.n].parent = parent
-    s.frames[s.n].props = reg.props
-    s.frames[s.n].keys = reg.keys
+    set_frame(&s.frames[s.n], node, parent, reg)
     s.n += 1
     return (s.n - 1) | SCRATCH_BIT
 
@@ -188,6 +194,528 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
 
 cdef PState ZERO_REG               # the register of a rule invocation that has just started
 memset(&ZERO_REG, 0, sizeof(PState))
+
+
+cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
+    to.props = src.props
+    to.keys = src.keys
+    to.seen = src.seen
+    to.item = src.item
+
+
+# --- unique items -----------------------------------------------------------------------------
+# An item's text is compared by its canonical form, so that JSON-equal values are equal bytes:
+# no whitespace, strings with their escapes decoded, numbers as significant digits and a
+# power of ten, object members sorted by key. Canonical texts are only ever compared, never
+# parsed, so they need not be JSON.
+
+ctypedef struct Canon:
+    const uint8_t* s
+    int64_t i
+    int64_t n
+    uint8_t* out
+    int64_t o
+    int64_t cap
+    int depth
+
+cdef enum:
+    MAX_CANON_DEPTH = 200     # nesting deeper than this is compared as raw text
+    MAX_EXPONENT = 100000000
+
+
+cdef inline int put(Canon* k, uint8_t b) noexcept nogil:
+    if k.o >= k.cap:
+        return -1
+    k.out[k.o] = b
+    k.o += 1
+    return 0
+
+
+cdef inline void skip_ws(Canon* k) noexcept nogil:
+    while k.i < k.n and (k.s[k.i] == 32 or k.s[k.i] == 9 or k.s[k.i] == 10 or k.s[k.i] == 13):
+        k.i += 1
+
+
+cdef int put_code_point(Canon* k, uint32_t cp) noexcept nogil:
+    """UTF-8 of cp (a lone surrogate too: no valid text holds those bytes, so it stays apart),
+    with the quote and the backslash escaped so that a string's end stays unambiguous."""
+    if cp == 34 or cp == 92:
+        return -1 if put(k, 92) < 0 else put(k, <uint8_t>cp)
+    if cp < 0x80:
+        return put(k, <uint8_t>cp)
+    if cp < 0x800:
+        if put(k, <uint8_t>(0xC0 | (cp >> 6))) < 0:
+            return -1
+    elif cp < 0x10000:
+        if put(k, <uint8_t>(0xE0 | (cp >> 12))) < 0 or put(k, <uint8_t>(0x80 | ((cp >> 6) & 0x3F))) < 0:
+            return -1
+    else:
+        if (put(k, <uint8_t>(0xF0 | (cp >> 18))) < 0
+                or put(k, <uint8_t>(0x80 | ((cp >> 12) & 0x3F))) < 0
+                or put(k, <uint8_t>(0x80 | ((cp >> 6) & 0x3F))) < 0):
+            return -1
+    return put(k, <uint8_t>(0x80 | (cp & 0x3F)))
+
+
+cdef int hex4(Canon* k, uint32_t* cp) noexcept nogil:
+    cdef int j
+    cdef uint8_t h
+    cp[0] = 0
+    if k.i + 4 > k.n:
+        return -1
+    for j in range(4):
+        h = k.s[k.i + j]
+        if 48 <= h <= 57:
+            cp[0] = cp[0] * 16 + (h - 48)
+        elif 97 <= h <= 102:
+            cp[0] = cp[0] * 16 + (h - 87)
+        elif 65 <= h <= 70:
+            cp[0] = cp[0] * 16 + (h - 55)
+        else:
+            return -1
+    k.i += 4
+    return 0
+
+
+cdef int canon_string(Canon* k) noexcept nogil:
+    cdef uint8_t b, e
+    cdef uint32_t cp, lo
+    cdef int64_t back
+    k.i += 1
+    if put(k, 34) < 0:
+        return -1
+    while k.i < k.n:
+        b = k.s[k.i]
+        k.i += 1
+        if b == 34:
+            return put(k, 34)
+        if b != 92:
+            if put(k, b) < 0:
+                return -1
+            continue
+        if k.i >= k.n:
+            return -1
+        e = k.s[k.i]
+        k.i += 1
+        if e == 117:  # u
+            if hex4(k, &cp) < 0:
+                return -1
+            if 0xD800 <= cp < 0xDC00 and k.i + 6 <= k.n and k.s[k.i] == 92 and k.s[k.i + 1] == 117:
+                back = k.i
+                k.i += 2
+                if hex4(k, &lo) == 0 and 0xDC00 <= lo < 0xE000:
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
+                else:
+                    k.i = back
+        elif e == 98:
+            cp = 8
+        elif e == 102:
+            cp = 12
+        elif e == 110:
+            cp = 10
+        elif e == 114:
+            cp = 13
+        elif e == 116:
+            cp = 9
+        else:  # " \ /
+            cp = e
+        if put_code_point(k, cp) < 0:
+            return -1
+    return -1
+
+
+cdef int put_int(Canon* k, int64_t v) noexcept nogil:
+    cdef uint8_t digits[24]
+    cdef int n = 0
+    if v < 0:
+        if put(k, 45) < 0:
+            return -1
+        v = -v
+    while True:
+        digits[n] = <uint8_t>(48 + v % 10)
+        n += 1
+        v //= 10
+        if v == 0:
+            break
+    while n > 0:
+        n -= 1
+        if put(k, digits[n]) < 0:
+            return -1
+    return 0
+
+
+cdef int canon_number(Canon* k) noexcept nogil:
+    """Significant digits and a power of ten: 1, 1.0 and 10e-1 are all "1"."""
+    cdef bint neg = False, eneg = False
+    cdef int64_t int_at, int_n, frac_at = 0, frac_n = 0, e = 0, j, first, last, total
+    cdef uint8_t d
+    if k.s[k.i] == 45:
+        neg = True
+        k.i += 1
+    int_at = k.i
+    while k.i < k.n and 48 <= k.s[k.i] <= 57:
+        k.i += 1
+    int_n = k.i - int_at
+    if k.i < k.n and k.s[k.i] == 46:
+        k.i += 1
+        frac_at = k.i
+        while k.i < k.n and 48 <= k.s[k.i] <= 57:
+            k.i += 1
+        frac_n = k.i - frac_at
+    if k.i < k.n and (k.s[k.i] == 101 or k.s[k.i] == 69):
+        k.i += 1
+        if k.i < k.n and (k.s[k.i] == 43 or k.s[k.i] == 45):
+            eneg = k.s[k.i] == 45
+            k.i += 1
+        while k.i < k.n and 48 <= k.s[k.i] <= 57:
+            # beyond MAX_EXPONENT exponents compare as equal: at worst a different value is
+            # refused as a repeat, never a repeat accepted
+            if e < MAX_EXPONENT:
+                e = e * 10 + (k.s[k.i] - 48)
+            k.i += 1
+        if eneg:
+            e = -e
+    if int_n == 0:
+        return -1
+    total = int_n + frac_n
+    first = -1
+    last = -1
+    for j in range(total):
+        d = k.s[int_at + j] if j < int_n else k.s[frac_at + j - int_n]
+        if d != 48:
+            if first < 0:
+                first = j
+            last = j
+    if first < 0:
+        return put(k, 48)
+    # value = digits[first..last] * 10^(e - frac_n + trailing zeros)
+    e = e - frac_n + (total - 1 - last)
+    if neg and put(k, 45) < 0:
+        return -1
+    for j in range(first, last + 1):
+        if put(k, k.s[int_at + j] if j < int_n else k.s[frac_at + j - int_n]) < 0:
+            return -1
+    if e != 0:
+        if put(k, 101) < 0 or put_int(k, e) < 0:
+            return -1
+    return 0
+
+
+cdef int canon_object(Canon* k) noexcept nogil:
+    cdef int64_t* spans = NULL         # per member: start, end of its key, end
+    cdef int64_t* grown
+    cdef int32_t n = 0, cap = 0, a, b, j
+    cdef int64_t base, x, y, lx, ly
+    cdef uint8_t* copy
+    cdef int r = -1
+    k.i += 1
+    if put(k, 123) < 0:
+        return -1
+    base = k.o
+    skip_ws(k)
+    if k.i < k.n and k.s[k.i] == 125:
+        k.i += 1
+        return put(k, 125)
+    while True:
+        skip_ws(k)
+        if k.i >= k.n or k.s[k.i] != 34:
+            break
+        if n == cap:
+            cap = 2 * cap + 4
+            grown = <int64_t*>realloc(spans, 3 * cap * sizeof(int64_t))
+            if grown == NULL:
+                break
+            spans = grown
+        spans[3 * n] = k.o
+        if canon_string(k) < 0:
+            break
+        spans[3 * n + 1] = k.o
+        skip_ws(k)
+        if k.i >= k.n or k.s[k.i] != 58:
+            break
+        k.i += 1
+        if put(k, 58) < 0 or canon_value(k) < 0:
+            break
+        spans[3 * n + 2] = k.o
+        n += 1
+        skip_ws(k)
+        if k.i < k.n and k.s[k.i] == 44:
+            k.i += 1
+            continue
+        if k.i < k.n and k.s[k.i] == 125:
+            k.i += 1
+            r = 0
+        break
+    if r == 0 and n > 1:
+        # members sorted by key (insertion sort: objects have few), rewritten with commas
+        for a in range(1, n):
+            j = a
+            while j > 0:
+                x = spans[3 * (j - 1)]
+                y = spans[3 * j]
+                lx = spans[3 * (j - 1) + 1] - x
+                ly = spans[3 * j + 1] - y
+                if key_order(k.out + x, lx, k.out + y, ly) <= 0:
+                    break
+                for b in range(3):
+                    x = spans[3 * j + b]
+                    spans[3 * j + b] = spans[3 * (j - 1) + b]
+                    spans[3 * (j - 1) + b] = x
+                j -= 1
+        copy = <uint8_t*>malloc(k.o - base + 1)
+        if copy == NULL:
+            r = -1
+        else:
+            memcpy(copy, k.out + base, k.o - base)
+            x = base
+            k.o = base
+            for a in range(n):
+                if a > 0 and put(k, 44) < 0:
+                    r = -1
+                    break
+                lx = spans[3 * a + 2] - spans[3 * a]
+                if k.o + lx > k.cap:
+                    r = -1
+                    break
+                memcpy(k.out + k.o, copy + spans[3 * a] - x, lx)
+                k.o += lx
+            free(copy)
+    free(spans)
+    if r < 0:
+        return -1
+    return put(k, 125)
+
+
+cdef inline int key_order(const uint8_t* x, int64_t lx, const uint8_t* y, int64_t ly
+                          ) noexcept nogil:
+    cdef int c = memcmp(x, y, lx if lx < ly else ly)
+    if c != 0:
+        return c
+    return (lx > ly) - (lx < ly)
+
+
+cdef int canon_array(Canon* k) noexcept nogil:
+    k.i += 1
+    if put(k, 91) < 0:
+        return -1
+    skip_ws(k)
+    if k.i < k.n and k.s[k.i] == 93:
+        k.i += 1
+        return put(k, 93)
+    while True:
+        if canon_value(k) < 0:
+            return -1
+        skip_ws(k)
+        if k.i < k.n and k.s[k.i] == 44:
+            k.i += 1
+            if put(k, 44) < 0:
+                return -1
+            continue
+        if k.i < k.n and k.s[k.i] == 93:
+            k.i += 1
+            return put(k, 93)
+        return -1
+
+
+cdef int canon_value(Canon* k) noexcept nogil:
+    cdef uint8_t b
+    cdef int r
+    skip_ws(k)
+    if k.i >= k.n or k.depth > MAX_CANON_DEPTH:
+        return -1
+    b = k.s[k.i]
+    k.depth += 1
+    if b == 34:
+        r = canon_string(k)
+    elif b == 123:
+        r = canon_object(k)
+    elif b == 91:
+        r = canon_array(k)
+    elif b == 45 or 48 <= b <= 57:
+        r = canon_number(k)
+    else:  # true, false, null
+        r = 0
+        while k.i < k.n and 97 <= k.s[k.i] <= 122:
+            if put(k, k.s[k.i]) < 0:
+                r = -1
+                break
+            k.i += 1
+    k.depth -= 1
+    return r
+
+
+cdef int64_t canonical(const uint8_t* text, int64_t n, uint8_t* out, int64_t cap
+                       ) noexcept nogil:
+    """The canonical form of the JSON value `text` (whitespace around it allowed) into out;
+    its length, 0 for whitespace only, -1 when it is not one JSON value or out is too small."""
+    cdef Canon k
+    k.s = text
+    k.i = 0
+    k.n = n
+    k.out = out
+    k.o = 0
+    k.cap = cap
+    k.depth = 0
+    skip_ws(&k)
+    if k.i == k.n:
+        return 0
+    if canon_value(&k) < 0:
+        return -1
+    skip_ws(&k)
+    return k.o if k.i == k.n else -1
+
+
+def canonical_text(bytes text) -> bytes:
+    """The canonical form by which unique arrays compare items (for tests); None when `text`
+    is not one JSON value."""
+    cdef int64_t cap = 4 * len(text) + 64
+    cdef bytearray out = bytearray(cap)
+    cdef int64_t n = canonical(text, len(text), out, cap)
+    return None if n < 0 else bytes(out[:n])
+
+
+cdef int seen_init(SeenStore* s) except -1 nogil:
+    s.nodes = <SeenNode*>malloc(16 * sizeof(SeenNode))
+    s.bytes = <uint8_t*>malloc(1024)
+    if s.nodes == NULL or s.bytes == NULL:
+        with gil:
+            raise MemoryError()
+    s.n = 0
+    s.cap = 16
+    s.n_bytes = 0
+    s.cap_bytes = 1024
+    return 0
+
+
+cdef void seen_free(SeenStore* s) noexcept nogil:
+    free(s.nodes)
+    free(s.bytes)
+    s.nodes = NULL
+    s.bytes = NULL
+    s.n = s.cap = 0
+    s.n_bytes = s.cap_bytes = 0
+
+
+cdef inline SeenNode* seen_node(Ctx* c, int32_t id, const uint8_t** data) noexcept nogil:
+    cdef SeenStore* st = c.seen_scratch if id & SCRATCH_BIT else c.seen
+    cdef SeenNode* nd = &st.nodes[(id & ~SCRATCH_BIT) - (0 if id & SCRATCH_BIT else 1)]
+    data[0] = st.bytes + nd.offset
+    return nd
+
+
+cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, uint64_t h
+                      ) except -2 nogil:
+    """A new seen set: `parent`'s items and this one."""
+    cdef SeenStore* st = c.seen_scratch if c.seen_scratch != NULL else c.seen
+    cdef SeenNode* nodes
+    cdef uint8_t* grown
+    cdef int64_t size
+    if st.n == st.cap:
+        nodes = <SeenNode*>realloc(st.nodes, 2 * st.cap * sizeof(SeenNode))
+        if nodes == NULL:
+            with gil:
+                raise MemoryError()
+        st.nodes = nodes
+        st.cap *= 2
+    if st.n_bytes + n > st.cap_bytes:
+        size = 2 * (st.cap_bytes + n)
+        grown = <uint8_t*>realloc(st.bytes, size)
+        if grown == NULL:
+            with gil:
+                raise MemoryError()
+        st.bytes = grown
+        st.cap_bytes = size
+    memcpy(st.bytes + st.n_bytes, data, n)
+    st.nodes[st.n].parent = parent
+    st.nodes[st.n].length = n
+    st.nodes[st.n].offset = st.n_bytes
+    st.nodes[st.n].hash = h
+    st.n_bytes += n
+    st.n += 1
+    if st == c.seen_scratch:
+        return (st.n - 1) | SCRATCH_BIT
+    return st.n
+
+
+cdef int item_close(Ctx* c, PState* s, int64_t end) except -1 nogil:
+    """Close the open item of unique-array register `s`, which ends before byte `end`: 0 when
+    it equals an item seen before (the parse ends), else 1, with the item added."""
+    cdef int64_t start, n, cap, length
+    cdef uint8_t* buf
+    cdef const uint8_t* data
+    cdef uint64_t h = 14695981039346656037u
+    cdef int32_t id, j
+    cdef SeenNode* nd
+    if s.item < 2:
+        return 1
+    start = s.item - 2
+    n = end - start
+    cap = 4 * n + 64
+    buf = <uint8_t*>malloc(cap)
+    if buf == NULL:
+        with gil:
+            raise MemoryError()
+    length = canonical(c.text + start, n, buf, cap)
+    if length == 0:  # whitespace only: the item has not started
+        free(buf)
+        return 1
+    if length < 0:  # not one value (cannot happen for a parse): compare the raw text
+        memcpy(buf, c.text + start, n)
+        length = n
+    for j in range(length):
+        h = (h ^ buf[j]) * 1099511628211u
+    id = s.seen
+    while id != 0:
+        nd = seen_node(c, id, &data)
+        if nd.hash == h and nd.length == length and memcmp(data, buf, length) == 0:
+            free(buf)
+            return 0
+        id = nd.parent
+    s.seen = seen_add(c, s.seen, buf, <int32_t>length, h)
+    s.item = 1
+    free(buf)
+    return 1
+
+
+cdef int item_guard(Ctx* c, int32_t g, PState* s) except -1 nogil:
+    """The item part of guard g on the unique-array register `s`, entered at byte c.pos: close
+    the open item (0: it was a repeat), then open one after this byte."""
+    if c.t.guard_item[g] & ITEM_CLOSE and not item_close(c, s, c.pos):
+        return 0
+    if c.t.guard_item[g] & ITEM_OPEN:
+        s.item = <int32_t>(c.pos + 3)
+    return 1
+
+
+cdef int settle(Ctx* c, PState* s) except -1 nogil:
+    """After a terminal has ended at byte c.pos: leave the rules that can only end, and if that
+    lands in a unique array with an item open, the item is complete: close it now, so that a
+    repeat is refused at its last byte rather than at the comma. 0: the state is dead."""
+    cdef const Tables* t = c.t
+    cdef Frame* fr
+    while (t.node_end[s.node] and s.frame != NO_FRAME
+           and t.node_entry_off[s.node] == t.node_entry_off[s.node + 1]):
+        fr = get_frame(c, s.frame)
+        s.node = fr.node
+        s.frame = fr.parent
+        load_register(s, fr)
+    if s.item >= 2:
+        return item_close(c, s, c.pos + 1)
+    return 1
+
+
+cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil:
+    """Whether `s` is inside a unique array (its steps may depend on the text before it)."""
+    cdef int32_t f = s.frame
+    cdef Frame* fr
+    if s.item != 0:
+        return True
+    while f != NO_FRAME:
+        fr = get_frame(c, f)
+        if fr.item != 0:
+            return True
+        f = fr.parent
+    return False
 
 
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
@@ -199,8 +727,7 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     cdef int produced = 0
     cdef PState ns, reg
     cdef Frame* fr
-    reg.props = at.props
-    reg.keys = at.keys
+    copy_register(&reg, at)
     while True:
         if b == NO_BYTE or has_bit(&t.node_first[8 * node], b):
             for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
@@ -209,10 +736,11 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                     continue
                 first = t.entry_push_off[e]
                 # a call starts the callee's register empty; the guard sees the callee's
-                ns.props = reg.props if first == t.entry_push_off[e + 1] else 0
-                ns.keys = reg.keys if first == t.entry_push_off[e + 1] else 0
+                copy_register(&ns, &reg if first == t.entry_push_off[e + 1] else &ZERO_REG)
                 g = t.entry_guard[e]
                 if g != 0 and not guard_pass(t, g, &ns):
+                    continue
+                if g != 0 and t.guard_item[g] and not item_guard(c, g, &ns):
                     continue
                 f = frame
                 for p in range(first, t.entry_push_off[e + 1]):
@@ -226,14 +754,18 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                 else:
                     term_step(t, term, t.term_start[term], 0, <uint8_t>b, &ns)
                     normalize(t, &ns)
+                    if t.has_unique and ns.term < 0 and not settle(c, &ns):
+                        continue
                 stateset_add(out, &ns)
                 produced += 1
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
             node = fr.node
             frame = fr.parent
-            reg.props = fr.props
-            reg.keys = fr.keys
+            load_register(&reg, fr)
+            # back in a unique array with an item open: the item has ended before this byte
+            if reg.item >= 2 and not item_close(c, &reg, c.pos):
+                return produced
             continue
         return produced
 
@@ -247,14 +779,17 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
         ns = s[0]
         if term_step(t, s.term, s.dstate, s.count, b, &ns):
             normalize(t, &ns)
-            stateset_add(out, &ns)
-            produced = 1
+            if not t.has_unique or ns.term >= 0 or settle(c, &ns):
+                stateset_add(out, &ns)
+                produced = 1
         if not term_accepting(t, s.term, s.dstate, s.count):
             return produced
     return produced + expand(c, s, b, out)
 
 
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
+    """Add the successors of every state of `cur` on byte b (at c.pos) to `out`, emptied
+    first."""
     cdef int32_t i
     out.n = 0
     for i in range(cur.n):
@@ -265,11 +800,12 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
                     ) except -1 nogil:
     """Advance the set `cur` over n bytes in place (`spare` is scratch); how many states live.
-    Stops early once none is left."""
+    Stops early once none is left. c.pos moves along: c.text must hold the n bytes at c.pos."""
     cdef Py_ssize_t i
     cdef StateSet swap
     for i in range(n):
         step_set(c, cur, p[i], spare)
+        c.pos += 1
         swap = cur[0]
         cur[0] = spare[0]
         spare[0] = swap
@@ -300,8 +836,7 @@ cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
     cdef int32_t e, g, node = at.node, frame = at.frame
     cdef Frame* fr
     cdef PState reg
-    reg.props = at.props
-    reg.keys = at.keys
+    copy_register(&reg, at)
     while True:
         if not t.node_guarded[node]:
             for k in range(8):
@@ -317,15 +852,15 @@ cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
             fr = get_frame(c, frame)
             node = fr.node
             frame = fr.parent
-            reg.props = fr.props
-            reg.keys = fr.keys
+            load_register(&reg, fr)
         else:
             return
 
 
 cdef inline bint entry_open(const Tables* t, int32_t e, int32_t g, const PState* reg
                             ) noexcept nogil:
-    """Whether guard g of entry e lets a state with register `reg` in."""
+    """Whether guard g of entry e lets a state with register `reg` in. An item guard is
+    taken as open: that needs the text, and callers only use this to narrow the bytes tried."""
     cdef PState probe
     if t.entry_push_off[e] == t.entry_push_off[e + 1]:
         probe.props = reg.props
@@ -364,6 +899,7 @@ _TABLE_FIELDS = {
     "guard_inc": np.int32, "guard_max": np.int32, "guard_reserve": np.uint64,
     "guard_cap": np.int32,
     "guard_clause_off": np.int32, "clause_if": np.uint64, "clause_then": np.uint64,
+    "guard_item": np.uint8,
 }
 
 
@@ -381,6 +917,8 @@ cdef class CompiledStructure:
     def __cinit__(self):
         self.arena.chunks = NULL
         self.arena.hash_slots = NULL
+        self.seen.nodes = NULL
+        self.seen.bytes = NULL
 
     def __init__(self, machine, dict tables, int n_rules):
         cdef dict bufs = {}
@@ -434,10 +972,14 @@ cdef class CompiledStructure:
         self.t.guard_clause_off = <int32_t*>_ptr(bufs, "guard_clause_off")
         self.t.clause_if = <uint64_t*>_ptr(bufs, "clause_if")
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
+        self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
+        self.t.has_unique = bool(np.any(bufs["guard_item"]))
         arena_init(&self.arena)
+        seen_init(&self.seen)
 
     def __dealloc__(self):
         arena_free(&self.arena)
+        seen_free(&self.seen)
 
     cdef PState initial_state(self) noexcept:
         cdef PState s
@@ -448,6 +990,8 @@ cdef class CompiledStructure:
         s.count = 0
         s.props = 0
         s.keys = 0
+        s.seen = 0
+        s.item = 0
         return s
 
     @property

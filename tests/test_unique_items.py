@@ -1,0 +1,195 @@
+"""uniqueItems over items of any kind: the canonical form that decides equality, agreement
+with jsonschema, and masks equal to brute force (repeats refused at their last byte)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pse import JsonSchema, StructuringEngine, Vocabulary
+from pse._core.structure import canonical_text
+from pse.errors import SchemaError
+from conftest import shared_vocab
+from test_engine import brute_force, check_along, mask_ids
+
+UNIQUE = jsonschema.Draft202012Validator({"uniqueItems": True})
+
+SCALARS = (st.none() | st.booleans() | st.integers(-3, 12)
+           | st.sampled_from([0.5, 1.0, -0.0, 2.5, 100.0, 1e-7, 12.0])
+           | st.text("ab\"\\é\n", max_size=3))
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
+                      | st.dictionaries(st.text("ab", max_size=2), inner, max_size=3),
+                      max_leaves=6)
+
+
+def spell(value, rng: random.Random) -> str:
+    """One of the many JSON spellings of `value`: key order, escapes, whitespace, and numbers
+    written with a fraction or an exponent."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return "{" + ",".join(json.dumps(k, ensure_ascii=rng.random() < 0.5)
+                              + rng.choice([":", " : "]) + spell(v, rng) for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + rng.choice([",", " , "]).join(spell(v, rng) for v in value) + "]"
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return json.dumps(value, ensure_ascii=rng.random() < 0.5)
+    if value == int(value):  # integral: 3, 3.0, 3.00, 30e-1, 0.3E1
+        n = int(value)
+        return rng.choice([str(n), f"{n}.0", f"{n}.00", f"{n}0e-1", f"{n}E0"])
+    return json.dumps(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES, VALUES, st.integers(0, 1000))
+def test_canonical_forms_are_equal_exactly_for_equal_values(a, b, seed):
+    rng = random.Random(seed)
+    equal = not UNIQUE.is_valid([a, b])
+    ka = canonical_text(spell(a, rng).encode())
+    kb = canonical_text(spell(b, rng).encode())
+    assert ka is not None and kb is not None
+    assert (ka == kb) == equal, (a, b, ka, kb)
+
+
+def test_canonical_form_of_strings_and_numbers():
+    assert canonical_text(b'"\\u0061\\/\\""') == canonical_text('"a/\\""'.encode())
+    assert canonical_text(b'"\\ud83d\\ude00"') == canonical_text('"\U0001f600"'.encode())
+    assert canonical_text(b'"\\ud83d"') != canonical_text(b'"\\ud83e"')
+    assert canonical_text(b"10e-1") == canonical_text(b"1.000") == canonical_text(b"1")
+    assert canonical_text(b"-0.0") == canonical_text(b"0")
+    assert canonical_text(b"1e400") != canonical_text(b"1e401")
+    assert canonical_text(b" [ ] ") == b"[]"
+    assert canonical_text(b"  ") == b""
+    assert canonical_text(b"[1,") is None
+
+
+SCHEMAS = [
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "number"}, "uniqueItems": True, "maxItems": 3},
+    {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "array", "items": {"type": "number"}},
+     "uniqueItems": True, "minItems": 2},
+    {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "number"}]},
+     "uniqueItems": True},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "number"},
+     "uniqueItems": True},
+    {"type": "array", "items": {"type": "string"}, "contains": {"const": "a"},
+     "uniqueItems": True},
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 300},
+    {"type": "array", "uniqueItems": True,
+     "items": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "number"}},
+                                "required": ["a"]}, "uniqueItems": True},
+]
+POOL = ["a", "b", "é", 'a"', 1, 1.0, 2, 0.5, -0.0, 0, [], ["a"], ["a", "a"], [1, 2], [2, 1],
+        [1.0, 2], {}, {"a": 1}, {"a": 1.0, "b": "x"}, {"b": "x", "a": 1}, True, None]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(POOL), max_size=4), st.booleans())
+def test_unique_arrays_agree_with_jsonschema(schema, value, flexible):
+    machine = _machine(schema, flexible)
+    text = json.dumps(value, separators=(", ", ": ") if flexible else (",", ":"),
+                      ensure_ascii=False)
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert machine.matches(text) == expected, (schema, text)
+
+
+def _machine(schema: dict, flexible: bool, cache: dict = {}) -> JsonSchema:
+    key = (json.dumps(schema), flexible)
+    if key not in cache:
+        cache[key] = JsonSchema(schema, property_order="any",
+                                whitespace=2 if flexible else None)
+    return cache[key]
+
+
+def test_a_repeat_is_refused_at_its_last_byte():
+    m = JsonSchema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    assert m.matches('["ab","a', partial=True)
+    assert not m.matches('["ab","ab"', partial=True)
+    m = JsonSchema({"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+                   property_order="any")
+    assert not m.matches('[{"a":1,"b":2},{"b":2,"a":1}', partial=True)
+    # a number can still grow: refused at the comma
+    m = JsonSchema({"type": "array", "items": {"type": "number"}, "uniqueItems": True})
+    assert m.matches("[12,12", partial=True)
+    assert not m.matches("[12,12,", partial=True)
+
+
+def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
+    for items in ({"type": "integer"}, {"type": "string", "maxLength": 3}, True,
+                  {"type": "object", "additionalProperties": False},
+                  {"enum": list(range(100))}, {"type": "number", "maximum": 10}):
+        with pytest.raises(SchemaError, match="uniqueItems"):
+            JsonSchema({"type": "array", "items": items, "uniqueItems": True})
+    with pytest.warns(UserWarning, match="uniqueItems"):
+        m = JsonSchema({"type": "array", "uniqueItems": True}, strict=False)
+    assert m.matches("[1,true]") and not m.matches("[1,1.0]") and not m.matches('[{},{}]')
+
+
+# --- masks -----------------------------------------------------------------------------------
+
+def _vocab() -> Vocabulary:
+    tokens = ["[", "]", ",", '"', "a", "b", "1", ".", "0", "{", "}", ":", " ", '"a"', 'a"',
+              '",', '"]', '","', '"a",', 'b"', '"b', "1,", "1]", "]]", "[[", "],", "0]",
+              '"a":', ', "']
+    return Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                  special_token_ids=[len(tokens)])
+
+
+VOCAB = _vocab()
+MASK_SCHEMAS = [
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "number"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "array", "items": {"type": "string"}},
+     "uniqueItems": True},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"},
+                                            "uniqueItems": True}}},
+    {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+]
+
+
+@pytest.mark.parametrize("schema", MASK_SCHEMAS, ids=range(len(MASK_SCHEMAS)))
+@settings(max_examples=40, deadline=None)
+@given(st.randoms(use_true_random=False), st.booleans())
+def test_masks_equal_brute_force_along_random_paths(schema, rng, flexible):
+    engine = StructuringEngine(VOCAB)
+    engine.configure(JsonSchema(schema, property_order="any",
+                                whitespace=2 if flexible else None))
+    steps = 0
+    for _ in range(14):
+        got = mask_ids(engine)
+        assert got == brute_force(engine)
+        assert got, "an empty mask while the structure is incomplete"
+        choice = rng.choice(sorted(got))
+        if choice in VOCAB.eos_token_ids:
+            break
+        assert engine.consume_token(choice) is not None
+        steps += 1
+    # roll back, and the masks are those of the shorter text again
+    for _ in range(steps):
+        engine.rollback(1)
+        assert mask_ids(engine) == brute_force(engine)
+
+
+def test_masks_equal_brute_force_llama3():
+    llama = shared_vocab("llama3")
+    schema = {"type": "object", "properties": {"tags": {
+        "type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema(schema))
+    check_along(engine, llama.encode('{"tags":["red","blue","reds","b\\u006cue2"]}'), every=3)
+    engine.reset()
+    for tid in llama.encode('{"tags":["red","blue","red'):
+        assert engine.consume_token(tid) is not None
+    allowed = mask_ids(engine)
+    assert allowed == brute_force(engine)
+    closing = {i for i in range(llama.size) if llama.has_token(i)
+               and llama.token_bytes(i).startswith(b'"')}
+    assert closing and not allowed & closing  # each would end a second "red"
+    assert llama.encode("s")[0] in allowed
