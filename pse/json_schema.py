@@ -1696,17 +1696,22 @@ class _Compiler:
                 return
         self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
                   "new values after a prefix (bounded numbers, integers (1. can only go on "
-                  "as 1.0), enums, literals, closed objects, formats, patterns, maximum "
-                  "lengths) is not supported: generation could reach a dead end there; "
-                  "supported: strings, numbers without bounds, open objects and arrays")
+                  "as 1.0), enums, closed objects, formats, patterns, maximum lengths) is "
+                  "not supported: generation could reach a dead end there; supported: any "
+                  "value, strings, numbers without bounds, booleans, null, open objects and "
+                  "arrays")
 
     def open_ended(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether every incomplete prefix of an instance of `sub` has completions of
         infinitely many values (so a finite set of items seen never exhausts them)."""
         sub = self.resolve_shallow(sub, pointer)
+        if sub is True:
+            return True
         if not isinstance(sub, dict) or depth > 8:
             return False
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        if not sub:  # any value: true, false and null end at their first byte (forced rest)
+            return True
         for union in ("anyOf", "oneOf"):
             if union in sub:
                 rest = {k: v for k, v in sub.items() if k != union}
@@ -1722,7 +1727,7 @@ class _Compiler:
             if t == "string":
                 ok = keys <= {"minLength"} or (keys <= {"minLength", "format"} and sub.get(
                     "format") in ("uri", "uri-reference", "iri", "iri-reference"))
-            elif t == "number":
+            elif t in ("number", "boolean", "null"):
                 ok = not keys
             elif t == "object":
                 extra = sub.get("additionalProperties", True)

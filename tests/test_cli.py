@@ -98,7 +98,8 @@ def test_bad_input_is_one_line_and_status_2(capsys, tmp_path, case, message):
     if case == "not json":
         schema.write_text("{oops")
     elif case == "unsupported":
-        schema.write_text(json.dumps({"type": "array", "uniqueItems": True}))
+        schema.write_text(json.dumps({"type": "array", "items": {"type": "integer"},
+                                      "uniqueItems": True}))
     elif case != "missing":
         schema.write_text("{}")
     if case == "no model dir":

@@ -153,7 +153,7 @@ def test_schema_from_text_and_bad_schemas():
     with pytest.raises(SchemaError, match="unknown type"):
         JsonSchema({"type": "strin"})
     with pytest.raises(SchemaError, match="uniqueItems"):
-        JsonSchema({"type": "array", "uniqueItems": True})
+        JsonSchema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
     with pytest.raises(SchemaError, match="oneOf.*no opposite"):
         JsonSchema({"oneOf": [{"type": "object"},
                               {"properties": {"a": {}}, "additionalProperties": False}]})

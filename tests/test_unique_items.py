@@ -84,6 +84,9 @@ SCHEMAS = [
      "items": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
     {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "number"}},
                                 "required": ["a"]}, "uniqueItems": True},
+    {"uniqueItems": True},
+    {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "items": False,
+     "uniqueItems": True},
 ]
 POOL = ["a", "b", "é", 'a"', 1, 1.0, 2, 0.5, -0.0, 0, [], ["a"], ["a", "a"], [1, 2], [2, 1],
         [1.0, 2], {}, {"a": 1}, {"a": 1.0, "b": "x"}, {"b": "x", "a": 1}, True, None]
@@ -122,14 +125,23 @@ def test_a_repeat_is_refused_at_its_last_byte():
 
 
 def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
-    for items in ({"type": "integer"}, {"type": "string", "maxLength": 3}, True,
+    for items in ({"type": "integer"}, {"type": "string", "maxLength": 3},
                   {"type": "object", "additionalProperties": False},
                   {"enum": list(range(100))}, {"type": "number", "maximum": 10}):
         with pytest.raises(SchemaError, match="uniqueItems"):
             JsonSchema({"type": "array", "items": items, "uniqueItems": True})
     with pytest.warns(UserWarning, match="uniqueItems"):
-        m = JsonSchema({"type": "array", "uniqueItems": True}, strict=False)
-    assert m.matches("[1,true]") and not m.matches("[1,1.0]") and not m.matches('[{},{}]')
+        m = JsonSchema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+                       strict=False)
+    assert m.matches("[1,2]") and not m.matches("[1,1.0]")
+
+
+def test_a_literal_repeat_is_refused_at_its_first_byte():
+    m = JsonSchema({"type": "array", "uniqueItems": True})
+    assert m.matches("[1,true]") and not m.matches("[1,1.0]") and not m.matches("[{},{}]")
+    assert m.matches("[true,f", partial=True) and not m.matches("[true,t", partial=True)
+    assert not m.matches('[null,{"a":[1]},n', partial=True)
+    assert m.matches('[{"a":true},{"a":t', partial=True)  # "}" could still be ",..."
 
 
 # --- masks -----------------------------------------------------------------------------------
@@ -137,7 +149,7 @@ def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
 def _vocab() -> Vocabulary:
     tokens = ["[", "]", ",", '"', "a", "b", "1", ".", "0", "{", "}", ":", " ", '"a"', 'a"',
               '",', '"]', '","', '"a",', 'b"', '"b', "1,", "1]", "]]", "[[", "],", "0]",
-              '"a":', ', "']
+              '"a":', ', "', "t", "true", "tr", "ue", "null", "n", "f", "false", ",t", "e]", "r", "u", "e", "l", "s"]
     return Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
                                   special_token_ids=[len(tokens)])
 
@@ -151,6 +163,8 @@ MASK_SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"},
                                             "uniqueItems": True}}},
     {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+    {"type": "array", "uniqueItems": True},
+    {"type": "array", "items": {"type": ["boolean", "null", "string"]}, "uniqueItems": True},
 ]
 
 

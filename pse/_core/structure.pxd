@@ -86,6 +86,8 @@ ctypedef struct Tables:
     uint64_t* clause_then     # ... then all these must be too
     uint8_t* guard_item       # ITEM_CLOSE / ITEM_OPEN: the guard closes, then opens, an item
     bint has_unique           # some guard does: steps need the text (Ctx.text)
+    int32_t* dfa_forced       # with has_unique: per DFA state, its only byte (-1: none, several,
+                              # or accepting)
     int32_t root_node
 
 ctypedef struct Arena:

@@ -221,6 +221,7 @@ ctypedef struct Canon:
 cdef enum:
     MAX_CANON_DEPTH = 200     # nesting deeper than this is compared as raw text
     MAX_EXPONENT = 100000000
+    MAX_FORCED_REST = 64      # a forced rest longer than this is not looked ahead
 
 
 cdef inline int put(Canon* k, uint8_t b) noexcept nogil:
@@ -637,11 +638,15 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
     return st.n
 
 
-cdef int item_close(Ctx* c, PState* s, int64_t end) except -1 nogil:
+cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
+                    int64_t n_rest=0) except -1 nogil:
     """Close the open item of unique-array register `s`, which ends before byte `end`: 0 when
-    it equals an item seen before (the parse ends), else 1, with the item added."""
+    it equals an item seen before (the parse ends), else 1, with the item added. With `rest`:
+    only ask whether the item, followed by those n_rest bytes, would be a repeat (0), adding
+    nothing."""
     cdef int64_t start, n, cap, length
     cdef uint8_t* buf
+    cdef const uint8_t* text
     cdef const uint8_t* data
     cdef uint64_t h = 14695981039346656037u
     cdef int32_t id, j
@@ -650,17 +655,23 @@ cdef int item_close(Ctx* c, PState* s, int64_t end) except -1 nogil:
         return 1
     start = s.item - 2
     n = end - start
-    cap = 4 * n + 64
-    buf = <uint8_t*>malloc(cap)
+    cap = 4 * (n + n_rest) + 64
+    buf = <uint8_t*>malloc(cap + n + n_rest)
     if buf == NULL:
         with gil:
             raise MemoryError()
-    length = canonical(c.text + start, n, buf, cap)
+    text = c.text + start
+    if n_rest:  # the item's text and its rest, side by side after the output buffer
+        memcpy(buf + cap, text, n)
+        memcpy(buf + cap + n, rest, n_rest)
+        text = buf + cap
+        n += n_rest
+    length = canonical(text, n, buf, cap)
     if length == 0:  # whitespace only: the item has not started
         free(buf)
         return 1
     if length < 0:  # not one value (cannot happen for a parse): compare the raw text
-        memcpy(buf, c.text + start, n)
+        memcpy(buf, text, n)
         length = n
     for j in range(length):
         h = (h ^ buf[j]) * 1099511628211u
@@ -671,10 +682,44 @@ cdef int item_close(Ctx* c, PState* s, int64_t end) except -1 nogil:
             free(buf)
             return 0
         id = nd.parent
-    s.seen = seen_add(c, s.seen, buf, <int32_t>length, h)
-    s.item = 1
+    if rest == NULL:
+        s.seen = seen_add(c, s.seen, buf, <int32_t>length, h)
+        s.item = 1
     free(buf)
     return 1
+
+
+cdef int forced_rest_fresh(Ctx* c, const PState* s) except -1 nogil:
+    """For a state inside a terminal whose remaining bytes are forced (the rest of a literal
+    such as "true"): 0 when the terminal ends an item of a unique array and that item would
+    be a repeat, so that the dead end is refused at the first byte, not after the last."""
+    cdef const Tables* t = c.t
+    cdef uint8_t rest[MAX_FORCED_REST]
+    cdef int32_t n = 0, d = s.dstate, b
+    cdef int32_t node = s.node, frame = s.frame
+    cdef PState reg
+    cdef Frame* fr
+    if t.term_counted[s.term]:
+        return 1
+    while not t.dfa_final[d]:
+        b = t.dfa_forced[d]
+        if b < 0 or n == MAX_FORCED_REST:
+            return 1
+        rest[n] = <uint8_t>b
+        n += 1
+        d = dfa_next(t, d, <uint8_t>b)
+    cdef bint popped = False
+    copy_register(&reg, s)
+    while (t.node_end[node] and frame != NO_FRAME
+           and t.node_entry_off[node] == t.node_entry_off[node + 1]):
+        fr = get_frame(c, frame)
+        node = fr.node
+        frame = fr.parent
+        load_register(&reg, fr)
+        popped = True
+    if not popped or reg.item < 2:  # something of the item may still follow the terminal
+        return 1
+    return item_close(c, &reg, c.pos + 1, rest, n)
 
 
 cdef int item_guard(Ctx* c, int32_t g, PState* s) except -1 nogil:
@@ -701,6 +746,16 @@ cdef int settle(Ctx* c, PState* s) except -1 nogil:
         load_register(s, fr)
     if s.item >= 2:
         return item_close(c, s, c.pos + 1)
+    return 1
+
+
+cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
+    """After a byte at c.pos, in a structure with unique arrays: 0 when `s` has completed, or
+    can only complete, an item seen before."""
+    if s.term < 0:
+        return settle(c, s)
+    if c.t.dfa_forced[s.dstate] >= 0:
+        return forced_rest_fresh(c, s)
     return 1
 
 
@@ -754,7 +809,7 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                 else:
                     term_step(t, term, t.term_start[term], 0, <uint8_t>b, &ns)
                     normalize(t, &ns)
-                    if t.has_unique and ns.term < 0 and not settle(c, &ns):
+                    if t.has_unique and not unique_live(c, &ns):
                         continue
                 stateset_add(out, &ns)
                 produced += 1
@@ -779,7 +834,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
         ns = s[0]
         if term_step(t, s.term, s.dstate, s.count, b, &ns):
             normalize(t, &ns)
-            if not t.has_unique or ns.term >= 0 or settle(c, &ns):
+            if not t.has_unique or unique_live(c, &ns):
                 stateset_add(out, &ns)
                 produced = 1
         if not term_accepting(t, s.term, s.dstate, s.count):
@@ -903,6 +958,23 @@ _TABLE_FIELDS = {
 }
 
 
+def forced_bytes_of(dict bufs, classes, int n_states, int n_classes, bint needed):
+    """Per DFA state, the one byte it can take next when it is not accepting and takes only
+    that one, else -1 (all -1 when not `needed`)."""
+    forced = np.full(n_states + 1, -1, dtype=np.int32)
+    if not needed or n_states == 0:
+        return forced
+    has = bufs["dfa_trans"][:n_states * n_classes].reshape(n_states, n_classes) >= 0
+    class_size = np.bincount(classes, minlength=n_classes)[:n_classes]
+    class_first = np.full(n_classes, -1, dtype=np.int32)
+    class_first[classes[::-1]] = np.arange(255, -1, -1, dtype=np.int32)
+    count = has.astype(np.int64) @ class_size
+    only = class_first[has.argmax(axis=1)]
+    accepting = bufs["dfa_accept"][:n_states] != 0
+    forced[:n_states] = np.where((count == 1) & ~accepting, only, -1)
+    return forced
+
+
 cdef void* _ptr(dict bufs, str name):
     cdef cnp.ndarray arr = bufs[name]
     return cnp.PyArray_DATA(arr)
@@ -974,6 +1046,9 @@ cdef class CompiledStructure:
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
         self.t.has_unique = bool(np.any(bufs["guard_item"]))
+        bufs["dfa_forced"] = forced_bytes_of(bufs, classes, self.t.n_dfa_states,
+                                             self.t.n_classes, self.t.has_unique)
+        self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
         arena_init(&self.arena)
         seen_init(&self.seen)
 
