@@ -109,6 +109,16 @@ def test_trie_memory_and_shape():
     n = v.trie.n_nodes
     assert arrays["node_end"][0] == n
     assert len(arrays["tok_ids"]) == len(v) - len(v.special_token_ids)
+    # parents spell each token back from the node its bytes end at
+    parent, byte, tok_node = arrays["node_parent"], arrays["node_byte"], arrays["tok_node"]
+    for i in range(0, v.size, 379):
+        if not v.has_token(i) or i in v.special_token_ids:
+            continue
+        node, spelled = tok_node[i], []
+        while node != 0:
+            spelled.append(byte[node])
+            node = parent[node]
+        assert bytes(reversed(spelled)) == v.token_bytes(i)
 
 
 # --- a SentencePiece-style vocabulary with byte fallback --------------------------------------

@@ -53,6 +53,7 @@ cdef class SliceCache:
     cdef int32_t n_eos
 
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
+    cdef dict risky                # see risky_of
 
     cdef SliceEntry get(self, const PState* s)
     cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls)
@@ -61,6 +62,7 @@ cdef class SliceCache:
     cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count)
     cdef tuple profile(self, int32_t term, int32_t dstate)
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t count)
+    cdef tuple risky_of(self, const PState* s, SliceEntry entry)
 
 
 # What one walk needs, in C, so that walks of several engines can run in threads at once.
@@ -82,8 +84,11 @@ ctypedef struct Walker:
     uint8_t* text                  # the committed bytes, then the trie path being walked
     int64_t text_cap
     int64_t base                   # where a token's first byte goes in `text`
-    uint8_t* whole                 # per root: walk the whole trie with it (it is in a unique
-                                   # array, so no cached slice applies)
+    uint8_t* unique                # per root: it is in a unique array, where a token within
+                                   # its terminal may close an item: see walk_unique_root
+    const uint32_t** risky_bits    # ... per root: the "within" tokens to check one by one
+    const int32_t** risky_nodes    # ... as trie nodes
+    int32_t* n_risky
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil

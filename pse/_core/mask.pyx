@@ -103,6 +103,7 @@ cdef class SliceCache:
         self.eos_ids = <const int32_t*>cnp.PyArray_DATA(self._eos)
         self.n_eos = len(vocab.eos_token_ids)
         self.entries = {}
+        self.risky = {}
         self.profiles = OrderedDict()
         self.horizon = trie.t.max_depth
         follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
@@ -191,6 +192,64 @@ cdef class SliceCache:
         keep_leaf = ~np.isin(leaf_id, tokens)
         return make_entry(words, bits, exit_node[keep_exit], exit_byte[keep_exit],
                           leaf_id[keep_leaf], leaf_byte[keep_leaf])
+
+    cdef tuple risky_of(self, const PState* s, SliceEntry entry):
+        """For a root in a unique array: the tokens of `entry`'s "within" set that pass a
+        state where the terminal ends or its rest is forced (there an item may close, and a
+        repeat is refused), as bits aligned with the entry's within words, and the trie nodes
+        of all such tokens (each is checked by stepping along it)."""
+        cdef const Tables* t = &self.structure.t
+        cdef const Trie* tr = &self.trie.t
+        cdef int32_t term = s.term
+        cdef int32_t cls = count_class(t, term, s.count, self.horizon)
+        key = (term, s.dstate, cls)
+        found = self.risky.get(key)
+        if found is not None:
+            return <tuple>found
+        full = np.zeros(self.n_words, dtype=np.uint32)
+        nodes = np.empty(max(tr.n_nodes, 1), dtype=np.int32)
+        levels = np.empty((3, tr.max_depth + 1), dtype=np.int32)
+        cdef uint32_t* f = <uint32_t*>cnp.PyArray_DATA(full)
+        cdef int32_t* out_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
+        cdef int32_t* lvl_d = <int32_t*>cnp.PyArray_DATA(levels)
+        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1
+        cdef int32_t* lvl_r = lvl_c + tr.max_depth + 1
+        cdef bint counted = t.term_counted[term], done, risky
+        cdef int32_t i = 1, k, depth, n = 0
+        cdef PState ps
+        lvl_d[0] = s.dstate
+        lvl_c[0] = class_count(t, term, cls, self.horizon)
+        lvl_r[0] = 0
+        with nogil:
+            while i < tr.n_nodes:
+                depth = tr.node_depth[i]
+                if not term_step(t, term, lvl_d[depth - 1], lvl_c[depth - 1], tr.node_byte[i],
+                                 &ps):
+                    i = tr.node_end[i]
+                    continue
+                if counted:
+                    done = (ps.dstate == t.term_start[term] and t.term_max[term] != UNBOUNDED
+                            and ps.count >= t.term_max[term])
+                else:
+                    done = t.dfa_final[ps.dstate]
+                risky = lvl_r[depth - 1] or done or (not counted
+                                                     and t.dfa_forced[ps.dstate] >= 0)
+                if risky and tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
+                    out_nodes[n] = i
+                    n += 1
+                    for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
+                        set_bit(f, tr.tok_ids[k])
+                if done:  # the terminal takes no more bytes: its tokens end here
+                    i = tr.node_end[i]
+                    continue
+                lvl_d[depth] = ps.dstate
+                lvl_c[depth] = ps.count
+                lvl_r[depth] = risky
+                i += 1
+        words = entry._arrays[0]
+        found = (np.ascontiguousarray(full[words]), np.ascontiguousarray(nodes[:n]))
+        self.risky[key] = found
+        return <tuple>found
 
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):
         cdef const Tables* t = &self.structure.t
@@ -423,7 +482,10 @@ cdef class Matcher:
         self.w.marks = NULL
         self.w.slices = NULL
         self.w.text = NULL
-        self.w.whole = NULL
+        self.w.unique = NULL
+        self.w.risky_bits = NULL
+        self.w.risky_nodes = NULL
+        self.w.n_risky = NULL
         self.w.seen.nodes = NULL
         self.w.seen.bytes = NULL
         self.live.items = NULL
@@ -453,9 +515,13 @@ cdef class Matcher:
         self.w.marks = <int32_t*>calloc(self.w.n_levels, sizeof(int32_t))
         self.w.slices_cap = 16
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
-        self.w.whole = <uint8_t*>malloc(self.w.slices_cap)
+        self.w.unique = <uint8_t*>malloc(self.w.slices_cap)
+        self.w.risky_bits = <const uint32_t**>malloc(self.w.slices_cap * sizeof(uint32_t*))
+        self.w.risky_nodes = <const int32_t**>malloc(self.w.slices_cap * sizeof(int32_t*))
+        self.w.n_risky = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
-                or self.w.whole == NULL):
+                or self.w.unique == NULL or self.w.risky_bits == NULL
+                or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
             raise MemoryError()
         for i in range(self.w.n_levels):
             stateset_init(&self.w.levels[i], 4)
@@ -474,7 +540,10 @@ cdef class Matcher:
             free(self.w.levels)
         free(self.w.marks)
         free(self.w.slices)
-        free(self.w.whole)
+        free(self.w.unique)
+        free(<void*>self.w.risky_bits)
+        free(<void*>self.w.risky_nodes)
+        free(self.w.n_risky)
         free(self.w.text)
         seen_free(&self.w.seen)
         free(self.w.scratch.frames)
@@ -762,19 +831,29 @@ cdef class Matcher:
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
-            self.w.whole = <uint8_t*>realloc(self.w.whole, self.w.slices_cap)
-            if self.w.slices == NULL or self.w.whole == NULL:
+            self.w.unique = <uint8_t*>realloc(self.w.unique, self.w.slices_cap)
+            self.w.risky_bits = <const uint32_t**>realloc(
+                <void*>self.w.risky_bits, self.w.slices_cap * sizeof(uint32_t*))
+            self.w.risky_nodes = <const int32_t**>realloc(
+                <void*>self.w.risky_nodes, self.w.slices_cap * sizeof(int32_t*))
+            self.w.n_risky = <int32_t*>realloc(self.w.n_risky, self.w.slices_cap * sizeof(int32_t))
+            if (self.w.slices == NULL or self.w.unique == NULL or self.w.risky_bits == NULL
+                    or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
                 raise MemoryError()
         self._keep.clear()
+        cdef cnp.ndarray bits, nodes
         for i in range(self.w.roots.n):
-            self.w.whole[i] = (self.structure.t.has_unique
-                               and in_unique(&c, &self.w.roots.items[i]))
-            if self.w.whole[i]:
-                self.w.slices[i] = NULL
-                continue
             entry = self.cache.get(&self.w.roots.items[i])
             self._keep.append(entry)
             self.w.slices[i] = &entry.s
+            self.w.unique[i] = (self.structure.t.has_unique
+                                and in_unique(&c, &self.w.roots.items[i]))
+            if self.w.unique[i]:
+                bits, nodes = self.cache.risky_of(&self.w.roots.items[i], entry)
+                self._keep.append((bits, nodes))
+                self.w.risky_bits[i] = <const uint32_t*>cnp.PyArray_DATA(bits)
+                self.w.risky_nodes[i] = <const int32_t*>cnp.PyArray_DATA(nodes)
+                self.w.n_risky[i] = len(nodes)
         return 0
 
     cdef int load_text(self, bytes extra) except -1:
@@ -819,11 +898,8 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
     for i in range(w.roots.n):
         sl = w.slices[i]
         r = &w.roots.items[i]
-        if w.whole[i]:
-            w.scratch.n = base
-            w.seed.n = 0
-            stateset_add(&w.seed, r)
-            walk_subtree(w, &w.seed, 0, out)
+        if w.unique[i]:
+            walk_unique_root(w, i, base, out)
             continue
         for k in range(sl.n_within_words):
             out[sl.within_words[k]] |= sl.within_bits[k]
@@ -854,6 +930,56 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
             for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
                 walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
     return 0
+
+
+cdef int walk_unique_root(Walker* w, int32_t i, int32_t base, uint32_t* out) except -1 nogil:
+    """`walk` for root i, in a unique array: its cached "within" tokens less the risky ones
+    (see SliceCache.risky_of); the risky ones, the leaves and the exit nodes each checked by
+    stepping along their bytes with the text (an item may close there); below each exit node
+    a walk on from the states reached."""
+    cdef Ctx c
+    cdef const Trie* tr = w.trie
+    cdef Slice* sl = w.slices[i]
+    cdef const PState* r = &w.roots.items[i]
+    cdef const uint32_t* risky = w.risky_bits[i]
+    cdef int32_t k, b, node
+    cdef uint32_t bytes8[8]
+    walker_ctx(w, &c)
+    for k in range(sl.n_within_words):
+        out[sl.within_words[k]] |= sl.within_bits[k] & ~risky[k]
+    for k in range(w.n_risky[i]):
+        node = w.risky_nodes[i][k]
+        if path_states(w, &c, r, node, base):
+            for b in range(tr.node_tok_off[node], tr.node_tok_off[node + 1]):
+                set_bit(out, tr.tok_ids[b])
+    memset(bytes8, 0, sizeof(bytes8))
+    exit_bytes(&c, r, bytes8)
+    for b in range(256):
+        if not (has_bit(bytes8, b) and has_bit(sl.exit_bytes, b)):
+            continue
+        for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
+            if path_states(w, &c, r, tr.tok_node[sl.leaf_ids[k]], base):
+                set_bit(out, sl.leaf_ids[k])
+        for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
+            if path_states(w, &c, r, sl.exit_nodes[k], base):
+                walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
+    return 0
+
+
+cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t base
+                     ) except -1 nogil:
+    """Step root r along the bytes of trie node `node` (written into the text after the
+    committed bytes) into w.seed; how many states live."""
+    cdef const Trie* tr = w.trie
+    cdef int32_t x = node, depth = tr.node_depth[node]
+    while x != 0:
+        w.text[w.base + tr.node_depth[x] - 1] = tr.node_byte[x]
+        x = tr.node_parent[x]
+    w.scratch.n = base
+    w.seed.n = 0
+    stateset_add(&w.seed, r)
+    c.pos = w.base
+    return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)
 
 
 cdef bint seed_in_unique(Ctx* c, const StateSet* seed) noexcept nogil:

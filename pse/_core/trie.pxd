@@ -11,6 +11,8 @@ ctypedef struct Trie:
     uint8_t* node_byte        # the byte on the edge into the node
     uint16_t* node_depth      # the length of the node's prefix
     int32_t* node_end         # one past the node's subtree
+    int32_t* node_parent      # the node one byte shorter (the root's: 0)
+    int32_t* tok_node         # per token id: the node its bytes end at (-1: no such token)
     int32_t* node_tok_off     # n_nodes + 1
     int32_t* tok_ids
     int32_t max_depth

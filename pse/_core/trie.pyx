@@ -22,6 +22,9 @@ cdef class TokenTrie:
         cdef cnp.ndarray[cnp.uint8_t] node_byte = np.zeros(total, dtype=np.uint8)
         cdef cnp.ndarray[cnp.uint16_t] node_depth = np.zeros(total, dtype=np.uint16)
         cdef cnp.ndarray[cnp.int32_t] node_end = np.zeros(total, dtype=np.int32)
+        cdef cnp.ndarray[cnp.int32_t] node_parent = np.zeros(total, dtype=np.int32)
+        cdef cnp.ndarray[cnp.int32_t] tok_node = np.full(
+            max([i for _, i in items], default=0) + 1, -1, dtype=np.int32)
         cdef cnp.ndarray[cnp.int32_t] node_tok_off = np.zeros(total + 1, dtype=np.int32)
         cdef cnp.ndarray[cnp.int32_t] tok_ids = np.zeros(max(len(items), 1), dtype=np.int32)
         cdef list path = []            # node index at each depth of the current prefix
@@ -44,10 +47,12 @@ cdef class TokenTrie:
             for d in range(common, len(tok)):
                 node_byte[n_nodes] = p[d]
                 node_depth[n_nodes] = d + 1
+                node_parent[n_nodes] = path[len(path) - 1] if path else 0
                 node_tok_off[n_nodes] = n_ids
                 path.append(n_nodes)
                 n_nodes += 1
             tok_ids[n_ids] = tid
+            tok_node[tid] = path[len(path) - 1]  # (wraparound is off)
             n_ids += 1
             node_tok_off[n_nodes] = n_ids
             max_depth = max(max_depth, len(tok))
@@ -58,7 +63,8 @@ cdef class TokenTrie:
         node_tok_off[n_nodes] = n_ids
         self._buffers = (node_byte[:n_nodes].copy(), node_depth[:n_nodes].copy(),
                          node_end[:n_nodes].copy(), node_tok_off[:n_nodes + 1].copy(),
-                         tok_ids[:max(n_ids, 1)].copy())
+                         tok_ids[:max(n_ids, 1)].copy(), node_parent[:n_nodes].copy(),
+                         tok_node)
         self.t.n_nodes = n_nodes
         self.t.max_depth = max_depth
         self.t.node_byte = <cnp.uint8_t*>cnp.PyArray_DATA(self._buffers[0])
@@ -66,6 +72,8 @@ cdef class TokenTrie:
         self.t.node_end = <int32_t*>cnp.PyArray_DATA(self._buffers[2])
         self.t.node_tok_off = <int32_t*>cnp.PyArray_DATA(self._buffers[3])
         self.t.tok_ids = <int32_t*>cnp.PyArray_DATA(self._buffers[4])
+        self.t.node_parent = <int32_t*>cnp.PyArray_DATA(self._buffers[5])
+        self.t.tok_node = <int32_t*>cnp.PyArray_DATA(self._buffers[6])
 
     @property
     def n_nodes(self) -> int:
@@ -89,7 +97,8 @@ cdef class TokenTrie:
 
     def arrays(self) -> dict:
         """The node arrays (read-only views), for tests and tools."""
-        names = ("node_byte", "node_depth", "node_end", "node_tok_off", "tok_ids")
+        names = ("node_byte", "node_depth", "node_end", "node_tok_off", "tok_ids", "node_parent",
+                 "tok_node")
         out = {}
         for name, arr in zip(names, self._buffers):
             view = arr.view()
