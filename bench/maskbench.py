@@ -22,6 +22,7 @@ and the structure accepts at the end.
                      --no-isolate runs everything in this process instead.
   --compile-only     compile each schema with each engine and replay nothing: compile times
                      over every file in minutes (the replay with XGrammar takes hours).
+  --keyword K        only the schemas that use JSON Schema keyword K (e.g. uniqueItems)
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
                      together into one table (a full run in shards, e.g. over sessions).
@@ -342,6 +343,7 @@ def main() -> None:
     ap.add_argument("--compare", default="", help="comma-separated: llguidance,xgrammar")
     ap.add_argument("--limit", type=int, default=None, help="number of maskbench files (random)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keyword", help="only the schemas using this JSON Schema keyword")
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--check-masks", action="store_true")
     ap.add_argument("--mask-memo", type=int, default=512,
@@ -382,7 +384,7 @@ def main() -> None:
         checker = engines.get("llguidance") or LLGuidanceEngine(vocab, tok_path)
         compiled["pse"][("checker", "json")] = checker.compile("json", None)
     t_start = time.time()
-    files = list(maskbench_files(args.limit, args.seed, shard))
+    files = list(maskbench_files(args.limit, args.seed, shard, args.keyword))
     n_instances = 0
     for k, (name, data) in enumerate(files):
         tests = [t for t in data.get("tests", []) if t.get("valid") or args.grammar != "json"]

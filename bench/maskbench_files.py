@@ -25,10 +25,11 @@ def shard_arg(text: str) -> tuple[int, int]:
     return k, n
 
 
-def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1)
-                    ) -> Iterator[tuple[str, Any]]:
+def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1),
+                    keyword: str | None = None) -> Iterator[tuple[str, Any]]:
     """(file name, its JSON) for the files sorted by name: `limit` of them drawn at random
-    with `seed` (None: all), then every N-th from the K-th of `shard` (K, N)."""
+    with `seed` (None: all), then every N-th from the K-th of `shard` (K, N); with `keyword`,
+    only the schemas that use it (their meta's raw_features)."""
     folder = SHARED / "data" / "maskbench"
     if not folder.is_dir():
         sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
@@ -36,4 +37,6 @@ def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1
     if limit is not None and limit < len(files):
         files = sorted(random.Random(seed).sample(files, limit))
     for path in files[shard[0]::shard[1]]:
-        yield path.name, json.loads(path.read_text())
+        data = json.loads(path.read_text())
+        if keyword is None or keyword in data.get("meta", {}).get("raw_features", ()):
+            yield path.name, data
