@@ -29,7 +29,7 @@ def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1
                     keyword: str | None = None) -> Iterator[tuple[str, Any]]:
     """(file name, its JSON) for the files sorted by name: `limit` of them drawn at random
     with `seed` (None: all), then every N-th from the K-th of `shard` (K, N); with `keyword`,
-    only the schemas that use it (their meta's raw_features)."""
+    only the schemas that use it."""
     folder = SHARED / "data" / "maskbench"
     if not folder.is_dir():
         sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
@@ -38,5 +38,15 @@ def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1
         files = sorted(random.Random(seed).sample(files, limit))
     for path in files[shard[0]::shard[1]]:
         data = json.loads(path.read_text())
-        if keyword is None or keyword in data.get("meta", {}).get("raw_features", ()):
+        if keyword is None or _uses(data.get("schema"), keyword):
             yield path.name, data
+
+
+def _uses(schema: Any, keyword: str) -> bool:
+    """Whether `keyword` is a key somewhere in `schema` (a rough test: names of properties
+    count too)."""
+    if isinstance(schema, dict):
+        return keyword in schema or any(_uses(v, keyword) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_uses(v, keyword) for v in schema)
+    return False
