@@ -155,6 +155,32 @@ def test_threads_share_one_structure(vocab, monkeypatch, busy_switching):
     assert not errors, errors[0]
 
 
+def test_threads_share_a_structure_with_unique_arrays(vocab, busy_switching):
+    """Unique arrays store the items seen in the structure (committed ones) and per engine
+    (during a walk): engines in threads commit and walk at once."""
+    schema = {"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "any": {"type": "array", "uniqueItems": True}}}
+    texts = ['{"tags":["a","b","ab","ba","a b"],"any":[1,true,null,[1],{"a":1},"1"]}',
+             '{"tags":["x","y"],"any":[false,0.5,[],{}]}', '{"any":[[true],[false],2]}']
+    streams = [vocab.encode(t) for t in texts]
+    ref = reference_masks(JsonSchema(schema), vocab, streams)
+    shared = JsonSchema(schema)
+
+    def work(i: int) -> None:
+        engine = StructuringEngine(vocab, mask_memo=[0, 3][i % 2])
+        engine.configure(shared)
+        for s, tokens in enumerate(streams):
+            engine.reset()
+            for pos, tid in enumerate(tokens + [None]):
+                assert np.array_equal(engine.compute_mask(), ref[s][pos]), (i, s, pos)
+                if tid is not None:
+                    assert engine.consume_token(tid)
+
+    errors = run_threads(work, N_THREADS)
+    assert not errors, errors[0]
+
+
 def test_parallel_batches_from_threads(vocab, monkeypatch, busy_switching):
     cases = maskbench_cases(3, seed=2)
     schema = cases[0][0]

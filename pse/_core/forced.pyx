@@ -12,8 +12,8 @@ cimport numpy as cnp
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, Tables, UNBOUNDED, dfa_next, exit_bytes,
-    is_accepting, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
-    term_accepting,
+    is_accepting, seen_reset, stateset_add, stateset_free, stateset_init, step_bytes,
+    step_set, term_accepting,
 )
 from pse._core.trie cimport trie_find
 
@@ -201,8 +201,7 @@ cdef class Boundary:
         if node < 0:
             return False
         m.w.scratch.n = 0
-        m.w.seen.n = 0
-        m.w.seen.n_bytes = 0
+        seen_reset(&m.w.seen)
         if m.structure.t.has_unique:
             m.load_text(self.data)
             m.w.base += start  # the path below `node` continues data[start:]

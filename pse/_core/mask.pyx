@@ -12,8 +12,8 @@ cimport numpy as cnp
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_BYTE, PState, Scratch, StateSet, Tables, UNBOUNDED,
     dfa_next, exit_bytes, expand, has_bit, in_unique, is_accepting, seen_free, seen_init,
-    stateset_add, stateset_free, stateset_init, step_bytes, step_set, term_accepting,
-    term_step,
+    seen_reset, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
+    term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -486,8 +486,7 @@ cdef class Matcher:
         self.w.risky_bits = NULL
         self.w.risky_nodes = NULL
         self.w.n_risky = NULL
-        self.w.seen.nodes = NULL
-        self.w.seen.bytes = NULL
+        self.w.seen.chunks = NULL
         self.live.items = NULL
         self.w.roots.items = NULL
         self.w.seed.items = NULL
@@ -811,8 +810,7 @@ cdef class Matcher:
         c.scratch = &self.w.scratch
         c.seen_scratch = &self.w.seen
         self.w.scratch.n = 0
-        self.w.seen.n = 0
-        self.w.seen.n_bytes = 0
+        seen_reset(&self.w.seen)
         if self.structure.t.has_unique:
             self.load_text(b"")
             c.text = self.w.text

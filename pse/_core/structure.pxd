@@ -27,6 +27,9 @@ cdef enum:
     UNBOUNDED = -1
     ITEM_CLOSE = 1                # guard_item flags
     ITEM_OPEN = 2
+    SEEN_CHUNK_BITS = 10
+    SEEN_CHUNK = 1024
+    MAX_SEEN_CHUNKS = 4096
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
 
 ctypedef struct PState:
@@ -104,16 +107,12 @@ ctypedef struct Scratch:
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
     int32_t length
-    int64_t offset            # of its canonical text in the store's bytes
     uint64_t hash
+    uint8_t* data             # its canonical text (owned by the store)
 
-ctypedef struct SeenStore:
-    SeenNode* nodes
+ctypedef struct SeenStore:    # nodes in chunks that never move (walks in threads read them)
+    SeenNode** chunks         # MAX_SEEN_CHUNKS slots
     int32_t n
-    int32_t cap
-    uint8_t* bytes
-    int64_t n_bytes
-    int64_t cap_bytes
 
 ctypedef struct StateSet:
     PState* items
@@ -246,6 +245,7 @@ cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
 cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil
 cdef int seen_init(SeenStore* s) except -1 nogil
+cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil

@@ -576,66 +576,66 @@ def canonical_text(bytes text) -> bytes:
 
 
 cdef int seen_init(SeenStore* s) except -1 nogil:
-    s.nodes = <SeenNode*>malloc(16 * sizeof(SeenNode))
-    s.bytes = <uint8_t*>malloc(1024)
-    if s.nodes == NULL or s.bytes == NULL:
+    s.chunks = <SeenNode**>calloc(MAX_SEEN_CHUNKS, sizeof(SeenNode*))
+    if s.chunks == NULL:
         with gil:
             raise MemoryError()
     s.n = 0
-    s.cap = 16
-    s.n_bytes = 0
-    s.cap_bytes = 1024
     return 0
 
 
+cdef void seen_reset(SeenStore* s) noexcept nogil:
+    """Drop every node (the chunks stay, for the next ones)."""
+    cdef int32_t i
+    for i in range(s.n):
+        free(s.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)].data)
+    s.n = 0
+
+
 cdef void seen_free(SeenStore* s) noexcept nogil:
-    free(s.nodes)
-    free(s.bytes)
-    s.nodes = NULL
-    s.bytes = NULL
-    s.n = s.cap = 0
-    s.n_bytes = s.cap_bytes = 0
+    cdef int32_t i
+    if s.chunks == NULL:
+        return
+    seen_reset(s)
+    for i in range(MAX_SEEN_CHUNKS):
+        free(s.chunks[i])
+    free(s.chunks)
+    s.chunks = NULL
 
 
-cdef inline SeenNode* seen_node(Ctx* c, int32_t id, const uint8_t** data) noexcept nogil:
+cdef inline SeenNode* seen_node(Ctx* c, int32_t id) noexcept nogil:
     cdef SeenStore* st = c.seen_scratch if id & SCRATCH_BIT else c.seen
-    cdef SeenNode* nd = &st.nodes[(id & ~SCRATCH_BIT) - (0 if id & SCRATCH_BIT else 1)]
-    data[0] = st.bytes + nd.offset
-    return nd
+    cdef int32_t i = (id & ~SCRATCH_BIT) if id & SCRATCH_BIT else id - 1
+    return &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
 
 
 cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, uint64_t h
                       ) except -2 nogil:
     """A new seen set: `parent`'s items and this one."""
     cdef SeenStore* st = c.seen_scratch if c.seen_scratch != NULL else c.seen
-    cdef SeenNode* nodes
-    cdef uint8_t* grown
-    cdef int64_t size
-    if st.n == st.cap:
-        nodes = <SeenNode*>realloc(st.nodes, 2 * st.cap * sizeof(SeenNode))
-        if nodes == NULL:
+    cdef int32_t i = st.n
+    cdef SeenNode* nd
+    if (i >> SEEN_CHUNK_BITS) >= MAX_SEEN_CHUNKS:
+        with gil:
+            raise MemoryError("pse: the store of unique items seen is full")
+    if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
+        st.chunks[i >> SEEN_CHUNK_BITS] = <SeenNode*>malloc(SEEN_CHUNK * sizeof(SeenNode))
+        if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
             with gil:
                 raise MemoryError()
-        st.nodes = nodes
-        st.cap *= 2
-    if st.n_bytes + n > st.cap_bytes:
-        size = 2 * (st.cap_bytes + n)
-        grown = <uint8_t*>realloc(st.bytes, size)
-        if grown == NULL:
-            with gil:
-                raise MemoryError()
-        st.bytes = grown
-        st.cap_bytes = size
-    memcpy(st.bytes + st.n_bytes, data, n)
-    st.nodes[st.n].parent = parent
-    st.nodes[st.n].length = n
-    st.nodes[st.n].offset = st.n_bytes
-    st.nodes[st.n].hash = h
-    st.n_bytes += n
-    st.n += 1
+    nd = &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
+    nd.data = <uint8_t*>malloc(n + 1)
+    if nd.data == NULL:
+        with gil:
+            raise MemoryError()
+    memcpy(nd.data, data, n)
+    nd.parent = parent
+    nd.length = n
+    nd.hash = h
+    st.n = i + 1
     if st == c.seen_scratch:
-        return (st.n - 1) | SCRATCH_BIT
-    return st.n
+        return i | SCRATCH_BIT
+    return i + 1
 
 
 cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
@@ -647,7 +647,6 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
     cdef int64_t start, n, cap, length
     cdef uint8_t* buf
     cdef const uint8_t* text
-    cdef const uint8_t* data
     cdef uint64_t h = 14695981039346656037u
     cdef int32_t id, j
     cdef SeenNode* nd
@@ -677,8 +676,8 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
         h = (h ^ buf[j]) * 1099511628211u
     id = s.seen
     while id != 0:
-        nd = seen_node(c, id, &data)
-        if nd.hash == h and nd.length == length and memcmp(data, buf, length) == 0:
+        nd = seen_node(c, id)
+        if nd.hash == h and nd.length == length and memcmp(nd.data, buf, length) == 0:
             free(buf)
             return 0
         id = nd.parent
@@ -989,8 +988,7 @@ cdef class CompiledStructure:
     def __cinit__(self):
         self.arena.chunks = NULL
         self.arena.hash_slots = NULL
-        self.seen.nodes = NULL
-        self.seen.bytes = NULL
+        self.seen.chunks = NULL
 
     def __init__(self, machine, dict tables, int n_rules):
         cdef dict bufs = {}
