@@ -1696,22 +1696,25 @@ class _Compiler:
                 return
         self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
                   "new values after a prefix (bounded numbers, integers (1. can only go on "
-                  "as 1.0), enums, closed objects, formats, patterns, maximum lengths) is "
-                  "not supported: generation could reach a dead end there; supported: any "
-                  "value, strings, numbers without bounds, booleans, null, open objects and "
-                  "arrays")
+                  "as 1.0), enums, closed objects, formats, patterns, maximum lengths, and "
+                  "with whitespace objects and arrays) is not supported: generation could "
+                  "reach a dead end there; supported: any value, strings, numbers without "
+                  "bounds, booleans, null, open objects and arrays")
 
     def open_ended(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether every incomplete prefix of an instance of `sub` has completions of
-        infinitely many values (so a finite set of items seen never exhausts them)."""
+        infinitely many values (so a finite set of items seen never exhausts them). Literals
+        count: true, false and null are told at their first byte (a forced rest), a number
+        with zero digits and an exponent at the exponent. Objects and arrays do not when
+        whitespace is allowed: "{" and some blanks may be left only "}"."""
         sub = self.resolve_shallow(sub, pointer)
         if sub is True:
-            return True
+            return not self.ws
         if not isinstance(sub, dict) or depth > 8:
             return False
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
-        if not sub:  # any value: true, false and null end at their first byte (forced rest)
-            return True
+        if not sub:
+            return not self.ws
         for union in ("anyOf", "oneOf"):
             if union in sub:
                 rest = {k: v for k, v in sub.items() if k != union}
@@ -1731,17 +1734,33 @@ class _Compiler:
                 ok = not keys
             elif t == "object":
                 extra = sub.get("additionalProperties", True)
-                ok = keys <= {"properties", "required", "minProperties",
-                              "additionalProperties"} and extra in (True, {})
+                ok = not self.ws and keys <= {"properties", "required", "minProperties",
+                                              "additionalProperties"} and extra in (True, {})
             elif t == "array":
+                # items all different: only so many when the items have only so many values
                 items = sub.get("items", True)
-                ok = keys <= {"items", "minItems", "uniqueItems"} and (
-                    items is True or items == {} or self.open_ended(items, pointer, depth + 1))
+                ok = (not self.ws and keys <= {"items", "minItems", "uniqueItems"}
+                      and (items is True or items == {}
+                           or self.open_ended(items, pointer, depth + 1))
+                      and (sub.get("uniqueItems") is not True
+                           or self.unbounded_values(items, pointer, depth + 1)))
             else:
                 ok = False
             if not ok:
                 return False
         return True
+
+    def unbounded_values(self, sub: Any, pointer: str, depth: int = 0) -> bool:
+        """Whether `sub` (open-ended) has infinitely many values: not only booleans and null."""
+        sub = self.resolve_shallow(sub, pointer)
+        if not isinstance(sub, dict) or depth > 8:
+            return sub is True
+        for union in ("anyOf", "oneOf"):
+            if isinstance(sub.get(union), list):
+                return any(self.unbounded_values(b, pointer, depth + 1) for b in sub[union])
+        types = sub.get("type")
+        types = [types] if isinstance(types, str) else types
+        return types is None or bool(set(types) & {"string", "number", "object", "array"})
 
     def unique_literals(self, values: list, lo: int, hi: int | None) -> StateMachine | None:
         """uniqueItems over items drawn from a few literal values (enum, const, boolean,

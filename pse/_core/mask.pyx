@@ -10,7 +10,8 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, Frame, NO_BYTE, PState, Scratch, StateSet, Tables, UNBOUNDED,
+    CompiledStructure, Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch, StateSet,
+    Tables, UNBOUNDED,
     dfa_next, exit_bytes, expand, has_bit, in_unique, is_accepting, seen_free, seen_init,
     seen_reset, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
     term_accepting, term_step,
@@ -195,9 +196,10 @@ cdef class SliceCache:
 
     cdef tuple risky_of(self, const PState* s, SliceEntry entry):
         """For a root in a unique array: the tokens of `entry`'s "within" set that pass a
-        state where the terminal ends or its rest is forced (there an item may close, and a
-        repeat is refused), as bits aligned with the entry's within words, and the trie nodes
-        of all such tokens (each is checked by stepping along it)."""
+        state where the terminal ends or its rest is forced, or an "e" (there an item may
+        close, or its value be settled, and a repeat is refused), as bits aligned with the
+        entry's within words, and the trie nodes of all such tokens (each is checked by
+        stepping along it)."""
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t term = s.term
@@ -232,8 +234,11 @@ cdef class SliceCache:
                             and ps.count >= t.term_max[term])
                 else:
                     done = t.dfa_final[ps.dstate]
-                risky = lvl_r[depth - 1] or done or (not counted
-                                                     and t.dfa_forced[ps.dstate] >= 0)
+                # an exponent's "e" can make a number's value final (0e...: see
+                # structure.zero_exponent_fresh)
+                risky = (lvl_r[depth - 1] or done or tr.node_byte[i] == 101
+                         or tr.node_byte[i] == 69
+                         or (not counted and t.dfa_forced[ps.dstate] >= 0))
                 if risky and tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
                     out_nodes[n] = i
                     n += 1
@@ -247,7 +252,7 @@ cdef class SliceCache:
                 lvl_r[depth] = risky
                 i += 1
         words = entry._arrays[0]
-        found = (np.ascontiguousarray(full[words]), np.ascontiguousarray(nodes[:n]))
+        found = (np.ascontiguousarray(full[words]), nodes[:n].copy())
         self.risky[key] = found
         return <tuple>found
 
@@ -487,6 +492,7 @@ cdef class Matcher:
         self.w.risky_nodes = NULL
         self.w.n_risky = NULL
         self.w.seen.chunks = NULL
+        self.w.seen.slots = NULL
         self.live.items = NULL
         self.w.roots.items = NULL
         self.w.seed.items = NULL
@@ -501,7 +507,7 @@ cdef class Matcher:
         self.w.seen_kept = &self.structure.seen
         self.w.text_cap = 0
         self.w.base = 0
-        seen_init(&self.w.seen)
+        seen_init(&self.w.seen, SCRATCH_SEEN_CHUNKS)
         self.w.trie = &cache.trie.t
         self.history = []
         self.finished = False

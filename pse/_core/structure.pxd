@@ -29,7 +29,8 @@ cdef enum:
     ITEM_OPEN = 2
     SEEN_CHUNK_BITS = 10
     SEEN_CHUNK = 1024
-    MAX_SEEN_CHUNKS = 4096
+    MAX_SEEN_CHUNKS = 65536       # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
+    SCRATCH_SEEN_CHUNKS = 1024
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
 
 ctypedef struct PState:
@@ -111,8 +112,11 @@ ctypedef struct SeenNode:     # one item of a unique array, and the items before
     uint8_t* data             # its canonical text (owned by the store)
 
 ctypedef struct SeenStore:    # nodes in chunks that never move (walks in threads read them)
-    SeenNode** chunks         # MAX_SEEN_CHUNKS slots
+    SeenNode** chunks         # max_chunks slots
+    int32_t max_chunks
     int32_t n
+    int32_t* slots            # open addressing over nodes (-1: empty): equal sets, equal ids
+    int64_t mask
 
 ctypedef struct StateSet:
     PState* items
@@ -244,7 +248,7 @@ cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py
                     ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
 cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil
-cdef int seen_init(SeenStore* s) except -1 nogil
+cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
 cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil

@@ -219,9 +219,12 @@ ctypedef struct Canon:
     int depth
 
 cdef enum:
-    MAX_CANON_DEPTH = 200     # nesting deeper than this is compared as raw text
-    MAX_EXPONENT = 100000000
+    MAX_CANON_DEPTH = 200     # nesting deeper than this has no canonical form
     MAX_FORCED_REST = 64      # a forced rest longer than this is not looked ahead
+
+
+# exponents beyond this have no canonical form (their items are refused)
+cdef int64_t MAX_EXPONENT = 1000000000000000
 
 
 cdef inline int put(Canon* k, uint8_t b) noexcept nogil:
@@ -369,10 +372,9 @@ cdef int canon_number(Canon* k) noexcept nogil:
             eneg = k.s[k.i] == 45
             k.i += 1
         while k.i < k.n and 48 <= k.s[k.i] <= 57:
-            # beyond MAX_EXPONENT exponents compare as equal: at worst a different value is
-            # refused as a repeat, never a repeat accepted
-            if e < MAX_EXPONENT:
-                e = e * 10 + (k.s[k.i] - 48)
+            e = e * 10 + (k.s[k.i] - 48)
+            if e > MAX_EXPONENT:  # no canonical form: such an item is refused
+                return -1
             k.i += 1
         if eneg:
             e = -e
@@ -471,7 +473,14 @@ cdef int canon_object(Canon* k) noexcept nogil:
             x = base
             k.o = base
             for a in range(n):
-                if a > 0 and put(k, 44) < 0:
+                # of members with one key, the last counts (as json.loads reads them); the
+                # sort is stable, so it is the last of its run
+                if a + 1 < n and key_order(copy + spans[3 * a] - x,
+                                           spans[3 * a + 1] - spans[3 * a],
+                                           copy + spans[3 * (a + 1)] - x,
+                                           spans[3 * (a + 1) + 1] - spans[3 * (a + 1)]) == 0:
+                    continue
+                if k.o > base and put(k, 44) < 0:
                     r = -1
                     break
                 lx = spans[3 * a + 2] - spans[3 * a]
@@ -575,11 +584,15 @@ def canonical_text(bytes text) -> bytes:
     return None if n < 0 else bytes(out[:n])
 
 
-cdef int seen_init(SeenStore* s) except -1 nogil:
-    s.chunks = <SeenNode**>calloc(MAX_SEEN_CHUNKS, sizeof(SeenNode*))
-    if s.chunks == NULL:
+cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil:
+    s.chunks = <SeenNode**>calloc(max_chunks, sizeof(SeenNode*))
+    s.slots = <int32_t*>malloc(1024 * sizeof(int32_t))
+    if s.chunks == NULL or s.slots == NULL:
         with gil:
             raise MemoryError()
+    memset(s.slots, 0xFF, 1024 * sizeof(int32_t))
+    s.mask = 1023
+    s.max_chunks = max_chunks
     s.n = 0
     return 0
 
@@ -589,6 +602,8 @@ cdef void seen_reset(SeenStore* s) noexcept nogil:
     cdef int32_t i
     for i in range(s.n):
         free(s.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)].data)
+    if s.n:
+        memset(s.slots, 0xFF, (s.mask + 1) * sizeof(int32_t))
     s.n = 0
 
 
@@ -597,25 +612,66 @@ cdef void seen_free(SeenStore* s) noexcept nogil:
     if s.chunks == NULL:
         return
     seen_reset(s)
-    for i in range(MAX_SEEN_CHUNKS):
+    for i in range(s.max_chunks):
         free(s.chunks[i])
     free(s.chunks)
+    free(s.slots)
     s.chunks = NULL
+    s.slots = NULL
+
+
+cdef inline SeenNode* store_node(SeenStore* st, int32_t i) noexcept nogil:
+    return &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
 
 
 cdef inline SeenNode* seen_node(Ctx* c, int32_t id) noexcept nogil:
-    cdef SeenStore* st = c.seen_scratch if id & SCRATCH_BIT else c.seen
-    cdef int32_t i = (id & ~SCRATCH_BIT) if id & SCRATCH_BIT else id - 1
-    return &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
+    if id & SCRATCH_BIT:
+        return store_node(c.seen_scratch, id & ~SCRATCH_BIT)
+    return store_node(c.seen, id - 1)
+
+
+cdef inline int64_t seen_slot(int32_t parent, uint64_t h, int64_t mask) noexcept nogil:
+    return <int64_t>((h ^ (<uint64_t><uint32_t>parent * 0x9E3779B97F4A7C15u)) >> 7) & mask
+
+
+cdef int seen_grow(SeenStore* st) except -1 nogil:
+    cdef int64_t size = 2 * (st.mask + 1), p
+    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    cdef int32_t i
+    cdef SeenNode* nd
+    if slots == NULL:
+        with gil:
+            raise MemoryError()
+    memset(slots, 0xFF, size * sizeof(int32_t))
+    for i in range(st.n):
+        nd = store_node(st, i)
+        p = seen_slot(nd.parent, nd.hash, size - 1)
+        while slots[p] >= 0:
+            p = (p + 1) & (size - 1)
+        slots[p] = i
+    free(st.slots)
+    st.slots = slots
+    st.mask = size - 1
+    return 0
 
 
 cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, uint64_t h
                       ) except -2 nogil:
-    """A new seen set: `parent`'s items and this one."""
+    """The seen set of `parent`'s items and this one, made once: parses that agree on the
+    items get one id, so their states merge."""
     cdef SeenStore* st = c.seen_scratch if c.seen_scratch != NULL else c.seen
-    cdef int32_t i = st.n
+    cdef int32_t i
+    cdef int64_t p = seen_slot(parent, h, st.mask)
     cdef SeenNode* nd
-    if (i >> SEEN_CHUNK_BITS) >= MAX_SEEN_CHUNKS:
+    while st.slots[p] >= 0:
+        i = st.slots[p]
+        nd = store_node(st, i)
+        if (nd.parent == parent and nd.hash == h and nd.length == n
+                and memcmp(nd.data, data, n) == 0):
+            return (i | SCRATCH_BIT) if st == c.seen_scratch else i + 1
+        p = (p + 1) & st.mask
+    i = st.n
+    if (i >> SEEN_CHUNK_BITS) >= st.max_chunks:
         with gil:
             raise MemoryError("pse: the store of unique items seen is full")
     if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
@@ -623,7 +679,7 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
         if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
             with gil:
                 raise MemoryError()
-    nd = &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
+    nd = store_node(st, i)
     nd.data = <uint8_t*>malloc(n + 1)
     if nd.data == NULL:
         with gil:
@@ -633,9 +689,10 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
     nd.length = n
     nd.hash = h
     st.n = i + 1
-    if st == c.seen_scratch:
-        return i | SCRATCH_BIT
-    return i + 1
+    st.slots[p] = i
+    if 2 * st.n > st.mask:
+        seen_grow(st)
+    return (i | SCRATCH_BIT) if st == c.seen_scratch else i + 1
 
 
 cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
@@ -654,6 +711,8 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
         return 1
     start = s.item - 2
     n = end - start
+    if n < 0:  # a state stepped with another text than its own: refuse, never read past it
+        return 0
     cap = 4 * (n + n_rest) + 64
     buf = <uint8_t*>malloc(cap + n + n_rest)
     if buf == NULL:
@@ -669,9 +728,12 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
     if length == 0:  # whitespace only: the item has not started
         free(buf)
         return 1
-    if length < 0:  # not one value (cannot happen for a parse): compare the raw text
-        memcpy(buf, text, n)
-        length = n
+    if length < 0:
+        # no canonical form. Closing, the text is a whole value: an exponent beyond 10^15 or
+        # nesting deeper than 200, refused rather than told apart. Looking ahead, the text may
+        # be incomplete: nothing is known
+        free(buf)
+        return 0 if rest == NULL else 1
     for j in range(length):
         h = (h ^ buf[j]) * 1099511628211u
     id = s.seen
@@ -695,9 +757,7 @@ cdef int forced_rest_fresh(Ctx* c, const PState* s) except -1 nogil:
     cdef const Tables* t = c.t
     cdef uint8_t rest[MAX_FORCED_REST]
     cdef int32_t n = 0, d = s.dstate, b
-    cdef int32_t node = s.node, frame = s.frame
     cdef PState reg
-    cdef Frame* fr
     if t.term_counted[s.term]:
         return 1
     while not t.dfa_final[d]:
@@ -707,18 +767,58 @@ cdef int forced_rest_fresh(Ctx* c, const PState* s) except -1 nogil:
         rest[n] = <uint8_t>b
         n += 1
         d = dfa_next(t, d, <uint8_t>b)
+    if not ends_item(c, s, &reg):
+        return 1
+    return item_close(c, &reg, c.pos + 1, rest, n)
+
+
+cdef bint ends_item(Ctx* c, const PState* s, PState* reg) noexcept nogil:
+    """Whether the item of a unique array ends with the terminal `s` is in (nothing of the item
+    can follow it); `reg` is then that array's register."""
+    cdef const Tables* t = c.t
+    cdef int32_t node = s.node, frame = s.frame
     cdef bint popped = False
-    copy_register(&reg, s)
+    cdef Frame* fr
+    copy_register(reg, s)
     while (t.node_end[node] and frame != NO_FRAME
            and t.node_entry_off[node] == t.node_entry_off[node + 1]):
         fr = get_frame(c, frame)
         node = fr.node
         frame = fr.parent
-        load_register(&reg, fr)
+        load_register(reg, fr)
         popped = True
-    if not popped or reg.item < 2:  # something of the item may still follow the terminal
+    return popped and reg.item >= 2
+
+
+cdef int zero_exponent_fresh(Ctx* c, const PState* s) except -1 nogil:
+    """A number whose digits are zeros and whose exponent has begun (0e, -0.0E+1) is 0 however
+    it goes on: 0 when it ends an item of a unique array that already holds 0."""
+    cdef const uint8_t* x = c.text
+    cdef int64_t j = c.pos, lo = c.pos - MAX_FORCED_REST
+    cdef uint8_t rest = 48
+    cdef PState reg
+    if lo < 0:
+        lo = 0
+    while j >= lo and 48 <= x[j] <= 57:  # exponent digits
+        rest = 0
+        j -= 1
+    if j >= lo and (x[j] == 43 or x[j] == 45):
+        j -= 1
+    if j < lo or not (x[j] == 101 or x[j] == 69):
         return 1
-    return item_close(c, &reg, c.pos + 1, rest, n)
+    j -= 1
+    if j < lo or x[j] != 48 and x[j] != 46:  # the mantissa: zeros and a point only
+        return 1
+    while j >= lo and (x[j] == 48 or x[j] == 46):
+        j -= 1
+    if j >= lo and x[j] == 45:
+        j -= 1
+    if j >= lo and (48 <= x[j] <= 57 or x[j] == 46 or 97 <= x[j] <= 122 or 65 <= x[j] <= 90
+                    or x[j] == 34 or x[j] == 92):
+        return 1  # part of a longer number, a word or a string
+    if not ends_item(c, s, &reg):
+        return 1
+    return item_close(c, &reg, c.pos + 1, &rest, 1 if rest else 0)
 
 
 cdef int item_guard(Ctx* c, int32_t g, PState* s) except -1 nogil:
@@ -751,10 +851,14 @@ cdef int settle(Ctx* c, PState* s) except -1 nogil:
 cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
     """After a byte at c.pos, in a structure with unique arrays: 0 when `s` has completed, or
     can only complete, an item seen before."""
+    cdef uint8_t b
     if s.term < 0:
         return settle(c, s)
     if c.t.dfa_forced[s.dstate] >= 0:
         return forced_rest_fresh(c, s)
+    b = c.text[c.pos]
+    if b == 101 or b == 69 or b == 43 or b == 45 or 48 <= b <= 57:
+        return zero_exponent_fresh(c, s)
     return 1
 
 
@@ -989,6 +1093,7 @@ cdef class CompiledStructure:
         self.arena.chunks = NULL
         self.arena.hash_slots = NULL
         self.seen.chunks = NULL
+        self.seen.slots = NULL
 
     def __init__(self, machine, dict tables, int n_rules):
         cdef dict bufs = {}
@@ -1048,7 +1153,7 @@ cdef class CompiledStructure:
                                              self.t.n_classes, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
         arena_init(&self.arena)
-        seen_init(&self.seen)
+        seen_init(&self.seen, MAX_SEEN_CHUNKS)
 
     def __dealloc__(self):
         arena_free(&self.arena)
