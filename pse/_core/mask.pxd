@@ -62,7 +62,7 @@ cdef class SliceCache:
     cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count)
     cdef tuple profile(self, int32_t term, int32_t dstate)
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t count)
-    cdef tuple risky_of(self, const PState* s, SliceEntry entry)
+    cdef tuple risky_of(self, const PState* s, SliceEntry entry, bint after_zero)
 
 
 # What one walk needs, in C, so that walks of several engines can run in threads at once.

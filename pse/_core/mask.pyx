@@ -194,17 +194,17 @@ cdef class SliceCache:
         return make_entry(words, bits, exit_node[keep_exit], exit_byte[keep_exit],
                           leaf_id[keep_leaf], leaf_byte[keep_leaf])
 
-    cdef tuple risky_of(self, const PState* s, SliceEntry entry):
+    cdef tuple risky_of(self, const PState* s, SliceEntry entry, bint after_zero):
         """For a root in a unique array: the tokens of `entry`'s "within" set that pass a
-        state where the terminal ends or its rest is forced, or an "e" (there an item may
-        close, or its value be settled, and a repeat is refused), as bits aligned with the
-        entry's within words, and the trie nodes of all such tokens (each is checked by
-        stepping along it)."""
+        state where the terminal ends or its rest is forced, or an "e" after a "0" or "." (there
+        an item may close, or its value be settled, and a repeat is refused), as bits aligned
+        with the entry's within words, and the trie nodes of all such tokens (each is checked
+        by stepping along it). `after_zero`: the byte before the token is a "0" or "."."""
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t term = s.term
         cdef int32_t cls = count_class(t, term, s.count, self.horizon)
-        key = (term, s.dstate, cls)
+        key = (term, s.dstate, cls, after_zero)
         found = self.risky.get(key)
         if found is not None:
             return <tuple>found
@@ -234,11 +234,14 @@ cdef class SliceCache:
                             and ps.count >= t.term_max[term])
                 else:
                     done = t.dfa_final[ps.dstate]
-                # an exponent's "e" can make a number's value final (0e...: see
-                # structure.zero_exponent_fresh)
-                risky = (lvl_r[depth - 1] or done or tr.node_byte[i] == 101
-                         or tr.node_byte[i] == 69
-                         or (not counted and t.dfa_forced[ps.dstate] >= 0))
+                # an exponent's "e" after a zero digit can settle a number's value (0e...:
+                # see structure.zero_exponent_fresh)
+                risky = (lvl_r[depth - 1] or done
+                         or (not counted and t.dfa_forced[ps.dstate] >= 0)
+                         or ((tr.node_byte[i] == 101 or tr.node_byte[i] == 69)
+                             and (after_zero if depth == 1 else
+                                  tr.node_byte[tr.node_parent[i]] == 48
+                                  or tr.node_byte[tr.node_parent[i]] == 46)))
                 if risky and tr.node_tok_off[i] < tr.node_tok_off[i + 1]:
                     out_nodes[n] = i
                     n += 1
@@ -846,6 +849,8 @@ cdef class Matcher:
                 raise MemoryError()
         self._keep.clear()
         cdef cnp.ndarray bits, nodes
+        cdef bint after_zero = (self.structure.t.has_unique and self.w.base > 0
+                                and self.w.text[self.w.base - 1] in (48, 46))
         for i in range(self.w.roots.n):
             entry = self.cache.get(&self.w.roots.items[i])
             self._keep.append(entry)
@@ -853,7 +858,7 @@ cdef class Matcher:
             self.w.unique[i] = (self.structure.t.has_unique
                                 and in_unique(&c, &self.w.roots.items[i]))
             if self.w.unique[i]:
-                bits, nodes = self.cache.risky_of(&self.w.roots.items[i], entry)
+                bits, nodes = self.cache.risky_of(&self.w.roots.items[i], entry, after_zero)
                 self._keep.append((bits, nodes))
                 self.w.risky_bits[i] = <const uint32_t*>cnp.PyArray_DATA(bits)
                 self.w.risky_nodes[i] = <const int32_t*>cnp.PyArray_DATA(nodes)
