@@ -110,8 +110,7 @@ cdef class Matcher:
     cdef readonly bytes text       # unique arrays: the bytes committed (else empty)
     cdef list text_lengths         # len(text) before each committed token
 
-    cdef int push_history(self, bytes data) except -1
-    cdef bint text_dependent(self)
+    cdef int push_history(self, bytes data, object text=*) except -1
     cdef int load_text(self, bytes extra) except -1
     cdef int claim(self) except -1
     cdef int compute(self, uint32_t* out) except -1

@@ -11,10 +11,9 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch, StateSet,
-    Tables, UNBOUNDED,
-    dfa_next, exit_bytes, expand, has_bit, in_unique, is_accepting, seen_free, seen_init,
-    seen_reset, stateset_add, stateset_free, stateset_init, step_bytes, step_set,
-    term_accepting, term_step,
+    Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes, expand, has_bit, in_unique,
+    is_accepting, seen_free, seen_init, seen_reset, stateset_add, stateset_free,
+    stateset_init, step_bytes, step_set, term_accepting, term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -603,6 +602,7 @@ cdef class Matcher:
         if self.finished:
             return False
         self.structure.ctx(&c)
+        text = None
         if self.structure.t.has_unique:
             text = self.text + data
             c.text = text
@@ -614,7 +614,7 @@ cdef class Matcher:
                 stateset_add(&cur, &self.live.items[i])
             if step_bytes(&c, &cur, &nxt, p, n) == 0:
                 return False
-            self.push_history(data)
+            self.push_history(data, text)
             self.live.n = 0
             for i in range(cur.n):
                 stateset_add(&self.live, &cur.items[i])
@@ -635,12 +635,13 @@ cdef class Matcher:
         self.push_history(b"")
         return True
 
-    cdef int push_history(self, bytes data) except -1:
-        """Before committing `data`: the snapshot to roll back to."""
+    cdef int push_history(self, bytes data, object text=None) except -1:
+        """Before committing `data`: the snapshot to roll back to. `text`: the committed text
+        followed by `data`, when the caller has it already."""
         self.history.append(self.snapshot())
         if self.structure.t.has_unique:
             self.text_lengths.append(len(self.text))
-            self.text += data
+            self.text = self.text + data if text is None else text
         return 0
 
     def consume_token(self, object token_id) -> bool:
@@ -764,13 +765,15 @@ cdef class Matcher:
         cdef SliceCache cache = self.cache
         cdef int32_t i, n_words = cache.n_words
         cdef cnp.ndarray memo
+        cdef Ctx c
         if self.finished:
             memset(out, 0, n_words * sizeof(uint32_t))
             for i in range(cache.n_eos):
                 set_bit(out, cache.eos_ids[i])
             return None
         key = self.snapshot()
-        if self.structure.t.has_unique and self.text_dependent():
+        self.structure.ctx(&c)
+        if self.structure.t.has_unique and any_in_unique(&c, &self.live):
             memset(out, 0, n_words * sizeof(uint32_t))
             return False  # the same states after other text may allow other tokens
         memo = cache.masks.pop(key, None)  # pop and re-insert: see SliceCache.get
@@ -797,16 +800,6 @@ cdef class Matcher:
             if len(cache.masks) > cache.max_masks:
                 cache.masks.popitem(last=False)
         return 0
-
-    cdef bint text_dependent(self):
-        """Whether some live state is in a unique array: its mask depends on the text."""
-        cdef Ctx c
-        cdef int32_t i
-        self.structure.ctx(&c)
-        for i in range(self.live.n):
-            if in_unique(&c, &self.live.items[i]):
-                return True
-        return False
 
     cdef int prepare(self) except -1:
         """With the GIL: the roots (live states inside or before a terminal) and their cache
@@ -926,7 +919,7 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
                 continue
             for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
                 set_bit(out, sl.leaf_ids[k])
-            if w.tables.has_unique and seed_in_unique(&c, &w.seed):
+            if w.tables.has_unique and any_in_unique(&c, &w.seed):
                 # b opened a unique array: its states hold b's position, so each exit node
                 # (at its own depth) gets its own
                 for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
@@ -989,14 +982,6 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
     stateset_add(&w.seed, r)
     c.pos = w.base
     return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)
-
-
-cdef bint seed_in_unique(Ctx* c, const StateSet* seed) noexcept nogil:
-    cdef int32_t i
-    for i in range(seed.n):
-        if in_unique(c, &seed.items[i]):
-            return True
-    return False
 
 
 cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out

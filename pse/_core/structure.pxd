@@ -248,6 +248,7 @@ cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py
                     ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
 cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil
+cdef bint any_in_unique(Ctx* c, const StateSet* set) noexcept nogil
 cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
 cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil

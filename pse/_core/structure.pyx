@@ -91,12 +91,21 @@ cdef inline void set_frame(Frame* fr, int32_t node, int32_t parent, const PState
     fr.item = reg.item
 
 
+cdef int32_t* empty_slots(int64_t size) except NULL nogil:
+    """An open-addressing table of `size` ids, all empty (-1)."""
+    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    if slots == NULL:
+        with gil:
+            raise MemoryError()
+    memset(slots, 0xFF, size * sizeof(int32_t))
+    return slots
+
+
 cdef int arena_init(Arena* a) except -1:
     a.chunks = <Frame**>calloc(MAX_CHUNKS, sizeof(Frame*))
-    a.hash_slots = <int32_t*>malloc(1024 * sizeof(int32_t))
-    if a.chunks == NULL or a.hash_slots == NULL:
+    if a.chunks == NULL:
         raise MemoryError()
-    memset(a.hash_slots, 0xFF, 1024 * sizeof(int32_t))
+    a.hash_slots = empty_slots(1024)
     a.hash_mask = 1023
     a.n_frames = 0
     return 0
@@ -116,14 +125,10 @@ cdef void arena_free(Arena* a) noexcept:
 
 cdef int arena_grow_hash(Arena* a) except -1 nogil:
     cdef int64_t size = (a.hash_mask + 1) * 2
-    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    cdef int32_t* slots = empty_slots(size)
     cdef int32_t i
     cdef int64_t h
     cdef Frame* fr
-    if slots == NULL:
-        with gil:
-            raise MemoryError()
-    memset(slots, 0xFF, size * sizeof(int32_t))
     for i in range(a.n_frames):
         fr = &a.chunks[i >> CHUNK_BITS][i & (CHUNK_SIZE - 1)]
         h = frame_hash(fr.node, fr.parent, fr) & (size - 1)
@@ -221,6 +226,7 @@ ctypedef struct Canon:
 cdef enum:
     MAX_CANON_DEPTH = 200     # nesting deeper than this has no canonical form
     MAX_FORCED_REST = 64      # a forced rest longer than this is not looked ahead
+    MAX_NUMBER_SCAN = 64      # a zero with an exponent longer than this is not recognized
 
 
 # exponents beyond this have no canonical form (their items are refused)
@@ -251,7 +257,8 @@ cdef int put_code_point(Canon* k, uint32_t cp) noexcept nogil:
         if put(k, <uint8_t>(0xC0 | (cp >> 6))) < 0:
             return -1
     elif cp < 0x10000:
-        if put(k, <uint8_t>(0xE0 | (cp >> 12))) < 0 or put(k, <uint8_t>(0x80 | ((cp >> 6) & 0x3F))) < 0:
+        if (put(k, <uint8_t>(0xE0 | (cp >> 12))) < 0
+                or put(k, <uint8_t>(0x80 | ((cp >> 6) & 0x3F))) < 0):
             return -1
     else:
         if (put(k, <uint8_t>(0xF0 | (cp >> 18))) < 0
@@ -586,11 +593,10 @@ def canonical_text(bytes text) -> bytes:
 
 cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil:
     s.chunks = <SeenNode**>calloc(max_chunks, sizeof(SeenNode*))
-    s.slots = <int32_t*>malloc(1024 * sizeof(int32_t))
-    if s.chunks == NULL or s.slots == NULL:
+    if s.chunks == NULL:
         with gil:
             raise MemoryError()
-    memset(s.slots, 0xFF, 1024 * sizeof(int32_t))
+    s.slots = empty_slots(1024)
     s.mask = 1023
     s.max_chunks = max_chunks
     s.n = 0
@@ -636,13 +642,9 @@ cdef inline int64_t seen_slot(int32_t parent, uint64_t h, int64_t mask) noexcept
 
 cdef int seen_grow(SeenStore* st) except -1 nogil:
     cdef int64_t size = 2 * (st.mask + 1), p
-    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    cdef int32_t* slots = empty_slots(size)
     cdef int32_t i
     cdef SeenNode* nd
-    if slots == NULL:
-        with gil:
-            raise MemoryError()
-    memset(slots, 0xFF, size * sizeof(int32_t))
     for i in range(st.n):
         nd = store_node(st, i)
         p = seen_slot(nd.parent, nd.hash, size - 1)
@@ -794,7 +796,7 @@ cdef int zero_exponent_fresh(Ctx* c, const PState* s) except -1 nogil:
     """A number whose digits are zeros and whose exponent has begun (0e, -0.0E+1) is 0 however
     it goes on: 0 when it ends an item of a unique array that already holds 0."""
     cdef const uint8_t* x = c.text
-    cdef int64_t j = c.pos, lo = c.pos - MAX_FORCED_REST
+    cdef int64_t j = c.pos, lo = c.pos - MAX_NUMBER_SCAN
     cdef uint8_t rest = 48
     cdef PState reg
     if lo < 0:
@@ -860,6 +862,15 @@ cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
     if b == 101 or b == 69 or b == 43 or b == 45 or 48 <= b <= 57:
         return zero_exponent_fresh(c, s)
     return 1
+
+
+cdef bint any_in_unique(Ctx* c, const StateSet* set) noexcept nogil:
+    """Whether some state of `set` is inside a unique array."""
+    cdef int32_t i
+    for i in range(set.n):
+        if in_unique(c, &set.items[i]):
+            return True
+    return False
 
 
 cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil:
@@ -1061,7 +1072,7 @@ _TABLE_FIELDS = {
 }
 
 
-def forced_bytes_of(dict bufs, classes, int n_states, int n_classes, bint needed):
+def dfa_forced_table(dict bufs, classes, int n_states, int n_classes, bint needed):
     """Per DFA state, the one byte it can take next when it is not accepting and takes only
     that one, else -1 (all -1 when not `needed`)."""
     forced = np.full(n_states + 1, -1, dtype=np.int32)
@@ -1149,8 +1160,8 @@ cdef class CompiledStructure:
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
         self.t.has_unique = bool(np.any(bufs["guard_item"]))
-        bufs["dfa_forced"] = forced_bytes_of(bufs, classes, self.t.n_dfa_states,
-                                             self.t.n_classes, self.t.has_unique)
+        bufs["dfa_forced"] = dfa_forced_table(bufs, classes, self.t.n_dfa_states,
+                                              self.t.n_classes, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
         arena_init(&self.arena)
         seen_init(&self.seen, MAX_SEEN_CHUNKS)
