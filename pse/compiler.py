@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from itertools import chain
 from typing import Any, Hashable, Iterable
 
 import numpy as np
 
 from pse import automaton, limits
-from pse._core.structure import CompiledStructure
+from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
 from pse.registers import Guard, Guarded, Scope
@@ -347,13 +346,8 @@ class _Compiler:
                 node_end.append(bool(rule.ends & _nullable_reach(rule, s, nullable)))
 
         tables = self.dfa_tables()
-        term_first = tables["term_first"].reshape(-1, 8)
-        node_first = np.zeros((n_nodes, 8), dtype=np.uint32)
-        if entry_term:  # OR each entry's first bytes into its node
-            np.bitwise_or.at(node_first, np.repeat(np.arange(n_nodes), np.diff(node_entry_off)),
-                             term_first[entry_term])
         tables.update(
-            node_entry_off=node_entry_off, node_end=node_end, node_first=node_first.ravel(),
+            node_entry_off=node_entry_off, node_end=node_end,
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
             entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
@@ -382,32 +376,13 @@ class _Compiler:
                     clause_then=clause_then)
 
     def dfa_tables(self) -> dict:
-        sizes = [term.dfa.n_states for term in self.terminals]
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        dense = np.concatenate([term.dfa.dense() for term in self.terminals]) \
-            if self.terminals else np.zeros((0, 256), dtype=np.int32)
-        # byte classes: a class starts wherever some state's target changes
-        starts = np.logical_or.reduce([term.dfa.cuts() for term in self.terminals]) \
-            if self.terminals else np.zeros(256, dtype=bool)
-        starts[0] = True
-        cuts = np.append(np.flatnonzero(starts), 256)
-        # each class's first byte stands for the class; a terminal's targets shift by its
-        # offset (-1, no edge, stays -1)
-        shift = np.repeat(offsets[:-1], sizes).astype(np.int32)[:, None]
-        trans = dense[:, cuts[:-1]]
-        trans = np.where(trans >= 0, trans + shift, -1).astype(np.int32)
-        accept = np.fromiter(chain.from_iterable(term.dfa.accept for term in self.terminals),
-                             dtype=np.uint8, count=len(dense))
-        final = accept & (dense < 0).all(axis=1)
-        first = dense[offsets[:-1], :] >= 0
-        term_first = np.packbits(first, axis=1, bitorder="little").view(np.uint32)
+        dfas = [term.dfa for term in self.terminals]
         return dict(
-            n_classes=len(cuts) - 1,
-            byte_class=np.repeat(np.arange(len(cuts) - 1, dtype=np.uint8), np.diff(cuts)),
-            dfa_trans=trans.ravel(), dfa_accept=accept, dfa_final=final.astype(np.uint8),
-            term_start=offsets[:-1].tolist(), term_counted=[t.counted for t in self.terminals],
+            pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
+                      [d.accept for d in dfas]),
+            term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
-            term_first=term_first.ravel(), terminal_keys=[t.key for t in self.terminals],
+            terminal_keys=[t.key for t in self.terminals],
             terminal_states=[t.states for t in self.terminals],
         )
 

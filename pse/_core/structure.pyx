@@ -112,11 +112,13 @@ cdef int arena_init(Arena* a) except -1:
 
 
 cdef void arena_free(Arena* a) noexcept:
-    cdef int32_t i
+    cdef int32_t i = 0
     if a.chunks != NULL:
-        for i in range(MAX_CHUNKS):
-            if a.chunks[i] != NULL:
-                free(a.chunks[i])
+        # chunks are taken in order, so the allocated ones are a prefix (the rest of the
+        # table was never touched: reading it would fault its pages in)
+        while i < MAX_CHUNKS and a.chunks[i] != NULL:
+            free(a.chunks[i])
+            i += 1
         free(a.chunks)
         a.chunks = NULL
     free(a.hash_slots)
@@ -614,12 +616,13 @@ cdef void seen_reset(SeenStore* s) noexcept nogil:
 
 
 cdef void seen_free(SeenStore* s) noexcept nogil:
-    cdef int32_t i
+    cdef int32_t i = 0
     if s.chunks == NULL:
         return
     seen_reset(s)
-    for i in range(s.max_chunks):
+    while i < s.max_chunks and s.chunks[i] != NULL:  # a prefix, as in arena_free
         free(s.chunks[i])
+        i += 1
     free(s.chunks)
     free(s.slots)
     s.chunks = NULL
@@ -1061,7 +1064,7 @@ _TABLE_FIELDS = {
     "dfa_trans": np.int32, "dfa_accept": np.uint8, "dfa_final": np.uint8,
     "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
-    "node_end": np.uint8, "node_first": np.uint32, "entry_term": np.int32,
+    "node_end": np.uint8, "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
     "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
     "guard_need": np.uint64, "guard_set": np.uint64, "guard_min": np.int32,
@@ -1070,6 +1073,74 @@ _TABLE_FIELDS = {
     "guard_clause_off": np.int32, "clause_if": np.uint64, "clause_then": np.uint64,
     "guard_item": np.uint8,
 }
+
+
+def pack_dfas(list denses, list cuts, list accepts) -> dict:
+    """The terminals' automata in one table over byte classes they share: a class starts
+    wherever some state's target changes (`cuts`: each automaton's bools per byte), its first
+    byte stands for it, and each automaton's targets shift by its offset.
+
+    Args:
+        denses: per terminal, its (n_states, 256) int32 transitions (-1: no edge).
+        cuts: per terminal, the bytes where one of its classes starts.
+        accepts: per terminal, its states' acceptance.
+    Returns:
+        The compiler's DFA tables: n_classes, byte_class, dfa_trans, dfa_accept, dfa_final
+        (accepting, no edge out), term_start and term_first (the first bytes, 8 words each).
+    """
+    cdef int n_terms = len(denses)
+    cdef uint8_t starts[256]
+    cdef int32_t class_byte[256]
+    cdef const uint8_t[::1] cut
+    cdef const int32_t[:, ::1] d
+    cdef int k, b, c, n_classes = 0
+    cdef int64_t s, n, off = 0, total = 0
+    cdef int32_t target
+    cdef bint dead
+    memset(starts, 0, 256)
+    starts[0] = 1
+    for k in range(n_terms):
+        cut = cuts[k].view(np.uint8)
+        for b in range(256):
+            starts[b] |= cut[b]
+        total += denses[k].shape[0]
+    byte_class = np.empty(256, dtype=np.uint8)
+    cdef uint8_t[::1] bc = byte_class
+    for b in range(256):
+        if starts[b]:
+            class_byte[n_classes] = b
+            n_classes += 1
+        bc[b] = n_classes - 1
+    trans = np.empty(total * n_classes, dtype=np.int32)
+    accept = np.empty(total, dtype=np.uint8)
+    final = np.empty(total, dtype=np.uint8)
+    term_start = np.empty(n_terms, dtype=np.int32)
+    term_first = np.zeros(8 * n_terms, dtype=np.uint32)
+    cdef int32_t[::1] tr = trans
+    cdef uint8_t[::1] acc = accept, fin = final
+    cdef int32_t[::1] ts = term_start
+    cdef uint32_t[::1] tf = term_first
+    for k in range(n_terms):
+        d = denses[k]
+        n = d.shape[0]
+        ts[k] = <int32_t>off
+        for s, a in enumerate(accepts[k]):
+            dead = True
+            for c in range(n_classes):
+                target = d[s, class_byte[c]]
+                if target >= 0:
+                    dead = False
+                    target += <int32_t>off
+                tr[(off + s) * n_classes + c] = target
+            acc[off + s] = 1 if a else 0
+            fin[off + s] = 1 if a and dead else 0
+        for b in range(256):
+            if d[0, b] >= 0:
+                tf[8 * k + (b >> 5)] |= (<uint32_t>1) << (b & 31)
+        off += n
+    return dict(n_classes=n_classes, byte_class=byte_class, dfa_trans=trans,
+                dfa_accept=accept, dfa_final=final, term_start=term_start,
+                term_first=term_first)
 
 
 def dfa_forced_table(dict bufs, classes, int n_states, int n_classes, bint needed):
@@ -1087,6 +1158,18 @@ def dfa_forced_table(dict bufs, classes, int n_states, int n_classes, bint neede
     accepting = bufs["dfa_accept"][:n_states] != 0
     forced[:n_states] = np.where((count == 1) & ~accepting, only, -1)
     return forced
+
+
+cdef node_first_table(const Tables* t):
+    """Per node, 8 words: the union of its entries' first bytes."""
+    out = np.zeros(8 * t.n_nodes + 8, dtype=np.uint32)
+    cdef uint32_t[::1] o = out
+    cdef int32_t node, e, k
+    for node in range(t.n_nodes):
+        for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+            for k in range(8):
+                o[8 * node + k] |= t.term_first[8 * t.entry_term[e] + k]
+    return out
 
 
 cdef void* _ptr(dict bufs, str name):
@@ -1109,10 +1192,15 @@ cdef class CompiledStructure:
     def __init__(self, machine, dict tables, int n_rules):
         cdef dict bufs = {}
         cdef int i
+        cdef Py_ssize_t n
         for name, dtype in _TABLE_FIELDS.items():
             # one extra element keeps empty tables addressable
-            arr = np.ascontiguousarray(tables[name], dtype=dtype)
-            bufs[name] = np.concatenate([arr, np.zeros(1, dtype=dtype)])
+            value = tables[name]
+            n = len(value)
+            arr = np.empty(n + 1, dtype=dtype)
+            arr[:n] = value
+            arr[n] = 0
+            bufs[name] = arr
         self._buffers = bufs
         self.machine = machine
         self.n_rules = n_rules
@@ -1139,7 +1227,6 @@ cdef class CompiledStructure:
         self.t.term_first = <uint32_t*>_ptr(bufs, "term_first")
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
-        self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
         self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
         self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
@@ -1160,6 +1247,8 @@ cdef class CompiledStructure:
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
         self.t.has_unique = bool(np.any(bufs["guard_item"]))
+        bufs["node_first"] = node_first_table(&self.t)
+        self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         bufs["dfa_forced"] = dfa_forced_table(bufs, classes, self.t.n_dfa_states,
                                               self.t.n_classes, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
