@@ -1086,11 +1086,7 @@ class _Compiler:
         if "const" in node and "enum" in node:
             rest["enum"] = node["enum"]
         if set(rest) == {"type"}:
-            types = [rest["type"]] if isinstance(rest["type"], str) else list(rest["type"])
-            values = [v for v in values if _json_type(v) in types
-                      or (_json_type(v) == "integer" and "number" in types)
-                      or (_json_type(v) == "number" and "integer" in types
-                          and float(v).is_integer())]
+            values = _of_types(values, rest["type"])
             if not values:
                 return None
         elif rest:
@@ -1559,7 +1555,7 @@ class _Compiler:
         hi = _count(node, "maxItems", pointer)
         unique = node.get("uniqueItems") is True
         if unique:
-            values = _literal_values(rest) if not prefix else None
+            values = None if prefix else _literal_values(self.resolve_shallow(rest, pointer))
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
                 return self.unique_literals(values, lo, hi)
             self.check_unique(prefix, rest, pointer)
@@ -1729,7 +1725,9 @@ class _Compiler:
         for t in types:
             if t == "string":
                 ok = keys <= {"minLength"} or (keys <= {"minLength", "format"} and sub.get(
-                    "format") in ("uri", "uri-reference", "iri", "iri-reference"))
+                    "format") in ("uri", "uri-reference", "iri", "iri-reference")) or (
+                    keys <= {"minLength", "pattern", "format"} and self.endless_strings(
+                        sub, pointer))
             elif t in ("number", "boolean", "null"):
                 ok = not keys
             elif t == "object":
@@ -1749,6 +1747,23 @@ class _Compiler:
             if not ok:
                 return False
         return True
+
+    def endless_strings(self, sub: dict, pointer: str) -> bool:
+        """Whether every state of the string contents `sub`'s pattern and format allow can
+        reach a loop: then every prefix goes on to infinitely many strings (no final state,
+        where the contents would end with nothing left to choose)."""
+        fmt = sub.get("format")
+        if fmt in UNSUPPORTED_FORMATS or not isinstance(sub.get("minLength", 0), int) \
+                or sub.get("minLength", 0) > MAX_UNROLLED_LENGTH:
+            return False
+        patterns = [(sub["pattern"], True, f"{pointer}/pattern")] if "pattern" in sub else []
+        if fmt in FORMATS:  # an unknown format is an annotation (see string)
+            patterns += _format_patterns(fmt, f"{pointer}/format")
+        try:
+            dfa = self.content_dfa(sub, patterns, pointer)
+        except SchemaError:
+            return False  # the string itself reports it, where it is compiled
+        return _every_state_loops(dfa)
 
     def unbounded_values(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether `sub` (open-ended) has infinitely many values: not only booleans and null."""
@@ -1792,13 +1807,26 @@ def _literal_values(schema: Any) -> list | None:
     if not isinstance(schema, dict):
         return None
     schema = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
-    if set(schema) == {"const"}:
-        return [schema["const"]]
-    if set(schema) == {"enum"} and isinstance(schema["enum"], list):
-        return _distinct(schema["enum"])
+    keys = set(schema) - {"type"}
+    if "type" in schema and not (isinstance(schema["type"], str) or (
+            isinstance(schema["type"], list) and all(isinstance(t, str) for t in schema["type"]))):
+        return None  # malformed: the general path says so
+    if keys == {"const"} or (keys == {"enum"} and isinstance(schema["enum"], list)):
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if "type" in schema:
+            values = _of_types(values, schema["type"])
+        return _distinct(values)
     if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
         return [True, False] if schema["type"] == "boolean" else [None]
     return None
+
+
+def _of_types(values: list, types: Any) -> list:
+    """The values whose JSON type is one of `types` (a name or a list; 1.0 is an integer)."""
+    types = [types] if isinstance(types, str) else list(types)
+    return [v for v in values if _json_type(v) in types
+            or (_json_type(v) == "integer" and "number" in types)
+            or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
 
 
 def _distinct(values: list) -> list:
@@ -1849,6 +1877,24 @@ def _search(pattern: str, text: str, pointer: str) -> bool:
         return re.search(pattern, text, re.ASCII) is not None
     except re.error as e:
         raise SchemaError(f"{pointer}/patternProperties: {pattern!r} is malformed: {e}") from None
+
+
+def _every_state_loops(dfa: automaton.DFA) -> bool:
+    """Whether every state can reach a cycle: states that cannot are peeled off from the
+    states without edges inwards, and none may be left over."""
+    succ = [{t for _, _, t in row} for row in dfa.trans]
+    pred: list[list[int]] = [[] for _ in succ]
+    for s, targets in enumerate(succ):
+        for t in targets:
+            pred[t].append(s)
+    out = [len(targets) for targets in succ]
+    peel = [s for s, n in enumerate(out) if n == 0]
+    for s in peel:
+        for p in pred[s]:
+            out[p] -= 1
+            if out[p] == 0:
+                peel.append(p)
+    return not peel
 
 
 def _nonempty(dfa: automaton.DFA) -> bool:

@@ -89,6 +89,11 @@ SCHEMAS = [
     {"uniqueItems": True},
     {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "items": False,
      "uniqueItems": True},
+    # literals of one type, through a $ref: key bits
+    {"type": "array", "items": {"$ref": "#/$defs/e"}, "uniqueItems": True,
+     "$defs": {"e": {"type": "string", "enum": ["a", "b", "é", 1]}}},
+    # a pattern whose every prefix goes on to infinitely many strings
+    {"type": "array", "items": {"type": "string", "pattern": "^[ab]+$"}, "uniqueItems": True},
 ]
 POOL = ["a", "b", "é", 'a"', 1, 1.0, 2, 0.5, -0.0, 0, [], ["a"], ["a", "a"], [1, 2], [2, 1],
         [1.0, 2], {}, {"a": 1}, {"a": 1.0, "b": "x"}, {"b": "x", "a": 1}, True, None]
@@ -134,7 +139,10 @@ def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
     for items in ({"type": "integer"}, {"type": "string", "maxLength": 3},
                   {"type": "object", "additionalProperties": False},
                   {"enum": list(range(100))}, {"type": "number", "maximum": 10},
-                  {"type": "array", "items": {"type": "null"}, "uniqueItems": True}):
+                  {"type": "array", "items": {"type": "null"}, "uniqueItems": True},
+                  # "1x" has nothing left to choose but the closing quote
+                  {"type": "string", "pattern": "^[0-9]+x$"},
+                  {"type": "string", "format": "date"}):
         with pytest.raises(SchemaError, match="uniqueItems"):
             JsonSchema({"type": "array", "items": items, "uniqueItems": True})
     # with whitespace, "{" and blanks may leave only "}"
@@ -193,6 +201,8 @@ MASK_SCHEMAS = [
     {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
     {"type": "array", "uniqueItems": True},
     {"type": "array", "items": {"type": ["boolean", "null", "string"]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^a[ab]*$"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "enum": ["a", "b", 1]}, "uniqueItems": True},
 ]
 
 
