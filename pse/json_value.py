@@ -25,7 +25,9 @@ _DIGIT = [(ord("0"), ord("9"))]
 
 class JsonStringContent(Terminal):
     """The characters between the quotes of a JSON string: `min_length` to `max_length` of
-    them, where an escape (`\\n`, `\\u00e9`) counts as one character."""
+    them, where an escape (`\\n`, `\\u00e9`) counts as one character, and so does a
+    surrogate pair (`\\ud83d\\ude00`, one code point). A surrogate escape outside a pair
+    (no Unicode character) is refused."""
 
     repeats_unit = True
 
@@ -43,9 +45,22 @@ class JsonStringContent(Terminal):
             automaton.literal(nfa, b"\\"),
             automaton.byte_class(nfa, [(c, c) for c in b'"\\/bfnrt']),
         ])
-        hex4 = [automaton.byte_class(nfa, _HEX) for _ in range(4)]
-        unicode = automaton.concat(nfa, [automaton.literal(nfa, b"\\u"), *hex4])
-        return automaton.determinize(nfa, automaton.alternation(nfa, [plain, simple, unicode]))
+
+        def escape(first: list, second: list) -> automaton.Fragment:  # \\u and 4 hex digits
+            return automaton.concat(nfa, [
+                automaton.literal(nfa, b"\\u"), automaton.byte_class(nfa, first),
+                automaton.byte_class(nfa, second),
+                *[automaton.byte_class(nfa, _HEX) for _ in range(2)]])
+
+        d = [(ord("d"), ord("d")), (ord("D"), ord("D"))]
+        bmp = automaton.alternation(nfa, [
+            escape([(ord("0"), ord("9")), (ord("a"), ord("c")), (ord("A"), ord("C")),
+                    (ord("e"), ord("f")), (ord("E"), ord("F"))], _HEX),
+            escape(d, [(ord("0"), ord("7"))])])
+        pair = automaton.concat(nfa, [
+            escape(d, [(ord("8"), ord("9")), (ord("a"), ord("b")), (ord("A"), ord("B"))]),
+            escape(d, [(ord("c"), ord("f")), (ord("C"), ord("F"))])])
+        return automaton.determinize(nfa, automaton.alternation(nfa, [plain, simple, bmp, pair]))
 
     def terminal_key(self) -> Hashable:
         return ("json-string-char",)

@@ -114,7 +114,8 @@ def test_schema_order_of_properties():
 
 def test_large_max_length_is_counted():
     m = JsonSchema({"type": "string", "maxLength": 1_000_000})
-    assert m.compile().n_dfa_states < 20
+    # a count, not states: as many as a string without a bound
+    assert m.compile().n_dfa_states == JsonSchema({"type": "string"}).compile().n_dfa_states
     assert m.matches('"' + "x" * 5000 + '"')
 
 
@@ -122,6 +123,21 @@ def test_unicode_and_escapes_count_as_one_character():
     m = JsonSchema({"type": "string", "minLength": 2, "maxLength": 2})
     for text, ok in [('"é🎉"', True), ('"\\n\\u00e9"', True), ('"a"', False), ('"abc"', False)]:
         assert m.matches(text) == ok, text
+
+
+def test_a_surrogate_pair_counts_as_one_character():
+    """As in the decoded string (jsonschema counts code points): the escapes of one code point
+    beyond U+FFFF are one character; a surrogate outside a pair is no character at all."""
+    for lo, hi in [(1, 1), (2, 2), (0, 1), (2, None)]:
+        schema = {"type": "string", "minLength": lo}
+        if hi is not None:
+            schema["maxLength"] = hi
+        m = JsonSchema(schema)
+        for text in ['"\\ud83d\\ude00"', '"\\uD83D\\uDE00x"', '"\\ud7ff\\ue000"', '"😀"']:
+            expected = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+            assert m.matches(text) == expected, (schema, text)
+    for lone in ['"\\ud83d"', '"\\ude00"', '"\\ud83dx"', '"\\ude00\\ud83d"']:
+        assert not JsonSchema({"type": "string"}).matches(lone), lone
 
 
 @pytest.mark.parametrize("lo, hi", [(None, None), (0, None), (None, 0), (-17, 42), (5, 5),
