@@ -402,6 +402,49 @@ def _merge_row(row: list[tuple[int, int, int]], block: list[int]) -> list[tuple[
     return out
 
 
+# The distances count_lengths tabulates exactly; beyond it they must have settled.
+LENGTH_BITS = 64
+
+
+def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """For each state, the numbers L of counted steps (edges into a state of `counts`, say
+    characters completed) on the paths from it to an accepting state: bit L of the first
+    tuple for L < LENGTH_BITS, and whether every larger L is one, in the second. The sets
+    A_L of states L counted steps from acceptance follow one another by a fixed rule, so
+    once A_64 equals A_65 they stay so.
+
+    Raises:
+        GrammarError: the sets never settle by then (lengths with a period, as of (aa)*).
+    """
+    from pse.errors import GrammarError
+
+    dense = dfa.dense()
+    cols = dense[:, np.flatnonzero(np.append(True, dfa.cuts()[1:]))]  # one byte per class
+    valid = cols >= 0
+    target = np.where(valid, cols, 0)
+    counted = np.asarray(counts, dtype=bool)
+    step1 = valid & counted[target]   # edges that count
+    step0 = valid & ~counted[target]  # edges inside a character
+
+    def through_uncounted(reach: np.ndarray) -> np.ndarray:
+        while True:
+            more = reach | (step0 & reach[target]).any(axis=1)
+            if (more == reach).all():
+                return reach
+            reach = more
+
+    bits = np.zeros(len(cols), dtype=np.uint64)
+    reach = through_uncounted(np.asarray(dfa.accept, dtype=bool))
+    for length in range(LENGTH_BITS):
+        bits |= reach.astype(np.uint64) << np.uint64(length)
+        reach = through_uncounted((step1 & reach[target]).any(axis=1))
+    after = through_uncounted((step1 & reach[target]).any(axis=1))
+    if not (after == reach).all():
+        raise GrammarError(f"the lengths of its matches do not settle within {LENGTH_BITS} "
+                           "characters (a repeated group of several characters)")
+    return tuple(int(b) for b in bits), tuple(bool(r) for r in reach)
+
+
 # ---------------------------------------------------------------------------------------------
 # Code point sets and their UTF-8 encodings
 

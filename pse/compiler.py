@@ -67,12 +67,18 @@ class _Rule:
         return len(self.eps) - 1
 
 
+# How the core runs a terminal (structure.pxd's term_counted): its DFA once, its unit repeated,
+# or its DFA with the characters of a match counted.
+TERM_PLAIN, TERM_UNITS, TERM_CHARS = 0, 1, 2
+
+
 class _Terminal:
-    def __init__(self, dfa: automaton.DFA, counted: bool, min_count: int, max_count: int,
-                 key: Hashable, states: Any) -> None:
+    def __init__(self, dfa: automaton.DFA, counted: int, min_count: int, max_count: int,
+                 key: Hashable, states: Any, lengths: tuple | None) -> None:
         self.dfa, self.counted, self.min, self.max = dfa, counted, min_count, max_count
         self.key = key  # equal keys: equal terminals, in any structure
         self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
+        self.lengths = lengths  # TERM_CHARS: per state, boundary flags and count_lengths
 
 
 class _Compiler:
@@ -222,19 +228,25 @@ class _Compiler:
             rule.eps[a].append(b)
             if hi == 0:
                 return
-        counted = m.repeats_unit
-        key = (m.terminal_key(), counted, max(lo, 1), UNBOUNDED if hi is None else hi)
+        if m.repeats_unit:
+            kind, low, high = TERM_UNITS, max(lo, 1), hi
+        elif getattr(m, "counts_chars", False):
+            kind, low, high = TERM_CHARS, m.min_chars, m.max_chars
+        else:
+            kind, low, high = TERM_PLAIN, max(lo, 1), hi
+        key = (m.terminal_key(), kind, low, UNBOUNDED if high is None else high)
         tid = self.terminal_ids.get(key)
         if tid is None:
-            dfa = _terminal_dfa(m, key, counted, lo)
-            if dfa is None:
+            found = _terminal_dfa(m, key, kind, lo)
+            if found is None:
                 return  # nothing (more) to match: no edge
+            dfa, lengths = found
             tid = self.terminal_ids[key] = len(self.terminals)
             # metadata of the automaton's states, renumbered as _terminal_dfa rewrote it
-            states = None if counted else getattr(m, "states", None)
+            states = None if kind else getattr(m, "states", None)
             if states is not None and m.unit_dfa().accept[0]:
                 states = states.without_empty()
-            self.terminals.append(_Terminal(dfa, counted, key[2], key[3], key, states))
+            self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths))
         rule.terms[a].append((tid, b, guard))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
@@ -377,9 +389,20 @@ class _Compiler:
 
     def dfa_tables(self) -> dict:
         dfas = [term.dfa for term in self.terminals]
+        n = sum(d.n_states for d in dfas)
+        boundary = np.zeros(n, dtype=np.uint8)
+        lens = np.zeros(n, dtype=np.uint64)
+        tail = np.zeros(n, dtype=np.uint8)
+        at = 0
+        for term in self.terminals:
+            if term.lengths is not None:
+                k = term.dfa.n_states
+                boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths
+            at += term.dfa.n_states
         return dict(
             pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
                       [d.accept for d in dfas]),
+            dfa_boundary=boundary, dfa_lens=lens, dfa_lens_tail=tail,
             term_counted=[t.counted for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             terminal_keys=[t.key for t in self.terminals],
@@ -444,30 +467,40 @@ _DFA_CACHE_SIZE = 4096
 _DFA_LOCK = threading.Lock()
 
 
-def _terminal_dfa(m: Terminal, key: Hashable, counted: bool, lo: int) -> automaton.DFA | None:
-    """The DFA the core runs for terminal `m` (None: it matches only the empty string)."""
+def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
+                  ) -> tuple[automaton.DFA, tuple | None] | None:
+    """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' boundary flags
+    and lengths (see CharCountedTerminal); None: it matches only the empty string."""
     with _DFA_LOCK:
         if key in _DFA_CACHE:
             _DFA_CACHE.move_to_end(key)
             return _DFA_CACHE[key]
     dfa = m.unit_dfa()
+    lengths = None
+    if kind == TERM_CHARS:
+        lengths = (m.boundaries, m.length_bits, m.length_tail)
     if dfa.accept[0]:
-        if counted:
+        if kind == TERM_UNITS:
             raise GrammarError(f"{m!r}: a repeated unit must not match the empty string")
-        if lo != 0:
+        if lo != 0 and kind == TERM_PLAIN:
             raise GrammarError(f"{m!r} matches the empty string: its min_count must be 0")
         dfa = _without_empty(dfa)  # the empty match is the epsilon edge the caller adds
+        if lengths is not None:  # the new start: the old one, not accepting
+            boundary, bits, tail = lengths
+            lengths = ((boundary[0],) + boundary, (bits[0] & ~1,) + bits, (tail[0],) + tail)
     if not dfa.trans[0]:
-        dfa = None
-    elif counted:
-        if not dfa.is_prefix_free():
-            raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
-        dfa = _without_reentry(dfa)
+        found = None
+    else:
+        if kind == TERM_UNITS:
+            if not dfa.is_prefix_free():
+                raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
+            dfa = _without_reentry(dfa)
+        found = (dfa, lengths)
     with _DFA_LOCK:
-        _DFA_CACHE[key] = dfa
+        _DFA_CACHE[key] = found
         if len(_DFA_CACHE) > _DFA_CACHE_SIZE:
             _DFA_CACHE.popitem(last=False)
-    return dfa
+    return found
 
 
 # Machines built once and used by many structures (JSON Schema's "any value"): their rules are

@@ -23,11 +23,11 @@ from urllib.parse import unquote, urljoin
 from pse import automaton, limits, schema_types
 from pse.compiler import share_rules
 from pse.errors import GrammarError, SchemaError
-from pse.json_spelling import (KeyStates, json_char_class, json_names_dfa, without_names,
-                               without_names_states)
+from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json_names_dfa,
+                               without_names, without_names_states)
 from pse.json_value import Json, JsonNumber, JsonStringContent
-from pse.machines import (AnyOf, Chain, DfaTerminal, Forward, Optional, Phrase, StateMachine,
-                          Terminal, Whitespace)
+from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
+                          Phrase, StateMachine, Terminal, Whitespace)
 from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
 from pse.regex import compile_regex
 
@@ -140,13 +140,21 @@ UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
 _NOT_FOUND = "not found"
 
 # Strings whose length is bounded and constrained by a pattern too are intersected with an
-# unrolled length automaton; above this bound that is refused.
+# unrolled length automaton; above this bound their characters are counted at run time (key
+# names: refused).
 MAX_UNROLLED_LENGTH = 64
 # minItems/maxItems are unrolled, one parser state per item, up to this bound; larger bounds
 # are counted in the register for items of one kind, and refused beside prefixItems.
 MAX_UNROLLED_ITEMS = 256
 # Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
 MAX_KEY_REGIONS = 32
+
+
+def _unrolled_length(lo: int, hi: int | None) -> bool:
+    """Whether string length bounds beside a pattern are unrolled into its automaton (else
+    the characters are counted at run time: CharCountedTerminal)."""
+    return (hi is None and lo <= MAX_UNROLLED_LENGTH) or (hi is not None
+                                                         and hi <= MAX_UNROLLED_LENGTH)
 
 
 def _length_dfa(lo: int, hi: int) -> automaton.DFA:
@@ -1169,15 +1177,35 @@ class _Compiler:
         patterns += [(p, _NOT_FOUND, f"{pointer}/not/pattern") for p in banned_patterns]
         if not patterns and not banned:
             return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
-        dfa = self.content_dfa(node, patterns, pointer)
+        dfa = self.content_dfa(node, patterns, pointer, count_length=True)
         if banned:
             dfa = automaton.difference(dfa, json_names_dfa(banned))
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
+        if not _unrolled_length(lo, hi):
+            return Chain(Phrase('"'), self.counted_content(dfa, lo, hi, pointer), Phrase('"'))
         return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
 
-    def content_dfa(self, node: dict, patterns: list, pointer: str) -> automaton.DFA:
-        """String content (as JSON spells it) that the patterns and length bounds allow."""
+    def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
+                        pointer: str) -> StateMachine | None:
+        """String contents `dfa` allows, of lo..hi characters counted at run time (a bound
+        too large to unroll into the automaton)."""
+        where = f"{pointer}/maxLength" if hi is not None else f"{pointer}/minLength"
+        boundaries = char_boundaries(dfa)
+        if boundaries is None:
+            self.fail(where, "maxLength" if hi is not None else "minLength",
+                      "the pattern's automaton does not tell characters apart")
+            return DfaTerminal(dfa, f"string at {pointer}")
+        try:
+            return CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
+        except GrammarError as e:
+            self.fail(where, "maxLength" if hi is not None else "minLength", str(e))
+            return DfaTerminal(dfa, f"string at {pointer}")
+
+    def content_dfa(self, node: dict, patterns: list, pointer: str,
+                    count_length: bool = False) -> automaton.DFA:
+        """String content (as JSON spells it) that the patterns and length bounds allow
+        (`count_length`: bounds too large to unroll are left to the caller to count)."""
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
         dfa = None
@@ -1196,13 +1224,13 @@ class _Compiler:
         if dfa is None:
             dfa = _at_least_dfa(0)
         if lo > 0 or hi is not None:
-            if hi is None or hi > MAX_UNROLLED_LENGTH:
-                if hi is not None or lo > MAX_UNROLLED_LENGTH:
+            if not _unrolled_length(lo, hi):
+                if not count_length:
                     self.fail(pointer, "maxLength" if hi is not None else "minLength",
-                              f"a length bound over {MAX_UNROLLED_LENGTH} together with a "
-                              "pattern or format is not supported")
-                else:
-                    dfa = self.intersect(dfa, _at_least_dfa(lo), f"{pointer}/minLength")
+                              f"a length bound over {MAX_UNROLLED_LENGTH} on key names "
+                              "together with a pattern or format is not supported")
+            elif hi is None:
+                dfa = self.intersect(dfa, _at_least_dfa(lo), f"{pointer}/minLength")
             else:
                 dfa = self.intersect(dfa, _length_dfa(lo, hi), f"{pointer}/maxLength")
         return dfa

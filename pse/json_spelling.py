@@ -17,6 +17,7 @@ from typing import Hashable
 import numpy as np
 
 from pse import automaton, limits
+from pse.json_value import JsonStringContent
 
 _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
 
@@ -50,6 +51,33 @@ def _json_spellings(ranges: tuple[tuple[int, int], ...]
             hi, lo = f"{cp:02x}"
             escapes.append((b"\\u00", hi, lo))
     return tuple(raw), tuple(escapes)
+
+
+def char_boundaries(dfa: automaton.DFA) -> tuple[bool, ...] | None:
+    """Per state of `dfa` (string contents, as JSON spells them), whether it sits between two
+    characters as JSON Schema counts them (JsonStringContent's units); None when some state
+    is reached both between characters and inside one, or a byte leaves the JSON spellings."""
+    unit = _char_unit()
+    unit_dense = unit.dense()
+    unit_done = np.asarray(unit.accept, dtype=bool)
+    dense = dfa.dense()
+    phase = np.full(dfa.n_states, -1, dtype=np.int64)  # the unit's state reached there
+    phase[0] = 0
+    todo = [0]
+    while todo:
+        s = todo.pop()
+        moves = np.flatnonzero(dense[s] >= 0)
+        inner = unit_dense[phase[s], moves]
+        if (inner < 0).any():
+            return None
+        inner = np.where(unit_done[inner], 0, inner)  # a character complete: the next starts
+        for t, u in zip(dense[s, moves].tolist(), inner.tolist()):
+            if phase[t] < 0:
+                phase[t] = u
+                todo.append(t)
+            elif phase[t] != u:
+                return None
+    return tuple(bool(u == 0) for u in phase.tolist())
 
 
 def json_names_dfa(names) -> automaton.DFA:
@@ -368,3 +396,9 @@ def _members(ranges, probe):
     """The code points of `probe` that `ranges` holds, in order."""
     return sorted(cp for plo, phi in probe for lo, hi in ranges
                   for cp in range(max(lo, plo), min(hi, phi) + 1))
+
+
+@functools.lru_cache(maxsize=1)
+def _char_unit() -> automaton.DFA:
+    """One character of a JSON string (JsonStringContent's unit), built once."""
+    return JsonStringContent().unit_dfa()

@@ -210,6 +210,45 @@ class DfaTerminal(Terminal):
         return f"DfaTerminal({self.name})"
 
 
+class CharCountedTerminal(DfaTerminal):
+    """A DFA terminal whose matches hold `min_chars` to `max_chars` characters, counted at
+    run time rather than unrolled into the automaton (a pattern beside a long maxLength).
+
+    Args:
+        dfa: the automaton (state 0 the start; trimmed).
+        boundaries: per state, whether it sits between two characters (the start does;
+            entering such a state completes one).
+        min_chars, max_chars: the bounds (max None: unbounded).
+        name: shown in errors and reprs.
+
+    Raises:
+        GrammarError: bad bounds or boundaries, or lengths the run-time check cannot
+            tabulate (see automaton.count_lengths).
+    """
+
+    counts_chars = True
+
+    def __init__(self, dfa: automaton.DFA, boundaries: Sequence[bool], min_chars: int,
+                 max_chars: int | None, name: str) -> None:
+        super().__init__(dfa, name)
+        self.boundaries = tuple(bool(b) for b in boundaries)
+        if len(self.boundaries) != dfa.n_states or not self.boundaries[0]:
+            raise GrammarError(f"{name}: one boundary flag per state, the start's set")
+        self.min_chars = _count(min_chars, "min_chars")
+        self.max_chars = _count(max_chars, "max_chars", allow_none=True)
+        if self.max_chars is not None and self.min_chars > self.max_chars:
+            raise GrammarError(f"min_chars ({min_chars}) > max_chars ({max_chars})")
+        # the empty match is the compiler's epsilon edge: only when no character is needed
+        self.min_count = 0 if dfa.accept[0] and self.min_chars == 0 else 1
+        self.length_bits, self.length_tail = automaton.count_lengths(dfa, self.boundaries)
+
+    def terminal_key(self) -> Hashable:
+        return ("chars", super().terminal_key(), self.boundaries)
+
+    def __repr__(self) -> str:
+        return f"CharCountedTerminal({self.name}, {self.min_chars}, {self.max_chars})"
+
+
 class Phrase(Terminal):
     """Exactly the string `text`."""
 

@@ -11,9 +11,9 @@ cimport numpy as cnp
 
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, PState, StateSet, Tables, UNBOUNDED, dfa_next, exit_bytes,
+    CompiledStructure, Ctx, PState, StateSet, Tables, dfa_next, exit_bytes,
     is_accepting, seen_reset, stateset_add, stateset_free, stateset_init, step_bytes,
-    step_set, term_accepting,
+    step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
 
@@ -47,9 +47,9 @@ cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uin
     cdef const Tables* t = c.t
     memset(out8, 0, 8 * sizeof(uint32_t))
     if s.term >= 0:
-        # a counted terminal at its maximum count takes no more units
-        if not (t.term_counted[s.term] and s.dstate == t.term_start[s.term]
-                and t.term_max[s.term] != UNBOUNDED and s.count >= t.term_max[s.term]):
+        # a counted terminal at its maximum count takes no more units (of a TERM_CHARS
+        # terminal's state the DFA's bytes are a superset of those it takes: never fewer)
+        if not term_full(t, s.term, s.dstate, s.count):
             memcpy(out8, &dfa_out[8 * s.dstate], 8 * sizeof(uint32_t))
         if not term_accepting(t, s.term, s.dstate, s.count):
             return

@@ -13,7 +13,8 @@ from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch, StateSet,
     Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes, expand, has_bit, in_unique,
     is_accepting, seen_free, seen_init, seen_reset, stateset_add, stateset_free,
-    stateset_init, step_bytes, step_set, term_accepting, term_step,
+    stateset_init, step_bytes, step_set, TERM_CHARS, TERM_UNITS, term_accepting, term_done,
+    term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -37,17 +38,26 @@ cdef enum:
     FAR = -2          # at or above the minimum and so far below the maximum that no token can reach it
 
 
+cdef inline int32_t count_reach(const Tables* t, int32_t term, int32_t horizon
+                                ) noexcept nogil:
+    """How far a count may be from a bound and still matter to a token: a token holds at
+    most `horizon` units; a TERM_CHARS terminal also reads its lengths table up to 64 (see
+    chars_within)."""
+    return horizon + 64 if t.term_counted[term] == TERM_CHARS else horizon
+
+
 cdef inline int32_t count_class(const Tables* t, int32_t term, int32_t c, int32_t horizon
                                 ) noexcept nogil:
     """Counts that no token can tell apart share one cache entry."""
-    cdef int32_t mn, mx
+    cdef int32_t mn, mx, reach
     if not t.term_counted[term]:
         return 0
     mn = t.term_min[term]
     mx = t.term_max[term]
+    reach = count_reach(t, term, horizon)
     if c < mn:
-        return FAR_BELOW if mn - c > horizon else c
-    if mx == UNBOUNDED or mx - c > horizon:
+        return FAR_BELOW if mn - c > reach else c
+    if mx == UNBOUNDED or mx - c > reach:
         return FAR
     return c
 
@@ -56,7 +66,7 @@ cdef inline int32_t class_count(const Tables* t, int32_t term, int32_t cls, int3
                                 ) noexcept nogil:
     """A count that stands for count class `cls` (see count_class)."""
     if cls == FAR_BELOW:
-        return t.term_min[term] - horizon - 1
+        return t.term_min[term] - count_reach(t, term, horizon) - 1
     if cls == FAR:
         return t.term_min[term]
     return cls
@@ -228,11 +238,7 @@ cdef class SliceCache:
                                  &ps):
                     i = tr.node_end[i]
                     continue
-                if counted:
-                    done = (ps.dstate == t.term_start[term] and t.term_max[term] != UNBOUNDED
-                            and ps.count >= t.term_max[term])
-                else:
-                    done = t.dfa_final[ps.dstate]
+                done = term_done(t, term, ps.dstate, ps.count)
                 # an exponent's "e" after a zero digit can settle a number's value (0e...:
                 # see structure.zero_exponent_fresh)
                 risky = (lvl_r[depth - 1] or done
@@ -262,7 +268,8 @@ cdef class SliceCache:
         cdef const Tables* t = &self.structure.t
         # a counted terminal with a bound sees a new count class at (nearly) every unit: one
         # walk of the trie records what each count allows, and each class is a filter of it
-        if t.term_counted[term] and (t.term_max[term] != UNBOUNDED or t.term_min[term] > 0):
+        if t.term_counted[term] == TERM_UNITS and (t.term_max[term] != UNBOUNDED
+                                                   or t.term_min[term] > 0):
             return self.profile_entry(term, dstate, cls)
         return self.walk_entry(term, dstate, cls)
 

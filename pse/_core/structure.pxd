@@ -2,8 +2,9 @@
 #
 # A structure compiles into rules (recursive transition networks). Inside a rule, a node has
 # precomputed entries: (terminal, target node, frames to push), the closure over calls, so the
-# step never searches. Terminals are byte DFAs, optionally counted (a unit repeated min..max
-# times without unrolling). A parser state (PState) is a few ints: the stack is an id into a
+# step never searches. Terminals are byte DFAs, optionally counted: a unit repeated min..max
+# times, or a DFA whose matches hold min..max characters (a pattern with a long maxLength),
+# without unrolling. A parser state (PState) is a few ints: the stack is an id into a
 # hash-consed arena of frames, so copying or comparing a state is O(1).
 #
 # Each rule invocation has a small register (key bits and a property count): an entry may
@@ -32,6 +33,9 @@ cdef enum:
     MAX_SEEN_CHUNKS = 65536       # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
     SCRATCH_SEEN_CHUNKS = 1024
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
+    TERM_PLAIN = 0                # term_counted: the DFA matched once
+    TERM_UNITS = 1                # its unit repeated min..max times (count: units done)
+    TERM_CHARS = 2                # its match of min..max characters (count: characters done)
 
 ctypedef struct PState:
     int32_t frame     # top of the return stack (NO_FRAME: empty)
@@ -59,6 +63,10 @@ ctypedef struct Tables:
     int32_t* dfa_trans        # n_dfa_states * n_classes, -1 = no edge
     uint8_t* dfa_accept
     uint8_t* dfa_final        # accepting with no outgoing edge
+    uint8_t* dfa_boundary     # TERM_CHARS: the state is between two characters (entering it
+                              # completes one)
+    uint64_t* dfa_lens        # TERM_CHARS: bit L, an accepting state is L characters away
+    uint8_t* dfa_lens_tail    # ... and is, for every L >= 64
     int32_t n_terms
     int32_t* term_start
     uint8_t* term_counted
@@ -148,11 +156,31 @@ cdef inline bint has_bit(const uint32_t* words, uint32_t b) noexcept nogil:
     return (words[b >> 5] >> (b & 31)) & 1
 
 
+cdef inline bint chars_within(const Tables* t, int32_t term, int32_t d, int32_t cnt
+                              ) noexcept nogil:
+    """TERM_CHARS: whether state d, `cnt` characters in, can still reach an accepting state
+    with a count within the terminal's bounds."""
+    cdef int64_t lo = t.term_min[term] - cnt
+    cdef int64_t hi = (<int64_t>1 << 40) if t.term_max[term] == UNBOUNDED \
+        else t.term_max[term] - cnt
+    cdef int64_t top
+    if lo < 0:
+        lo = 0
+    if hi < lo:
+        return False
+    if lo < 64:
+        top = hi if hi < 63 else 63
+        if t.dfa_lens[d] & ((~(<uint64_t>0) >> (63 - (top - lo))) << lo):
+            return True
+    return hi >= 64 and t.dfa_lens_tail[d]
+
+
 cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt, uint8_t b,
                            PState* out) noexcept nogil:
     """Advance terminal `term` from (d, cnt) by byte b into out.dstate/out.count."""
     cdef int32_t nd
-    if t.term_counted[term]:
+    cdef uint8_t kind = t.term_counted[term]
+    if kind == TERM_UNITS:
         if d == t.term_start[term] and t.term_max[term] != UNBOUNDED and cnt >= t.term_max[term]:
             return False
         nd = dfa_next(t, d, b)
@@ -170,6 +198,17 @@ cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt
     nd = dfa_next(t, d, b)
     if nd < 0:
         return False
+    if kind == TERM_CHARS:
+        if t.dfa_boundary[nd]:  # a character is complete
+            cnt += 1
+        # refused at once where no way on keeps the count within the bounds (no dead end)
+        if not chars_within(t, term, nd, cnt):
+            return False
+        if t.term_max[term] == UNBOUNDED and cnt > t.term_min[term]:
+            cnt = t.term_min[term]
+        out.dstate = nd
+        out.count = cnt
+        return True
     out.dstate = nd
     out.count = 0
     return True
@@ -177,21 +216,37 @@ cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt
 
 cdef inline bint term_accepting(const Tables* t, int32_t term, int32_t d, int32_t cnt
                                 ) noexcept nogil:
-    if t.term_counted[term]:
+    cdef uint8_t kind = t.term_counted[term]
+    if kind == TERM_UNITS:
         return d == t.term_start[term] and cnt >= t.term_min[term]
+    if kind == TERM_CHARS:
+        return t.dfa_accept[d] and cnt >= t.term_min[term]
     return t.dfa_accept[d]
+
+
+cdef inline bint term_full(const Tables* t, int32_t term, int32_t d, int32_t cnt
+                           ) noexcept nogil:
+    """A counted terminal at its maximum count, between two units or characters: it takes
+    no more bytes."""
+    if t.term_max[term] == UNBOUNDED or cnt < t.term_max[term]:
+        return False
+    if t.term_counted[term] == TERM_UNITS:
+        return d == t.term_start[term]
+    return t.term_counted[term] == TERM_CHARS and t.dfa_boundary[d]
+
+
+cdef inline bint term_done(const Tables* t, int32_t term, int32_t d, int32_t cnt
+                           ) noexcept nogil:
+    """The terminal is complete and can take no more bytes."""
+    if t.term_counted[term] == TERM_UNITS:
+        return term_full(t, term, d, cnt)
+    return t.dfa_final[d] or term_full(t, term, d, cnt)
 
 
 cdef inline void normalize(const Tables* t, PState* s) noexcept nogil:
     """A terminal that is complete and can take no more bytes hands over to its target node,
     so that states reached through different terminals merge."""
-    cdef bint done
-    if t.term_counted[s.term]:
-        done = (s.dstate == t.term_start[s.term] and t.term_max[s.term] != UNBOUNDED
-                and s.count >= t.term_max[s.term])
-    else:
-        done = t.dfa_final[s.dstate]
-    if done:
+    if term_done(t, s.term, s.dstate, s.count):
         s.term = -1
         s.dstate = 0
         s.count = 0

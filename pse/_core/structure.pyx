@@ -924,7 +924,9 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                     ns.dstate = t.term_start[term]
                     ns.count = 0
                 else:
-                    term_step(t, term, t.term_start[term], 0, <uint8_t>b, &ns)
+                    # (a TERM_CHARS terminal may refuse a first byte its DFA takes)
+                    if not term_step(t, term, t.term_start[term], 0, <uint8_t>b, &ns):
+                        continue
                     normalize(t, &ns)
                     if t.has_unique and not unique_live(c, &ns):
                         continue
@@ -1062,6 +1064,7 @@ cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
 
 _TABLE_FIELDS = {
     "dfa_trans": np.int32, "dfa_accept": np.uint8, "dfa_final": np.uint8,
+    "dfa_boundary": np.uint8, "dfa_lens": np.uint64, "dfa_lens_tail": np.uint8,
     "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
     "node_end": np.uint8, "entry_term": np.int32,
@@ -1220,6 +1223,9 @@ cdef class CompiledStructure:
         self.t.dfa_trans = <int32_t*>_ptr(bufs, "dfa_trans")
         self.t.dfa_accept = <uint8_t*>_ptr(bufs, "dfa_accept")
         self.t.dfa_final = <uint8_t*>_ptr(bufs, "dfa_final")
+        self.t.dfa_boundary = <uint8_t*>_ptr(bufs, "dfa_boundary")
+        self.t.dfa_lens = <uint64_t*>_ptr(bufs, "dfa_lens")
+        self.t.dfa_lens_tail = <uint8_t*>_ptr(bufs, "dfa_lens_tail")
         self.t.term_start = <int32_t*>_ptr(bufs, "term_start")
         self.t.term_counted = <uint8_t*>_ptr(bufs, "term_counted")
         self.t.term_min = <int32_t*>_ptr(bufs, "term_min")

@@ -1,0 +1,133 @@
+"""String length bounds too large to unroll beside a pattern or format: the characters are
+counted at run time (CharCountedTerminal). Checked against `re` and the decoded length, with
+masks equal to brute force and never empty before the end (no dead ends)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pse import JsonSchema, StructuringEngine, Vocabulary
+from pse.automaton import count_lengths
+from pse.errors import SchemaError
+from pse.json_spelling import char_boundaries, json_char_class
+from pse.regex import compile_regex
+from conftest import shared_vocab
+from test_engine import brute_force, check_along, mask_ids
+
+# (pattern, minLength, maxLength): the pattern must mean the same to `re` (no \d, no \w)
+CASES = [
+    ("^[a-c]+$", 0, 70),
+    ("^[a-c]+$", 66, None),
+    ("^[a-c]+$", 66, 68),
+    ("^(ab|c)*$", 65, 70),       # lengths of every parity from a state inside "ab"
+    ("a", 0, 65),                # a search: anything around one "a"
+    ("^[aé\"]*b[ab]*$", 2, 66),  # two-byte characters and an escaped quote
+    ("^a{3}[bc]*$", 0, 65),      # a prefix every match needs
+]
+ALPHABET = ["a", "b", "c", "é", '"', "ab"]
+
+
+def _oracle(pattern: str, lo: int, hi: int | None, text: str) -> bool:
+    return (re.search(pattern, text) is not None and len(text) >= lo
+            and (hi is None or len(text) <= hi))
+
+
+def _schema(pattern: str, lo: int, hi: int | None) -> dict:
+    schema = {"type": "string", "pattern": pattern, "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    return schema
+
+
+@pytest.mark.parametrize("pattern, lo, hi", CASES)
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.sampled_from(ALPHABET), max_size=40), st.integers(0, 75))
+def test_counted_lengths_agree_with_re(pattern, lo, hi, parts, repeat):
+    m = _machine(pattern, lo, hi)
+    text = "".join(parts) + "c" * repeat
+    for s in (text, text[:64], "a" * repeat + text):
+        expected = _oracle(pattern, lo, hi, s)
+        assert m.matches(json.dumps(s, ensure_ascii=False)) == expected, (pattern, len(s))
+
+
+def _machine(pattern: str, lo: int, hi: int | None, cache: dict = {}) -> JsonSchema:
+    key = (pattern, lo, hi)
+    if key not in cache:
+        cache[key] = JsonSchema(_schema(pattern, lo, hi))
+    return cache[key]
+
+
+def test_lengths_are_counted_not_unrolled():
+    unrolled = JsonSchema({"type": "string", "pattern": "^[a-c]+$"}).compile().n_dfa_states
+    counted = JsonSchema(_schema("^[a-c]+$", 0, 1_000_000)).compile().n_dfa_states
+    assert counted == unrolled
+    m = JsonSchema(_schema("^[a-c]+$", 0, 100_000))
+    assert m.matches('"' + "ab" * 50_000 + '"') and not m.matches('"' + "ab" * 50_000 + 'c"')
+
+
+def test_boundaries_and_lengths():
+    dfa = compile_regex("^(é|ab)c$", 0, search=True, char_class=json_char_class, ecma=True)
+    boundaries = char_boundaries(dfa)
+    bits, tail = count_lengths(dfa, boundaries)
+    assert bits[0] == 0b1100 and not tail[0]  # "éc" and "abc": 2 or 3 characters
+    # lengths with a period past the table never settle
+    with pytest.raises(Exception, match="settle"):
+        JsonSchema(_schema("^(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)*$",
+                           0, 100))
+
+
+def test_key_names_with_long_bounds_and_a_pattern_are_refused():
+    with pytest.raises(SchemaError, match="key names"):
+        JsonSchema({"type": "object", "propertyNames": {"pattern": "^a", "maxLength": 100}})
+
+
+# --- masks -----------------------------------------------------------------------------------
+
+def _vocab() -> Vocabulary:
+    tokens = ['"', "a", "b", "c", "ab", "abc", "ca", "é", 'a"', 'b"', 'c"', "cc", "ccc",
+              "cccc", "\\", '\\"', "\\u00e9", "aé", '"a', "bb"]
+    return Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                  special_token_ids=[len(tokens)])
+
+
+VOCAB = _vocab()
+
+
+@pytest.mark.parametrize("pattern, lo, hi", CASES)
+@settings(max_examples=25, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_masks_equal_brute_force_and_never_dead_end(pattern, lo, hi, rng):
+    engine = StructuringEngine(VOCAB)
+    engine.configure(_machine(pattern, lo, hi))
+    for _ in range(60):
+        got = mask_ids(engine)
+        assert got == brute_force(engine)
+        assert got, "an empty mask before the end"
+        # the longest token half of the time, so that the bounds are reached
+        longest = max(got, key=lambda t: -1 if t in VOCAB.eos_token_ids
+                      else len(VOCAB.token_bytes(t)))
+        choice = longest if rng.random() < 0.5 else rng.choice(sorted(got))
+        if choice in VOCAB.eos_token_ids:
+            break
+        assert engine.consume_token(choice) is not None
+
+
+def test_masks_equal_brute_force_llama3():
+    llama = shared_vocab("llama3")
+    schema = {"type": "object", "properties": {"email": {
+        "type": "string", "format": "email", "maxLength": 70}}}
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema(schema))
+    local = "a" * 60
+    check_along(engine, llama.encode('{"email":"' + local + '@b.org"}'), every=4)
+    engine.reset()
+    for tid in llama.encode('{"email":"' + local + "@example."):
+        assert engine.consume_token(tid) is not None
+    allowed = mask_ids(engine)
+    assert allowed == brute_force(engine)
+    # 69 characters so far: one more letter, then the closing quote
+    assert llama.encode("c")[0] in allowed and llama.encode("com")[0] not in allowed
