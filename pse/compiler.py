@@ -389,12 +389,13 @@ class _Compiler:
 
     def dfa_tables(self) -> dict:
         dfas = [term.dfa for term in self.terminals]
-        n = sum(d.n_states for d in dfas)
+        # per state, for TERM_CHARS terminals only (the core reads no other state's)
+        n = sum(d.n_states for d in dfas) if any(t.lengths for t in self.terminals) else 0
         boundary = np.zeros(n, dtype=np.uint8)
         lens = np.zeros(n, dtype=np.uint64)
         tail = np.zeros(n, dtype=np.uint8)
         at = 0
-        for term in self.terminals:
+        for term in self.terminals if n else ():
             if term.lengths is not None:
                 k = term.dfa.n_states
                 boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths

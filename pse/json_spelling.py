@@ -12,6 +12,8 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import threading
+from collections import OrderedDict
 from typing import Hashable
 
 import numpy as np
@@ -101,10 +103,35 @@ def without_names(keys: automaton.DFA, names) -> automaton.DFA:
 MAX_NAME_SUFFIXES = 256
 
 
+# Key automata less names, by the key automaton's digest and the names: objects that list the
+# same names (in one schema, through several references, or in others) build theirs once.
+_WITHOUT_NAMES: OrderedDict = OrderedDict()
+_WITHOUT_NAMES_SIZE = 1024
+_WITHOUT_NAMES_LOCK = threading.Lock()
+
+
 def without_names_states(keys: automaton.DFA, names
                          ) -> tuple[automaton.DFA, KeyStates | None]:
     """`without_names`, and what the masks of its states can share (see KeyStates; None for
-    the empty language)."""
+    the empty language). Both are immutable (KeyStates only fills a cache of what it
+    derives), so the result is shared."""
+    names = tuple(sorted(set(names)))  # the language depends on the set, not the order
+    key = (_dfa_digest(keys), names)
+    with _WITHOUT_NAMES_LOCK:
+        found = _WITHOUT_NAMES.get(key)
+        if found is not None:
+            _WITHOUT_NAMES.move_to_end(key)
+            return found
+    found = _without_names_states(keys, names)
+    with _WITHOUT_NAMES_LOCK:
+        _WITHOUT_NAMES[key] = found
+        if len(_WITHOUT_NAMES) > _WITHOUT_NAMES_SIZE:
+            _WITHOUT_NAMES.popitem(last=False)
+    return found
+
+
+def _without_names_states(keys: automaton.DFA, names
+                          ) -> tuple[automaton.DFA, KeyStates | None]:
     trie, is_name = _spelling_trie(names)
     n_keys = keys.n_states
     k_trans, k_accept, k_dense = keys.trans, keys.accept, keys.dense()

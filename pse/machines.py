@@ -179,6 +179,17 @@ class Terminal(StateMachine):
         raise NotImplementedError
 
 
+class _HashedKey(tuple):
+    """A tuple that computes its hash once: an automaton's key holds all its transitions, and
+    the compiler and the caches look it up many times."""
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("hash")
+        if h is None:
+            h = self.__dict__["hash"] = tuple.__hash__(self)
+        return h
+
+
 class DfaTerminal(Terminal):
     """A terminal given by a ready byte DFA (built by the schema or grammar compiler).
 
@@ -203,7 +214,7 @@ class DfaTerminal(Terminal):
 
     def terminal_key(self) -> Hashable:
         if self._key is None:
-            self._key = ("dfa", tuple(map(tuple, self._dfa.trans)), tuple(self._dfa.accept))
+            self._key = _HashedKey(("dfa", self._dfa.trans, self._dfa.accept))
         return self._key
 
     def __repr__(self) -> str:
