@@ -1183,13 +1183,14 @@ class _Compiler:
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         if not _unrolled_length(lo, hi):
-            return Chain(Phrase('"'), self.counted_content(dfa, lo, hi, pointer), Phrase('"'))
+            content = self.counted_content(dfa, lo, hi, pointer)
+            return None if content is None else Chain(Phrase('"'), content, Phrase('"'))
         return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
 
     def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
                         pointer: str) -> StateMachine | None:
         """String contents `dfa` allows, of lo..hi characters counted at run time (a bound
-        too large to unroll into the automaton)."""
+        too large to unroll into the automaton); None: no match has such a length."""
         where = f"{pointer}/maxLength" if hi is not None else f"{pointer}/minLength"
         boundaries = char_boundaries(dfa)
         if boundaries is None:
@@ -1197,10 +1198,11 @@ class _Compiler:
                       "the pattern's automaton does not tell characters apart")
             return DfaTerminal(dfa, f"string at {pointer}")
         try:
-            return CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
+            content = CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
         except GrammarError as e:
             self.fail(where, "maxLength" if hi is not None else "minLength", str(e))
             return DfaTerminal(dfa, f"string at {pointer}")
+        return content if content.matches_some_length() else None
 
     def content_dfa(self, node: dict, patterns: list, pointer: str,
                     count_length: bool = False) -> automaton.DFA:

@@ -253,6 +253,17 @@ class CharCountedTerminal(DfaTerminal):
         self.min_count = 0 if dfa.accept[0] and self.min_chars == 0 else 1
         self.length_bits, self.length_tail = automaton.count_lengths(dfa, self.boundaries)
 
+    def matches_some_length(self) -> bool:
+        """Whether some match holds min_chars to max_chars characters (else the terminal
+        matches nothing)."""
+        hi = self.max_chars
+        for n in range(self.min_chars, min(63, 63 if hi is None else hi) + 1):
+            if self.length_bits[0] >> n & 1:
+                return True
+        # the table's tail: every length from LENGTH_BITS on, or none of them
+        return self.length_tail[0] and (hi is None
+                                        or hi >= max(self.min_chars, automaton.LENGTH_BITS))
+
     def terminal_key(self) -> Hashable:
         return ("chars", super().terminal_key(), self.boundaries)
 

@@ -80,6 +80,15 @@ def test_boundaries_and_lengths():
                            0, 100))
 
 
+def test_a_pattern_with_no_match_of_a_length_in_bounds_matches_nothing():
+    for pattern, lo, hi in [("^a{3}$", 65, None), ("^a{0,3}$", 70, 100), ("^(a|bé)$", 66, None)]:
+        with pytest.raises(SchemaError, match="nothing is valid"):
+            JsonSchema(_schema(pattern, lo, hi))
+        # beside another branch the string is simply left out
+        m = JsonSchema({"anyOf": [_schema(pattern, lo, hi), {"type": "number"}]})
+        assert m.matches("1") and not m.matches('"aaa"') and not m.matches('"', partial=True)
+
+
 def test_key_names_with_long_bounds_and_a_pattern_are_refused():
     with pytest.raises(SchemaError, match="key names"):
         JsonSchema({"type": "object", "propertyNames": {"pattern": "^a", "maxLength": 100}})
