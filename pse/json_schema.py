@@ -1945,8 +1945,14 @@ def _format_patterns(fmt: str, where: str) -> list[tuple[str, bool | None, str]]
     return out
 
 
+# The largest count the core keeps (its counters are 32-bit; -1 means unbounded).
+MAX_COUNT = 2**31 - 2
+
+
 def _count(node: dict, key: str, pointer: str, default: int | None = None) -> int | None:
-    """A non-negative integer keyword (2.0 counts as 2)."""
+    """A non-negative integer keyword (2.0 counts as 2). An upper bound beyond MAX_COUNT is
+    MAX_COUNT (refusing only instances of over two billion characters, items or
+    properties); a lower bound beyond it is refused."""
     value = node.get(key, default)
     if value is None:
         return None
@@ -1954,6 +1960,11 @@ def _count(node: dict, key: str, pointer: str, default: int | None = None) -> in
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SchemaError(f"{pointer}/{key}: must be an integer >= 0, got {value!r}")
+    if value > MAX_COUNT:
+        if key.startswith("max"):
+            return MAX_COUNT
+        raise SchemaError(f"{pointer}/{key}: {value} is beyond the largest count kept "
+                          f"({MAX_COUNT}, MAX_COUNT)")
     return value
 
 

@@ -119,6 +119,19 @@ def test_large_max_length_is_counted():
     assert m.matches('"' + "x" * 5000 + '"')
 
 
+def test_counts_beyond_32_bits():
+    """Upper bounds past the core's counters are kept at MAX_COUNT (only absurdly long
+    instances are refused); lower bounds past them are refused."""
+    for schema in ({"type": "string", "maxLength": 2**40},
+                   {"type": "string", "maxLength": 2**53 - 1, "pattern": "^a"},
+                   {"type": "array", "maxItems": 2**40}, {"maxProperties": 2**40}):
+        text = {"string": '"abc"', "array": "[1,2]"}.get(schema.get("type"), '{"a":1}')
+        assert JsonSchema(schema).matches(text), schema
+    for schema in ({"type": "string", "minLength": 2**40}, {"minItems": 2**31}):
+        with pytest.raises(SchemaError, match="MAX_COUNT"):
+            JsonSchema(schema)
+
+
 def test_unicode_and_escapes_count_as_one_character():
     m = JsonSchema({"type": "string", "minLength": 2, "maxLength": 2})
     for text, ok in [('"é🎉"', True), ('"\\n\\u00e9"', True), ('"a"', False), ('"abc"', False)]:
