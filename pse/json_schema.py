@@ -148,6 +148,8 @@ MAX_UNROLLED_LENGTH = 64
 MAX_UNROLLED_ITEMS = 256
 # Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
 MAX_KEY_REGIONS = 32
+# The largest count the core keeps (its counters are 32-bit; -1 means unbounded).
+MAX_COUNT = 2**31 - 2
 
 
 def _unrolled_length(lo: int, hi: int | None) -> bool:
@@ -1191,16 +1193,16 @@ class _Compiler:
                         pointer: str) -> StateMachine | None:
         """String contents `dfa` allows, of lo..hi characters counted at run time (a bound
         too large to unroll into the automaton); None: no match has such a length."""
-        where = f"{pointer}/maxLength" if hi is not None else f"{pointer}/minLength"
+        keyword = "maxLength" if hi is not None else "minLength"
         boundaries = char_boundaries(dfa)
         if boundaries is None:
-            self.fail(where, "maxLength" if hi is not None else "minLength",
+            self.fail(f"{pointer}/{keyword}", keyword,
                       "the pattern's automaton does not tell characters apart")
-            return DfaTerminal(dfa, f"string at {pointer}")
+            return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
         try:
             content = CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
         except GrammarError as e:
-            self.fail(where, "maxLength" if hi is not None else "minLength", str(e))
+            self.fail(f"{pointer}/{keyword}", keyword, str(e))
             return DfaTerminal(dfa, f"string at {pointer}")
         return content if content.matches_some_length() else None
 
@@ -1910,8 +1912,8 @@ def _search(pattern: str, text: str, pointer: str) -> bool:
 
 
 def _every_state_loops(dfa: automaton.DFA) -> bool:
-    """Whether every state can reach a cycle: states that cannot are peeled off from the
-    states without edges inwards, and none may be left over."""
+    """Whether every state can reach a cycle: the states that cannot are peeled off, those
+    with no edge out first, then those whose every edge leads to a peeled one; none may be."""
     succ = [{t for _, _, t in row} for row in dfa.trans]
     pred: list[list[int]] = [[] for _ in succ]
     for s, targets in enumerate(succ):
@@ -1943,10 +1945,6 @@ def _format_patterns(fmt: str, where: str) -> list[tuple[str, bool | None, str]]
     if fmt in FORMAT_EXCLUDED:
         out.append((FORMAT_EXCLUDED[fmt], None, where))
     return out
-
-
-# The largest count the core keeps (its counters are 32-bit; -1 means unbounded).
-MAX_COUNT = 2**31 - 2
 
 
 def _count(node: dict, key: str, pointer: str, default: int | None = None) -> int | None:
