@@ -7,6 +7,7 @@ Nothing here runs per token.
 
 from __future__ import annotations
 
+from collections import deque
 from itertools import chain
 from typing import Iterable, Iterator, Sequence
 
@@ -414,7 +415,8 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
     once A_64 equals A_65 they stay so.
 
     Raises:
-        GrammarError: the sets never settle by then (lengths with a period, as of (aa)*).
+        GrammarError: the sets have not settled by then (lengths with a period, as of (aa)*,
+            or a bounded part past LENGTH_BITS, as of a{1,100}).
     """
     from pse.errors import GrammarError
 
@@ -441,8 +443,51 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
     after = through_uncounted((step1 & reach[target]).any(axis=1))
     if not (after == reach).all():
         raise GrammarError(f"the lengths of its matches do not settle within {LENGTH_BITS} "
-                           "characters (a repeated group of several characters)")
+                           "characters (they go by steps of several characters, or a part "
+                           f"of the pattern bounded past {LENGTH_BITS} characters sets them)")
     return tuple(int(b) for b in bits), tuple(bool(r) for r in reach)
+
+
+def count_range(dfa: DFA, counts: Sequence[bool]) -> tuple[int, int | None]:
+    """The fewest and the most counted steps (see count_lengths) on a path from the start to
+    an accepting state; the most is None when a cycle makes matches unbounded."""
+    weight = [int(bool(c)) for c in counts]
+    succ = [sorted({t for _, _, t in row}) for row in dfa.trans]
+    # fewest: a breadth-first search where uncounted edges cost nothing
+    best = [-1] * len(succ)
+    best[0] = 0
+    todo = deque([0])
+    while todo:
+        s = todo.popleft()
+        for t in succ[s]:
+            d = best[s] + weight[t]
+            if best[t] < 0 or d < best[t]:
+                best[t] = d
+                if weight[t]:
+                    todo.append(t)
+                else:
+                    todo.appendleft(t)
+    fewest = min(best[s] for s in range(len(succ)) if dfa.accept[s] and best[s] >= 0)
+    # most: the longest path, in an order where every edge goes forward (none: a cycle)
+    indegree = [0] * len(succ)
+    for row in succ:
+        for t in row:
+            indegree[t] += 1
+    order = [s for s, n in enumerate(indegree) if n == 0]
+    for s in order:
+        for t in succ[s]:
+            indegree[t] -= 1
+            if indegree[t] == 0:
+                order.append(t)
+    if len(order) < len(succ):
+        return fewest, None
+    most = [-1] * len(succ)
+    most[0] = 0
+    for s in order:
+        if most[s] >= 0:
+            for t in succ[s]:
+                most[t] = max(most[t], most[s] + weight[t])
+    return fewest, max(most[s] for s in range(len(succ)) if dfa.accept[s] and most[s] >= 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1199,6 +1199,11 @@ class _Compiler:
             self.fail(f"{pointer}/{keyword}", keyword,
                       "the pattern's automaton does not tell characters apart")
             return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
+        fewest, most = automaton.count_range(dfa, boundaries)
+        if fewest > (MAX_COUNT if hi is None else hi) or (most is not None and most < lo):
+            return None  # no match has a length within the bounds
+        if lo <= fewest and (hi is None or (most is not None and most <= hi)):
+            return DfaTerminal(dfa, f"string at {pointer}")  # every match's length is in them
         try:
             content = CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
         except GrammarError as e:

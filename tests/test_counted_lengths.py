@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
-from pse.automaton import count_lengths
+from pse.automaton import count_lengths, count_range
 from pse.errors import SchemaError
 from pse.json_spelling import char_boundaries, json_char_class
 from pse.regex import compile_regex
@@ -27,6 +27,8 @@ CASES = [
     ("a", 0, 65),                # a search: anything around one "a"
     ("^[aé\"]*b[ab]*$", 2, 66),  # two-byte characters and an escaped quote
     ("^a{3}[bc]*$", 0, 65),      # a prefix every match needs
+    ("^[a-c]{5,96}$", 5, 96),    # bounds the pattern keeps anyway: nothing to count
+    ("^[a-c]{5,60}$", 30, 200),  # ... one of them
 ]
 ALPHABET = ["a", "b", "c", "é", '"', "ab"]
 
@@ -67,6 +69,17 @@ def test_lengths_are_counted_not_unrolled():
     assert counted == unrolled
     m = JsonSchema(_schema("^[a-c]+$", 0, 100_000))
     assert m.matches('"' + "ab" * 50_000 + '"') and not m.matches('"' + "ab" * 50_000 + 'c"')
+
+
+def test_length_range():
+    for pattern, expected in [("^(é|ab)c$", (2, 3)), ("^a{5,96}$", (5, 96)), ("^a+$", (1, None)),
+                              ("^\\\\x{2}$", (3, 3)), ("^$", (0, 0))]:
+        dfa = compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
+        assert count_range(dfa, char_boundaries(dfa)) == expected, pattern
+    # bounds every match keeps are not counted: the automaton alone
+    plain = JsonSchema({"type": "string", "pattern": "^[a-c]{5,96}$"}).compile()
+    kept = JsonSchema(_schema("^[a-c]{5,96}$", 5, 96)).compile()
+    assert kept.terminal_keys == plain.terminal_keys
 
 
 def test_boundaries_and_lengths():
