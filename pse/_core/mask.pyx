@@ -10,11 +10,10 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch, StateSet,
-    Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes, expand, has_bit, in_unique,
-    is_accepting, seen_free, seen_init, seen_reset, stateset_add, stateset_free,
-    stateset_init, step_bytes, step_set, TERM_CHARS, TERM_UNITS, term_accepting, term_done,
-    term_step,
+    CompiledStructure, Ctx, Frame, LENGTH_BITS, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch,
+    StateSet, TERM_CHARS, TERM_UNITS, Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes,
+    expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, stateset_add,
+    stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_done, term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -41,9 +40,9 @@ cdef enum:
 cdef inline int32_t count_reach(const Tables* t, int32_t term, int32_t horizon
                                 ) noexcept nogil:
     """How far a count may be from a bound and still matter to a token: a token holds at
-    most `horizon` units; a TERM_CHARS terminal also reads its lengths table up to 64 (see
-    chars_within)."""
-    return horizon + 64 if t.term_counted[term] == TERM_CHARS else horizon
+    most `horizon` units; a TERM_CHARS terminal also reads its lengths table, LENGTH_BITS
+    further (see chars_within)."""
+    return horizon + LENGTH_BITS if t.term_counted[term] == TERM_CHARS else horizon
 
 
 cdef inline int32_t count_class(const Tables* t, int32_t term, int32_t c, int32_t horizon

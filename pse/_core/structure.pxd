@@ -36,6 +36,7 @@ cdef enum:
     TERM_PLAIN = 0                # term_counted: the DFA matched once
     TERM_UNITS = 1                # its unit repeated min..max times (count: units done)
     TERM_CHARS = 2                # its match of min..max characters (count: characters done)
+    LENGTH_BITS = 64              # dfa_lens: lengths tabulated per state (automaton.LENGTH_BITS)
 
 ctypedef struct PState:
     int32_t frame     # top of the return stack (NO_FRAME: empty)
@@ -66,7 +67,7 @@ ctypedef struct Tables:
     uint8_t* dfa_boundary     # TERM_CHARS: the state is between two characters (entering it
                               # completes one)
     uint64_t* dfa_lens        # TERM_CHARS: bit L, an accepting state is L characters away
-    uint8_t* dfa_lens_tail    # ... and is, for every L >= 64
+    uint8_t* dfa_lens_tail    # ... and is, for every L >= LENGTH_BITS
     int32_t n_terms
     int32_t* term_start
     uint8_t* term_counted
@@ -168,11 +169,11 @@ cdef inline bint chars_within(const Tables* t, int32_t term, int32_t d, int32_t 
         lo = 0
     if hi < lo:
         return False
-    if lo < 64:
-        top = hi if hi < 63 else 63
-        if t.dfa_lens[d] & ((~(<uint64_t>0) >> (63 - (top - lo))) << lo):
+    if lo < LENGTH_BITS:
+        top = hi if hi < LENGTH_BITS - 1 else LENGTH_BITS - 1
+        if t.dfa_lens[d] & ((~(<uint64_t>0) >> (LENGTH_BITS - 1 - (top - lo))) << lo):
             return True
-    return hi >= 64 and t.dfa_lens_tail[d]
+    return hi >= LENGTH_BITS and t.dfa_lens_tail[d]
 
 
 cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt, uint8_t b,
