@@ -448,6 +448,23 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
     return tuple(int(b) for b in bits), tuple(bool(r) for r in reach)
 
 
+def peel_order(succ: Sequence[Iterable[int]]) -> list[int]:
+    """The nodes of a graph (`succ[s]`: where s's edges lead) with no edge in, then those whose
+    every edge in comes from one already listed (a topological order); the nodes left out
+    lie on a cycle or after one."""
+    indegree = [0] * len(succ)
+    for row in succ:
+        for t in row:
+            indegree[t] += 1
+    order = [s for s, n in enumerate(indegree) if n == 0]
+    for s in order:
+        for t in succ[s]:
+            indegree[t] -= 1
+            if indegree[t] == 0:
+                order.append(t)
+    return order
+
+
 def count_range(dfa: DFA, counts: Sequence[bool]) -> tuple[int, int | None]:
     """The fewest and the most counted steps (see count_lengths) on a path from the start to
     an accepting state; the most is None when a cycle makes matches unbounded."""
@@ -469,16 +486,7 @@ def count_range(dfa: DFA, counts: Sequence[bool]) -> tuple[int, int | None]:
                     todo.appendleft(t)
     fewest = min(best[s] for s in range(len(succ)) if dfa.accept[s] and best[s] >= 0)
     # most: the longest path, in an order where every edge goes forward (none: a cycle)
-    indegree = [0] * len(succ)
-    for row in succ:
-        for t in row:
-            indegree[t] += 1
-    order = [s for s, n in enumerate(indegree) if n == 0]
-    for s in order:
-        for t in succ[s]:
-            indegree[t] -= 1
-            if indegree[t] == 0:
-                order.append(t)
+    order = peel_order(succ)
     if len(order) < len(succ):
         return fewest, None
     most = [-1] * len(succ)

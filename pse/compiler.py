@@ -73,9 +73,9 @@ TERM_PLAIN, TERM_UNITS, TERM_CHARS = 0, 1, 2
 
 
 class _Terminal:
-    def __init__(self, dfa: automaton.DFA, counted: int, min_count: int, max_count: int,
+    def __init__(self, dfa: automaton.DFA, kind: int, min_count: int, max_count: int,
                  key: Hashable, states: Any, lengths: tuple | None) -> None:
-        self.dfa, self.counted, self.min, self.max = dfa, counted, min_count, max_count
+        self.dfa, self.kind, self.min, self.max = dfa, kind, min_count, max_count  # kind: TERM_*
         self.key = key  # equal keys: equal terminals, in any structure
         self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
         self.lengths = lengths  # TERM_CHARS: per state, boundary flags and count_lengths
@@ -404,7 +404,7 @@ class _Compiler:
             pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
                       [d.accept for d in dfas]),
             dfa_boundary=boundary, dfa_lens=lens, dfa_lens_tail=tail,
-            term_counted=[t.counted for t in self.terminals],
+            term_counted=[t.kind for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             terminal_keys=[t.key for t in self.terminals],
             terminal_states=[t.states for t in self.terminals],

@@ -1917,21 +1917,13 @@ def _search(pattern: str, text: str, pointer: str) -> bool:
 
 
 def _every_state_loops(dfa: automaton.DFA) -> bool:
-    """Whether every state can reach a cycle: the states that cannot are peeled off, those
-    with no edge out first, then those whose every edge leads to a peeled one; none may be."""
-    succ = [{t for _, _, t in row} for row in dfa.trans]
-    pred: list[list[int]] = [[] for _ in succ]
-    for s, targets in enumerate(succ):
-        for t in targets:
+    """Whether every state can reach a cycle: peeling the reversed graph lists exactly the
+    states that cannot (none may be)."""
+    pred: list[list[int]] = [[] for _ in dfa.trans]
+    for s, row in enumerate(dfa.trans):
+        for t in {t for _, _, t in row}:
             pred[t].append(s)
-    out = [len(targets) for targets in succ]
-    peel = [s for s, n in enumerate(out) if n == 0]
-    for s in peel:
-        for p in pred[s]:
-            out[p] -= 1
-            if out[p] == 0:
-                peel.append(p)
-    return not peel
+    return not automaton.peel_order(pred)
 
 
 def _nonempty(dfa: automaton.DFA) -> bool:

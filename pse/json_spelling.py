@@ -59,7 +59,7 @@ def char_boundaries(dfa: automaton.DFA) -> tuple[bool, ...] | None:
     """Per state of `dfa` (string contents, as JSON spells them), whether it sits between two
     characters as JSON Schema counts them (JsonStringContent's units); None when some state
     is reached both between characters and inside one, or a byte leaves the JSON spellings."""
-    unit = _char_unit()
+    unit = JsonStringContent().unit_dfa()
     unit_dense = unit.dense()
     unit_done = np.asarray(unit.accept, dtype=bool)
     dense = dfa.dense()
@@ -423,9 +423,3 @@ def _members(ranges, probe):
     """The code points of `probe` that `ranges` holds, in order."""
     return sorted(cp for plo, phi in probe for lo, hi in ranges
                   for cp in range(max(lo, plo), min(hi, phi) + 1))
-
-
-@functools.lru_cache(maxsize=1)
-def _char_unit() -> automaton.DFA:
-    """One character of a JSON string (JsonStringContent's unit), built once."""
-    return JsonStringContent().unit_dfa()

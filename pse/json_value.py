@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Hashable
 
@@ -39,34 +40,41 @@ class JsonStringContent(Terminal):
             raise GrammarError(f"min_length ({min_length}) > max_length ({max_length})")
 
     def unit_dfa(self) -> automaton.DFA:
-        nfa = automaton.NFA()
-        plain = automaton.char_class(nfa, [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
-        simple = automaton.concat(nfa, [
-            automaton.literal(nfa, b"\\"),
-            automaton.byte_class(nfa, [(c, c) for c in b'"\\/bfnrt']),
-        ])
-
-        def escape(first: list, second: list) -> automaton.Fragment:  # \\u and 4 hex digits
-            return automaton.concat(nfa, [
-                automaton.literal(nfa, b"\\u"), automaton.byte_class(nfa, first),
-                automaton.byte_class(nfa, second),
-                *[automaton.byte_class(nfa, _HEX) for _ in range(2)]])
-
-        d = [(ord("d"), ord("d")), (ord("D"), ord("D"))]
-        bmp = automaton.alternation(nfa, [
-            escape([(ord("0"), ord("9")), (ord("a"), ord("c")), (ord("A"), ord("C")),
-                    (ord("e"), ord("f")), (ord("E"), ord("F"))], _HEX),
-            escape(d, [(ord("0"), ord("7"))])])
-        pair = automaton.concat(nfa, [
-            escape(d, [(ord("8"), ord("9")), (ord("a"), ord("b")), (ord("A"), ord("B"))]),
-            escape(d, [(ord("c"), ord("f")), (ord("C"), ord("F"))])])
-        return automaton.determinize(nfa, automaton.alternation(nfa, [plain, simple, bmp, pair]))
+        return _string_char_dfa()
 
     def terminal_key(self) -> Hashable:
         return ("json-string-char",)
 
     def __repr__(self) -> str:
         return f"JsonStringContent({self.min_count}, {self.max_count})"
+
+
+@functools.lru_cache(maxsize=1)
+def _string_char_dfa() -> automaton.DFA:
+    """One character of a JSON string (JsonStringContent's unit), built once: automata are
+    immutable, and string lengths and patterns ask for it too."""
+    nfa = automaton.NFA()
+    plain = automaton.char_class(nfa, [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
+    simple = automaton.concat(nfa, [
+        automaton.literal(nfa, b"\\"),
+        automaton.byte_class(nfa, [(c, c) for c in b'"\\/bfnrt']),
+    ])
+
+    def escape(first: list, second: list) -> automaton.Fragment:  # \\u and 4 hex digits
+        return automaton.concat(nfa, [
+            automaton.literal(nfa, b"\\u"), automaton.byte_class(nfa, first),
+            automaton.byte_class(nfa, second),
+            *[automaton.byte_class(nfa, _HEX) for _ in range(2)]])
+
+    d = [(ord("d"), ord("d")), (ord("D"), ord("D"))]
+    bmp = automaton.alternation(nfa, [
+        escape([(ord("0"), ord("9")), (ord("a"), ord("c")), (ord("A"), ord("C")),
+                (ord("e"), ord("f")), (ord("E"), ord("F"))], _HEX),
+        escape(d, [(ord("0"), ord("7"))])])
+    pair = automaton.concat(nfa, [
+        escape(d, [(ord("8"), ord("9")), (ord("a"), ord("b")), (ord("A"), ord("B"))]),
+        escape(d, [(ord("c"), ord("f")), (ord("C"), ord("F"))])])
+    return automaton.determinize(nfa, automaton.alternation(nfa, [plain, simple, bmp, pair]))
 
 
 class JsonNumber(Terminal):
