@@ -18,7 +18,7 @@ from decimal import Decimal
 import re
 import warnings
 from typing import Any, Callable
-from urllib.parse import unquote, urljoin
+from urllib.parse import quote, unquote, urljoin
 
 from pse import automaton, limits, schema_types
 from pse.compiler import share_rules
@@ -453,6 +453,14 @@ RECURSIVE = "#recursive"
 # Subschemas nested (through properties, items, applicators, references being expanded) deeper
 # than this are refused with the pointer, well before Python's recursion limit.
 MAX_SCHEMA_DEPTH = 100
+# Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
+# oneOf's branches apart) are multiplied out, one subschema per combination; past this the
+# schema is refused with a clear error instead of minutes and gigabytes (every maskbench
+# schema that compiles needs under 31,000).
+MAX_SCHEMA_NODES = 100_000
+# The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
+# both hold" is a branch of its own).
+MAX_ONE_OF_PAIRS = 32
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
@@ -494,6 +502,7 @@ class _Compiler:
         self.refs: dict[tuple[str, tuple], Forward | None] = {}
         self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
         self.compiled: dict[tuple[int, tuple], tuple[Any, StateMachine | None]] = {}
+        self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
         # them; the bindings of the dynamic scope, innermost last: ((name, resource), ...)
         self.dynamic_names: dict[str, list[str]] = {}
@@ -503,6 +512,9 @@ class _Compiler:
         self.resources: dict[str, Any] = {}
         self.anchors: dict[tuple[str, str], Any] = {}
         self.bases: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; base)
+        # the opposite of each reference (see `opposite_ref`): the URI of a resource made for
+        # it, or None where it has none
+        self.opposites: dict[str, str | None] = {}
         self.any_value = _any_value(ws)
         dialect = root.get("$schema", "") if isinstance(root, dict) else ""
         dialect = dialect if isinstance(dialect, str) else ""
@@ -535,6 +547,11 @@ class _Compiler:
         try:
             if key in self.compiled:
                 return self.compiled[key][1]
+            self.nodes += 1
+            if self.nodes > MAX_SCHEMA_NODES:
+                raise SchemaError(f"{pointer}: the schema multiplies out into more than "
+                                  f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
+                                  "inside allOf, or oneOf branches kept apart, combine")
             machine = self.compile_new(node, pointer)
             self.compiled[key] = (node, machine)  # the node is kept so its id stays its own
             return machine
@@ -586,6 +603,8 @@ class _Compiler:
             if "anyOf" not in merged and "oneOf" not in merged:
                 raise SchemaError(f"{pointer}/allOf: these schemas could not be merged")
             node = merged  # unions that did not merge are left: taken one at a time below
+        if node.get("type") == []:
+            return None  # types that exclude each other: the unions need not be expanded
         for key in ("anyOf", "oneOf"):
             if key in node:
                 return self.union(node, key, pointer)
@@ -799,70 +818,92 @@ class _Compiler:
         return node
 
     def resolve_shallow(self, node: Any, pointer: str) -> Any:
-        """`node` with a top-level $ref (and allOf) replaced by what it stands for."""
-        for _ in range(16):
+        """`node` with a top-level $ref and allOf merged in (see `merge_all`): the same
+        schema, flatter; as it was where they do not merge."""
+        for _ in range(16):  # (a merged target may have a $ref of its own)
             if isinstance(node, dict) and "$ref" in node:
-                node = {**self.resolve(self.absolute(node, node["$ref"]), pointer),
-                        **{k: v for k, v in node.items() if k != "$ref"}}
-            else:
+                siblings = {} if self.ref_alone else {k: v for k, v in node.items()
+                                                      if k != "$ref"}
+                node = {**siblings, "allOf": [*siblings.get("allOf", ()),
+                                              {"$ref": self.absolute(node, node["$ref"])}]}
+            if not isinstance(node, dict) or "allOf" not in node:
                 break
-        if isinstance(node, dict) and "allOf" in node:
             try:
                 node = self.merge_all(node, pointer)
             except SchemaError:
-                pass
+                break
+            if not isinstance(node, dict) or "$ref" not in node:
+                break
         return node
 
     def opposite(self, sub: Any, pointer: str, depth: int = 0,
-                 keys: frozenset | None = None) -> Any:
+                 keys: frozenset | None = None, within: dict | None = None) -> Any:
         """A schema exactly the instances `sub` rejects, where a simple rewrite gives one:
-        a bound flipped, required names absent, De Morgan over anyOf/allOf; None otherwise
-        (`negate` handles the type forms). `keys`: the only property names the instances in
-        question can have (None: any), which lets a closed object shape be negated."""
+        a bound flipped, required names absent, De Morgan over anyOf/allOf/oneOf, a reference
+        to the opposite of its target; None otherwise (`negate` handles the type forms).
+        `keys`: the only property names the instances in question can have (None: any),
+        which lets a closed object shape be negated. `within`: a schema those instances
+        match; what it already asks of them (see `_holds_within`) cannot fail and is left
+        out, which keeps the unions the opposite makes small."""
         if sub is True or sub == {}:
             return False
         if sub is False:
             return True
-        if not isinstance(sub, dict) or depth > 8:
+        if not isinstance(sub, dict) or depth >= MAX_SCHEMA_DEPTH:
             return None
+        node = sub
         # unknown keywords are annotations
-        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS
-               and (k in _VALIDATION or k in _APPLICATORS)}
+        sub = _numeric_bounds({k: v for k, v in sub.items() if k not in _ANNOTATIONS
+                               and (k in _VALIDATION or k in _APPLICATORS)})
+        if "$ref" in sub:
+            ref = self.absolute(node, sub["$ref"])
+            if self.ref_alone:  # drafts 4-7: the siblings of $ref are ignored
+                return self.opposite_ref(ref, pointer, depth, keys)
+            sub["$ref"] = ref  # (an absolute URI needs no base when regrouped below)
+        if "items" in sub and not isinstance(sub["items"], list):
+            sub.pop("additionalItems", None)  # ignored beside a single items schema
+        if within is not None:
+            within = _numeric_bounds(within)
+            sub = {k: v for k, v in sub.items()
+                   if k in _OBJECT_SHAPE or not _holds_within(k, v, within)}
         if not sub:
             return False
         if set(sub) == {"$ref"}:
-            return self.opposite(self.resolve(self.absolute(sub, sub["$ref"]), pointer),
-                                 pointer, depth + 1, keys)
+            return self.opposite_ref(sub["$ref"], pointer, depth, keys)
         shape = {k: v for k, v in sub.items() if k in _OBJECT_SHAPE}
         if shape and len(shape) == len(sub):
-            return self.opposite_shape(shape, pointer, depth, keys)
+            return self.opposite_shape(shape, pointer, depth, keys, within)
         if len(sub) > 1:
             # a conjunction of keywords that each hold on their own (the object shape as
             # one): one of them fails
             groups = ([shape] if shape else []) + [{k: v} for k, v in sub.items()
                                                    if k not in shape]
-            if not set(sub) - set(shape) <= _SELF_CONTAINED \
-                    or (self.draft4 and set(sub) & _BOUNDS):
+            if not set(sub) - set(shape) <= _SELF_CONTAINED:
                 return None
-            parts = [self.opposite(g, pointer, depth + 1, keys) for g in groups]
+            parts = [self.opposite(g, pointer, depth + 1, keys, within) for g in groups]
             if any(p is None for p in parts):
                 return None
-            return {"anyOf": parts}
+            return _any_of(parts)
         (key, value), = sub.items()
         if key in ("enum", "const"):
             return {"not": {key: value}}  # compiled as the values left out (`_exclusion`)
         if key == "pattern" and isinstance(value, str):
             return {"type": "string", "not": {"type": "string", "pattern": value}}
+        if key == "format" and isinstance(value, str):
+            return _format_opposite(value)
         if key == "items" and isinstance(value, (dict, bool)):
             fails = self.opposite(value, pointer, depth + 1)
             if fails is None:
                 return None
             return {"type": "array", "contains": fails} if fails is not False else False
-        if key in ("anyOf", "allOf") and isinstance(value, list) and value:
+        if key == "anyOf" and isinstance(value, list) and value:
+            resolved = [self.resolve_shallow(b, pointer) for b in value]
+            return self.opposite_union(value, resolved, pointer, depth, keys)
+        if key == "allOf" and isinstance(value, list) and value:
             parts = [self.opposite(v, pointer, depth + 1, keys) for v in value]
-            if any(p is None for p in parts):
-                return None
-            return {"allOf" if key == "anyOf" else "anyOf": parts}
+            return None if any(p is None for p in parts) else _any_of(parts)
+        if key == "oneOf" and isinstance(value, list) and value:
+            return self.opposite_one_of(value, pointer, depth, keys)
         if key == "not":
             return value
         if key == "type":
@@ -879,6 +920,12 @@ class _Compiler:
             if not value:
                 return False
             return {"type": "object", "anyOf": [{"properties": {n: False}} for n in value]}
+        if key in ("dependentRequired", "dependencies") and isinstance(value, dict) \
+                and all(isinstance(v, list) for v in value.values()):
+            # a name present, and one it needs absent
+            broken = [{"required": [name], "anyOf": [{"properties": {n: False}} for n in needs]}
+                      for name, needs in value.items() if needs]
+            return {"type": "object", "anyOf": broken} if broken else False
         flips = {"minItems": ("array", "maxItems", -1), "maxItems": ("array", "minItems", 1),
                  "minLength": ("string", "maxLength", -1), "maxLength": ("string", "minLength", 1),
                  "minProperties": ("object", "maxProperties", -1),
@@ -890,13 +937,80 @@ class _Compiler:
             return {"type": kind, other: value + step}
         bounds = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
                   "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
-        if key in bounds and isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and not self.draft4:
+        if key in bounds and isinstance(value, (int, float)) and not isinstance(value, bool):
             return {"type": "number", bounds[key]: value}
+        if key == "uniqueItems" and value is False:
+            return False
         return None
 
-    def opposite_shape(self, shape: dict, pointer: str, depth: int,
+    def opposite_ref(self, ref: str, pointer: str, depth: int,
+                     keys: frozenset | None) -> Any:
+        """The opposite of `{"$ref": ref}`: a reference to a schema resource made once for
+        it, so that the opposite of a recursive schema recurses too (False or True when it
+        is that simple)."""
+        if keys is not None:  # (particular to the caller: not kept)
+            return self.opposite(self.resolve(ref, pointer), pointer, depth + 1, keys)
+        if ref in self.opposites:
+            made = self.opposites[ref]
+            if made is None:
+                return None
+            found = self.resources.get(made)  # absent while it is being made: a cycle
+            return found if isinstance(found, bool) else {"$ref": made}
+        made = "pse:opposite/" + quote(ref, safe="")  # (no "#": a resource of its own)
+        self.opposites[ref] = made
+        before = set(self.opposites)
+        fails = self.opposite(self.resolve(ref, pointer), pointer, depth + 1)
+        if fails is None:
+            # the opposites made meanwhile may refer to this one: made again if needed
+            for other in set(self.opposites) - before:
+                del self.opposites[other]
+            self.opposites[ref] = None
+            return None
+        self.resources[made] = fails
+        return fails if isinstance(fails, bool) else {"$ref": made}
+
+    def opposite_one_of(self, branches: list, pointer: str, depth: int,
+                        keys: frozenset | None) -> Any:
+        """The opposite of oneOf: no branch holds, or two do (of those that may overlap:
+        see `_pair_disjoint`). None beyond MAX_ONE_OF_PAIRS such pairs."""
+        resolved = [self.resolve_shallow(b, pointer) for b in branches]
+        none = self.opposite_union(branches, resolved, pointer, depth, keys)
+        if none is None:
+            return None
+        pairs = [_all_of([branches[i], branches[j]]) for i in range(len(branches))
+                 for j in range(i + 1, len(branches))
+                 if not _pair_disjoint(resolved[i], resolved[j])]
+        if len(pairs) > MAX_ONE_OF_PAIRS:
+            return None
+        return _any_of([none, *pairs])
+
+    def opposite_union(self, branches: list, resolved: list, pointer: str, depth: int,
                        keys: frozenset | None) -> Any:
+        """The values no branch holds for: every branch's opposite. Object branches told
+        apart by the value of one property they require (a discriminator) are taken case by
+        case instead: that property outside every branch's values, or inside one branch's
+        and that branch failing. Unlike the conjunction of opposites, each an anyOf, whose
+        union is their product, this grows with the branches. (`resolved`: the branches
+        resolved shallowly, see `resolve_shallow`.)"""
+        name, cases = _discriminator(resolved)
+        parts = [self.opposite(b, pointer, depth + 1, keys)
+                 for i, b in enumerate(branches) if i not in cases]
+        if cases:
+            every = [v for values in cases.values() for v in values]
+            outside = self.opposite({"type": "object", "required": [name],
+                                     "properties": {name: {"enum": every}}}, pointer, depth + 1,
+                                    keys)
+            inside = [self.opposite(branches[i], pointer, depth + 1, keys) for i in cases]
+            if outside is None or any(p is None for p in inside):
+                return None
+            parts.append(_any_of([outside, *(
+                _all_of([{"type": "object", "required": [name],
+                          "properties": {name: {"enum": values}}}, fails])
+                for values, fails in zip(cases.values(), inside))]))
+        return None if any(p is None for p in parts) else _all_of(parts)
+
+    def opposite_shape(self, shape: dict, pointer: str, depth: int,
+                       keys: frozenset | None, within: dict | None = None) -> Any:
         """The opposite of properties and additionalProperties (either or both): an object
         with a listed property present and failing its schema or, when the names it can have
         are known (`keys`), another one failing additionalProperties. None with
@@ -905,7 +1019,12 @@ class _Compiler:
         if not isinstance(props, dict) or shape.get("patternProperties"):
             return None
         branches = []
+        held = (within or {}).get("properties") or {}
         for name, schema in props.items():
+            if keys is not None and name not in keys:
+                continue  # never present
+            if isinstance(held, dict) and name in held and _same(held[name], schema):
+                continue  # `within` asks the same of it
             fails = self.opposite(schema, pointer, depth + 1)
             if fails is None:
                 return None
@@ -1017,6 +1136,7 @@ class _Compiler:
                 sub = {**{k: v for k, v in sub.items()
                           if k not in ("$dynamicRef", "$recursiveRef")},
                        "$ref": self.dynamic_target(sub, where)}
+            inner = merging  # the references this sub's own allOf sits inside
             if "$ref" in sub:
                 ref = self.absolute(sub, sub["$ref"])
                 if ref in merging:
@@ -1027,10 +1147,10 @@ class _Compiler:
                     return {"not": {}, "type": []}
                 sub = {**(self.rebased(target, target) if isinstance(target, dict) else {}),
                        **self.rebased({k: v for k, v in sub.items() if k != "$ref"}, sub)}
-                merging = merging | {ref}
+                inner = merging | {ref}
                 scope = self.dynamic_scope(target, scope)
             if "allOf" in sub:
-                sub = self.merge_all(sub, where, merging)
+                sub = self.merge_all(sub, where, inner)
             scope = self.dynamic_scope(sub, scope)
             if _reads_evaluation(sub):
                 self.fail(where, "unevaluatedProperties", "unevaluatedProperties/Items inside "
@@ -1065,22 +1185,23 @@ class _Compiler:
         resolved = [self.resolve_shallow(
             {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
             else rest if rest and b is True else b, pointer) for b in branches]
+        alone = [self.resolve_shallow(b, pointer) for b in branches]  # (`rest` holds anyway)
         out = []
-        opposites: dict[tuple, Any] = {}
         for i, branch in enumerate(branches):
             others = [j for j in range(len(branches))
                       if j != i and not _pair_disjoint(resolved[i], resolved[j])]
             keys = _closed_keys(resolved[i])
+            within = resolved[i] if isinstance(resolved[i], dict) else None
+            fails = []
             for j in others:
-                if (j, keys) not in opposites:
-                    opposites[j, keys] = self.opposite(branches[j], f"{pointer}/oneOf/{j}",
-                                                       keys=keys)
-                if opposites[j, keys] is None:
+                fails.append(self.opposite(alone[j], f"{pointer}/oneOf/{j}", keys=keys,
+                                           within=within))
+                if fails[-1] is None:
                     self.fail(f"{pointer}/oneOf/{j}", "oneOf", "branches may overlap, and "
                               "this one has no opposite schema (see opposite) to keep the "
                               "others from matching it too")
                     return branches  # not strict: anyOf
-            out.append(_all_of([branch, *(opposites[j, keys] for j in others)]))
+            out.append(_all_of([branch, *fails]))
         return out
 
     def enum(self, node: dict, pointer: str) -> StateMachine | None:
@@ -1095,20 +1216,21 @@ class _Compiler:
                 and k not in _ANNOTATIONS}
         if "const" in node and "enum" in node:
             rest["enum"] = node["enum"]
+        excluded = _exclusion(rest.get("not"))
+        if excluded is not None and not excluded[1]:  # other values: left out here
+            out = {_json_key(v) for v in excluded[0]}
+            values = [v for v in values if _json_key(v) not in out]
+            del rest["not"]
         if set(rest) == {"type"}:
             values = _of_types(values, rest["type"])
-            if not values:
-                return None
         elif rest:
             check = self.compile(rest, pointer)
             if check is None:
                 return None
-            keep = [v for v in values if StateMachine({0: [(check, "$")]}, 0, ["$"]).matches(
+            whole = StateMachine({0: [(check, "$")]}, 0, ["$"])
+            values = [v for v in values if whole.matches(
                 json.dumps(v, separators=(",", ":"), ensure_ascii=False))]
-            if not keep:
-                return None
-            values = keep
-        return self.literals(values, f"{pointer}/{key}")
+        return self.literals(values, f"{pointer}/{key}") if values else None
 
     def literals(self, values: list, pointer: str) -> StateMachine:
         """The values, compared as JSON compares them: a number in any spelling of its
@@ -1944,6 +2066,35 @@ def _format_patterns(fmt: str, where: str) -> list[tuple[str, bool | None, str]]
     return out
 
 
+def _format_opposite(fmt: str) -> Any:
+    """The strings a format rejects (None: it cannot be checked; False: an unknown format,
+    an annotation, rejects nothing)."""
+    if fmt in UNSUPPORTED_FORMATS:
+        return None
+    if fmt not in FORMATS:
+        return False
+    # (a pattern finds a match anywhere: anchored, it matches the whole string)
+    wrong = [{"type": "string", "not": {"type": "string", "pattern": f"^(?:{FORMATS[fmt]})$"}}]
+    if fmt in FORMAT_EXCLUDED:
+        wrong.append({"type": "string", "pattern": f"^(?:{FORMAT_EXCLUDED[fmt]})$"})
+    return wrong[0] if len(wrong) == 1 else {"anyOf": wrong}
+
+
+def _numeric_bounds(node: dict) -> dict:
+    """`node` with draft 4's boolean exclusiveMinimum/exclusiveMaximum read into draft 6's
+    numbers (which `_bounds` reads in every draft), so that each bound means the same alone
+    as beside the others."""
+    flags = [k for k in ("exclusiveMinimum", "exclusiveMaximum") if isinstance(node.get(k), bool)]
+    if not flags:
+        return node
+    out = dict(node)
+    for flag in flags:
+        bound = "minimum" if flag == "exclusiveMinimum" else "maximum"
+        if out.pop(flag) and bound in out:
+            out[flag] = out.pop(bound)
+    return out
+
+
 def _count(node: dict, key: str, pointer: str, default: int | None = None) -> int | None:
     """A non-negative integer keyword (2.0 counts as 2). An upper bound beyond MAX_COUNT is
     MAX_COUNT (refusing only instances of over two billion characters, items or
@@ -2027,6 +2178,7 @@ _ARRAY_SHAPE = ("prefixItems", "items", "additionalItems")
 def _merge(a: dict, b: dict, conflict) -> dict:
     """The schema both `a` and `b` describe (allOf of two). Keywords that read their siblings
     (additionalProperties, items after prefixItems) are merged by what they mean."""
+    a, b = _numeric_bounds(a), _numeric_bounds(b)
     shapes = {}
     for keys, merge in ((_OBJECT_SHAPE, _merge_object_shape), (_ARRAY_SHAPE, _merge_array_shape)):
         if any(k in a for k in keys) and any(k in b for k in keys):
@@ -2126,6 +2278,18 @@ def _exclusion(sub: Any) -> tuple[list, list[str]] | None:
     return None
 
 
+def _any_of(schemas: list) -> Any:
+    """anyOf of `schemas`, with False ones dropped and bare anyOfs among them flattened (each
+    level would compile to a union of its own)."""
+    flat = []
+    for x in schemas:
+        if x is True or x == {}:
+            return True
+        if x is not False:
+            flat.extend(_alternatives(x))
+    return False if not flat else flat[0] if len(flat) == 1 else {"anyOf": flat}
+
+
 def _all_of(schemas: list) -> Any:
     schemas = [x for x in schemas if x is not True and x != {}]
     if any(x is False for x in schemas):
@@ -2191,14 +2355,15 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
 
 # Keywords whose meaning does not depend on their siblings: a schema of only these (and the
 # object shape, taken as one) is the conjunction of each alone (its opposite: one of them
-# fails). Draft 4's bounds are not.
+# fails). (Draft 4's boolean exclusiveMinimum/Maximum are read into draft 6's numbers first:
+# see `_numeric_bounds`.)
 _SELF_CONTAINED = frozenset([
     "type", "enum", "const", "pattern", "required", "minLength", "maxLength",
     "minItems", "maxItems", "minProperties", "maxProperties", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "items"])
+    "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "oneOf", "items",
+    "format", "$ref", "dependentRequired", "dependencies", "uniqueItems"])
 # Keywords that apply subschemas without validating anything themselves.
 _APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
-_BOUNDS = frozenset(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])
 
 _ALL_TYPES = frozenset(["object", "array", "string", "number", "boolean", "null"])
 
@@ -2216,12 +2381,60 @@ def _types(branch: dict) -> frozenset[str]:
     return frozenset("number" if x == "integer" else x for x in names)
 
 
-def _values(branch: dict) -> set[str] | None:
+def _values(branch: dict) -> set | None:
+    """The values a branch lists (by `_json_key`: 1 and 1.0 are one); None: not a list."""
     if "const" in branch:
-        return {json.dumps(branch["const"], sort_keys=True)}
+        return {_json_key(branch["const"])}
     if "enum" in branch and isinstance(branch["enum"], list):
-        return {json.dumps(v, sort_keys=True) for v in branch["enum"]}
+        return {_json_key(v) for v in branch["enum"]}
     return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two schemas are the same JSON (true and 1 told apart)."""
+    return a is b or json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _holds_within(key: str, value: Any, within: dict) -> bool:
+    """Whether the keyword `key: value` (one that holds alone: see _SELF_CONTAINED) holds
+    for every instance of `within`: `within` has the same, or a stricter type or
+    required list."""
+    if key not in within:
+        return False
+    if key == "required" and isinstance(value, list) and isinstance(within[key], list):
+        return set(value) <= set(within[key])
+    if key == "type":
+        allowed = {value} if isinstance(value, str) else set(value)
+        if "number" in allowed:
+            allowed.add("integer")
+        held = within[key]
+        return ({held} if isinstance(held, str) else set(held)) <= allowed
+    return _same(within[key], value)
+
+
+def _discriminator(branches: list) -> tuple[str, dict[int, list]]:
+    """A property that tells object branches apart: its name, and for each branch (two at
+    least) that requires it with literal values no other such branch has, those values;
+    ("", {}) when there is none."""
+    best: tuple[str, dict[int, list]] = ("", {})
+    names = dict.fromkeys(n for b in branches if isinstance(b, dict) and _types(b) <= {"object"}
+                          and isinstance(b.get("required"), list) for n in b["required"])
+    for name in names:
+        seen: set = set()
+        cases: dict[int, list] = {}
+        for i, b in enumerate(branches):
+            if not isinstance(b, dict) or not _types(b) <= {"object"} \
+                    or name not in (b.get("required") or ()):
+                continue
+            sub = (b.get("properties") or {}).get(name)
+            keys = _values(sub) if isinstance(sub, dict) else None
+            if keys is None or keys & seen:
+                continue  # (one of the others, then)
+            seen |= keys
+            cases[i] = [sub["const"]] if "const" in sub else list(sub["enum"])
+        if len(cases) > len(best[1]):
+            best = (name, cases)
+    return best if len(best[1]) >= 2 else ("", {})
 
 
 def _pair_disjoint(a: Any, b: Any) -> bool:
@@ -2238,8 +2451,9 @@ def _pair_disjoint(a: Any, b: Any) -> bool:
     if _types(a) <= {"object"} or _types(b) <= {"object"}:
         pa, pb = a.get("properties") or {}, b.get("properties") or {}
         ra, rb = set(a.get("required") or []), set(b.get("required") or [])
-        # a property both require, with values that cannot agree (a discriminator)
-        for name in ra & rb:
+        # a property one requires, with values that cannot agree (a discriminator): the
+        # other's schema for it fails wherever the one holds
+        for name in ra | rb:
             if name in pa and name in pb and _pair_disjoint(pa[name], pb[name]):
                 return True
         # one requires a property the other forbids

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
+import pse.json_schema
 from pse import JsonSchema, SchemaError, StructuringEngine
 from pse.json_schema import integer_pattern, number_range_dfa
 from pse.json_spelling import json_char_class, json_names_dfa, without_names
@@ -366,6 +367,117 @@ def test_overlapping_one_of_agrees_with_jsonschema(branches, rest):
         return
     for value in _ONE_OF_VALUES:
         assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+# branches whose opposites go through references (a recursive one too), a nested oneOf,
+# formats, dependentRequired, a discriminator and bounds
+_REF_DEFS = {
+    "tree": {"type": "object", "required": ["v"], "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}},
+    "word": {"type": "string", "pattern": "^[a-z]+$"}}
+_REF_BRANCHES = st.sampled_from([
+    {"$ref": "#/$defs/tree"}, {"$ref": "#/$defs/word"},
+    {"oneOf": [{"type": "string"}, {"minLength": 2}]},
+    {"format": "ipv4"}, {"format": "date"}, {"dependentRequired": {"a": ["b"]}},
+    {"type": "object", "required": ["k"], "properties": {"k": {"const": "s"},
+                                                         "v": {"type": "string"}}},
+    {"type": "object", "required": ["k"], "properties": {"k": {"const": "i"},
+                                                         "v": {"type": "integer"}}},
+    {"properties": {"v": {"$ref": "#/$defs/word"}}}, {"type": "integer", "maximum": 5},
+    {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "null"}]}])
+_REF_VALUES = [None, 1, 7, 2.5, "a", "ab", "AB", "1.2.3.4", "1.2.3", "2024-02-29", "2023-02-29",
+               [], {"v": 1}, {"v": 1, "kids": []}, {"v": 1, "kids": [{"v": 2}]},
+               {"v": 1, "kids": [{"v": 2, "kids": [{"w": 3}]}]}, {"v": "x"}, {"v": "X"},
+               {"k": "s", "v": "s"}, {"k": "i", "v": 3}, {"k": "s", "v": 3}, {"k": 3}, {"a": 1},
+               {"a": 1, "b": 2}, {"v": 1, "a": 1}]
+
+
+@settings(max_examples=200)
+@given(branches=st.lists(_REF_BRANCHES, min_size=2, max_size=3))
+def test_one_of_opposites_through_references_agree_with_jsonschema(branches):
+    schema = {"$defs": _REF_DEFS, "oneOf": branches}
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    try:
+        machine = JsonSchema(schema, property_order="any")
+    except SchemaError as e:
+        assert "nothing is valid" in str(e) or "false" in str(e), e
+        assert not any(validator.is_valid(v) for v in _REF_VALUES)
+        return
+    for value in _REF_VALUES:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_one_of_of_branches_sharing_a_base():
+    # five kinds of one base, told apart by an optional "p": within another kind, a kind's
+    # opposite is only "p" or its own property failing (the base holds in both)
+    base = {"type": "object", "required": ["on"], "properties": {
+        "on": {"type": "boolean"}, "c": {"type": "array", "items": {"minLength": 1}}}}
+    kinds = [{"allOf": [{"$ref": "#/$defs/base"}, {"properties": {
+        "p": {"enum": [f"k{i}"]}, f"x{i}": {"type": "integer"}}}]} for i in range(5)]
+    schema = {"$defs": {"base": base}, "oneOf": kinds}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [{"on": True}, {"on": True, "p": "k1"}, {"on": True, "x1": 1},
+                  {"on": True, "x1": "s"}, {"on": True, "p": "k1", "x2": "s"},
+                  {"on": True, "p": "k1", "x1": "s"}, {"on": True, "p": "k9"},
+                  {"on": True, "p": "k3", "c": [""]}, {"on": True, "p": "k3", "c": ["a"]}]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_opposite_of_a_discriminated_union_stays_small():
+    # "none of twelve kinds": each kind's opposite is an anyOf of five ways to fail, and
+    # their conjunction would multiply out to 5**12 combinations; case by case on "kind" it
+    # is twelve
+    kinds = [{"type": "object", "required": ["kind"], "properties": {
+        "kind": {"const": f"k{i}"}, "a": {"type": "integer"}, "b": {"type": "string"},
+        "c": {"type": "boolean"}, "d": {"type": "null"}}} for i in range(12)]
+    schema = {"oneOf": [{"anyOf": kinds}, {"required": ["a"]}]}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [{"kind": "k1"}, {"kind": "k1", "a": 1}, {"a": 1}, {"kind": "k1", "a": "x"},
+                  {"kind": "zz", "a": 1}, {"kind": "k11", "b": 2, "a": 2}, {}, 3]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_unions_that_multiply_out_are_refused_clearly(monkeypatch):
+    # 2**20 combinations of properties: refused with the limit named, not compiled for minutes
+    # (the limit lowered, so that the test reaches it soon)
+    schema = {"allOf": [{"anyOf": [{"required": [f"a{i}"]}, {"required": [f"b{i}"]}]}
+                        for i in range(20)]}
+    monkeypatch.setattr(pse.json_schema, "MAX_SCHEMA_NODES", 2000)
+    with pytest.raises(SchemaError, match="MAX_SCHEMA_NODES"):
+        JsonSchema(schema)
+    monkeypatch.undo()
+    JsonSchema({"allOf": schema["allOf"][:8]})  # 256 combinations: within the limit
+
+
+def test_one_of_tells_equal_numbers_apart():
+    # 1 and 1.0 are one JSON value: it matches both branches, so oneOf rejects it
+    m = JsonSchema({"oneOf": [{"enum": [1, 2]}, {"enum": [1.0]}]})
+    assert [m.matches(v) for v in ("1", "1.0", "2")] == [False, False, True]
+
+
+def test_draft4_exclusive_bounds_merge_by_value():
+    # minimum 3 (exclusive) and minimum 5: 5 is allowed (the exclusive flag is 3's)
+    m = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#", "allOf": [
+        {"minimum": 3, "exclusiveMinimum": True}, {"minimum": 5}]})
+    assert [m.matches(v) for v in ("4", "5", "6")] == [False, True, True]
+    m = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#", "oneOf": [
+        {"maximum": 5, "exclusiveMaximum": True}, {"minimum": 3}]})
+    assert [m.matches(v) for v in ("2", "3", "4.5", "5", "6")] == \
+        [True, False, False, True, True]
+
+
+def test_same_reference_twice_in_all_of_merges():
+    m = JsonSchema({"$defs": {"a": {"type": "object", "required": ["x"]}},
+                    "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]})
+    assert m.matches('{"x":1}') and not m.matches("{}")
+
+
+def test_enum_less_excluded_values_of_any_type():
+    m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
+    assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
 
 
 def test_all_of_keeps_every_union():
