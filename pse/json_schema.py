@@ -623,6 +623,8 @@ class _Compiler:
             return self.dependent(node, dependent, pointer)
         if "if" in node:
             return self.compile(self.conditional(node, pointer), pointer)
+        if "const" in node or "enum" in node:
+            return self.enum(node, pointer)  # (which applies the rest, `not` too)
         excluded = None
         fractional = _is_type(node.get("not"), "integer")  # numbers that are not integers
         if fractional:
@@ -633,8 +635,6 @@ class _Compiler:
                 self.fail(f"{pointer}/not", "not", "not of this schema is not supported yet "
                           "(only of types, literal values, string patterns and what "
                           "opposite() rewrites)")
-        if "const" in node or "enum" in node:
-            return self.enum(node, pointer)
         types = node.get("type")
         if types is None:
             types = ["object", "array", "string", "number", "boolean", "null"]
@@ -1137,18 +1137,24 @@ class _Compiler:
                           if k not in ("$dynamicRef", "$recursiveRef")},
                        "$ref": self.dynamic_target(sub, where)}
             inner = merging  # the references this sub's own allOf sits inside
-            if "$ref" in sub:
+            entered = None  # the outermost resource of the chain with dynamic anchors
+            while "$ref" in sub:  # (a target may have a $ref of its own)
                 ref = self.absolute(sub, sub["$ref"])
-                if ref in merging:
+                if ref in inner:
                     raise SchemaError(f"{where}/$ref: {ref} refers back to itself inside "
                                       "allOf; such a schema cannot be merged")
                 target = self.resolve(ref, where)
                 if target is False:
                     return {"not": {}, "type": []}
-                sub = {**(self.rebased(target, target) if isinstance(target, dict) else {}),
-                       **self.rebased({k: v for k, v in sub.items() if k != "$ref"}, sub)}
-                inner = merging | {ref}
-                scope = self.dynamic_scope(target, scope)
+                own = self.rebased(target, target) if isinstance(target, dict) else {}
+                siblings = {} if self.ref_alone else self.rebased(  # (drafts 4-7: ignored)
+                    {k: v for k, v in sub.items() if k != "$ref"}, sub)
+                sub = _merge(own, siblings, lambda k: self.fail(
+                    where, k, "conflicting values")) if siblings else own
+                inner = inner | {ref}
+                if entered is None:
+                    entered = self.dynamic_scope(target, None)
+                    scope = entered or scope
             if "allOf" in sub:
                 sub = self.merge_all(sub, where, inner)
             scope = self.dynamic_scope(sub, scope)
@@ -1220,6 +1226,10 @@ class _Compiler:
         if excluded is not None and not excluded[1]:  # other values: left out here
             out = {_json_key(v) for v in excluded[0]}
             values = [v for v in values if _json_key(v) not in out]
+            del rest["not"]
+        elif _is_type(rest.get("not"), "integer"):  # numbers with a fraction, other types
+            values = [v for v in values if _json_type(v) != "integer"
+                      and not (_json_type(v) == "number" and float(v).is_integer())]
             del rest["not"]
         if set(rest) == {"type"}:
             values = _of_types(values, rest["type"])
@@ -2211,7 +2221,7 @@ def _merge(a: dict, b: dict, conflict) -> dict:
             out[k] = sorted(ta & tb)
         elif k in ("anyOf", "oneOf", "allOf"):  # both hold: kept side by side
             out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
-        elif k in _ANNOTATIONS or out[k] == v or k not in _VALIDATION:
+        elif k in _ANNOTATIONS or _same(out[k], v) or k not in _VALIDATION:
             continue
         elif k == "enum" and isinstance(out[k], list) and isinstance(v, list):
             both = {_json_key(x) for x in v}

@@ -480,6 +480,33 @@ def test_enum_less_excluded_values_of_any_type():
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
 
 
+@pytest.mark.parametrize("schema, text, valid", [
+    # `not: integer` beside literals (the opposite of an integer type takes this form)
+    ({"enum": [1, 1.5, "a"], "not": {"type": "integer"}}, "1", False),
+    ({"enum": [1, 1.5, "a"], "not": {"type": "integer"}}, "1.5", True),
+    ({"properties": {"a": {"enum": [1, 1.5]}},
+      "oneOf": [{}, {"properties": {"a": {"type": "integer"}}}]}, '{"a":1}', False),
+    ({"properties": {"a": {"enum": [1, 1.5]}},
+      "oneOf": [{}, {"properties": {"a": {"type": "integer"}}}]}, '{"a":1.5}', True),
+    # true and 1 are different constraints when merged
+    ({"allOf": [{"not": {"const": True}}, {"not": {"enum": [1, "x"]}}], "type": "boolean"},
+     "true", False),
+    # drafts 4-7: siblings of $ref are ignored inside allOf too, and a chain of $refs is followed
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"o": {}},
+      "allOf": [{"$ref": "#/definitions/o", "type": "string"}]}, "1", True),
+    ({"$schema": "http://json-schema.org/draft-07/schema#",
+      "definitions": {"a": {"$ref": "#/definitions/b", "minimum": 5}, "b": {}},
+      "allOf": [{"$ref": "#/definitions/a"}, {"type": "string"}]}, "1", False),
+    # 2019+: a $ref's siblings are merged with its target, not written over it
+    ({"$defs": {"a": {"properties": {"x": {"type": "integer"}}}},
+      "allOf": [{"$ref": "#/$defs/a", "properties": {"y": {"type": "string"}}}]},
+     '{"x":"s"}', False)])
+def test_merges_keep_every_constraint(schema, text, valid):
+    assert JsonSchema(schema, property_order="any").matches(text) == valid
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert validator.is_valid(json.loads(text)) == valid
+
+
 def test_all_of_keeps_every_union():
     # two anyOf (or oneOf) side by side both hold; neither may be dropped when merged
     m = JsonSchema({"allOf": [{"anyOf": [{"type": "string"}, {"type": "integer"}]},
