@@ -670,15 +670,14 @@ def trie(words: Iterable[bytes], zero_tails: Iterable[bytes] = (),
          fraction_zeros: Iterable[bytes] = ()) -> DFA:
     """A DFA for any one of `words`, built as a trie (no subset construction, so thousands of
     words cost one state per distinct prefix). Number spellings: a word of `zero_tails` (an
-    integer) may go on with "." and zeros, one of `fraction_zeros` (a decimal) with zeros,
-    where no other word continues the same way (there the canonical spelling alone is kept).
+    integer) may go on with "." and zeros (it need not be among `words`: then only those
+    spellings are accepted), one of `fraction_zeros` (a decimal) with zeros.
 
     Raises:
         GrammarError: more than MAX_TRIE_STATES states.
     """
     children: list[dict[int, int]] = [{}]
     accept = [False]
-    ends: dict[bytes, int] = {}
 
     def state() -> int:
         if len(children) >= MAX_TRIE_STATES:
@@ -690,29 +689,50 @@ def trie(words: Iterable[bytes], zero_tails: Iterable[bytes] = (),
         accept.append(False)
         return len(children) - 1
 
-    for word in words:
+    def path(word: bytes) -> int:
         s = 0
         for b in word:
             nxt = children[s].get(b)
             if nxt is None:
                 nxt = children[s][b] = state()
             s = nxt
-        accept[s] = True
-        ends[word] = s
+        return s
+
+    for word in words:
+        accept[path(word)] = True
     dot, zero = ord("."), ord("0")
-    tails = [ends[w] for w in zero_tails if w in ends and dot not in children[ends[w]]]
-    if tails:
-        point, zeros = state(), state()
-        children[point][zero] = zeros
-        children[zeros][zero] = zeros
-        accept[zeros] = True
-        for s in tails:
+    zeros = -1  # one shared state: accepts, and takes more zeros
+
+    def zero_run(s: int) -> None:
+        # s goes on with one or more zeros to an accepting state; where another word already
+        # goes on with zeros (1.5 beside 1.505), its states on the way accept too
+        nonlocal zeros
+        while True:
+            u = children[s].get(zero)
+            if u is None:
+                if zeros < 0:
+                    zeros = state()
+                    children[zeros][zero] = zeros
+                    accept[zeros] = True
+                children[s][zero] = zeros
+                return
+            if u == zeros:
+                return
+            accept[u] = True
+            s = u
+
+    integers = [path(w) for w in zero_tails]  # every path first: tails below are shared
+    decimals = [path(w) for w in fraction_zeros]
+    point = -1
+    for s in integers:
+        if dot in children[s]:
+            zero_run(children[s][dot])
+        else:
+            if point < 0:
+                point = state()
+                zero_run(point)
             children[s][dot] = point
-    for w in fraction_zeros:
-        s = ends.get(w)
-        if s is not None and zero not in children[s]:
-            loop = children[s][zero] = state()
-            children[loop][zero] = loop
-            accept[loop] = True
+    for s in decimals:
+        zero_run(s)
     return DFA([sorted((b, b, t) for b, t in row.items()) for row in children], accept)
 

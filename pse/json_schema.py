@@ -1227,45 +1227,60 @@ class _Compiler:
             out = {_json_key(v) for v in excluded[0]}
             values = [v for v in values if _json_key(v) not in out]
             del rest["not"]
-        elif _is_type(rest.get("not"), "integer"):  # numbers with a fraction, other types
+        elif _is_type(rest.get("not"), "integer") and not self.draft4:  # numbers with a
+            # fraction, other types (in draft 4, 1.0 too: left to the check below)
             values = [v for v in values if _json_type(v) != "integer"
                       and not (_json_type(v) == "number" and float(v).is_integer())]
             del rest["not"]
+        spelling = None  # draft 4: which spellings of a whole number the rest allows
         if set(rest) == {"type"}:
-            values = _of_types(values, rest["type"])
+            types = rest["type"] if isinstance(rest["type"], list) else [rest["type"]]
+            values = _of_types(values, types)
+            if self.draft4 and "number" not in types:  # 1.0 is not an integer there
+                spelling = lambda text: b"." not in text and b"e" not in text  # noqa: E731
         elif rest:
             check = self.compile(rest, pointer)
             if check is None:
                 return None
             whole = StateMachine({0: [(check, "$")]}, 0, ["$"])
-            values = [v for v in values if whole.matches(
-                json.dumps(v, separators=(",", ":"), ensure_ascii=False))]
-        return self.literals(values, f"{pointer}/{key}") if values else None
+            values = [v for v in values if any(whole.matches(t) for t in _spellings(v))]
+            if self.draft4:
+                spelling = whole.matches
+        return self.literals(values, f"{pointer}/{key}", spelling) if values else None
 
-    def literals(self, values: list, pointer: str) -> StateMachine:
+    def literals(self, values: list, pointer: str, spelling=None) -> StateMachine:
         """The values, compared as JSON compares them: a number in any spelling of its
-        value (1, 1.0), an object's members in any order when property_order is "any"."""
+        value (1, 1.0), an object's members in any order when property_order is "any".
+        `spelling(text)`, where given, says which spellings of a whole number are kept (in
+        draft 4, 1 is an integer and 1.0 is not)."""
         texts, integers, decimals, composite = set(), [], [], []
         for v in _distinct(values):
             if isinstance(v, (dict, list)):
                 composite.append(v)
                 continue
-            texts.add(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode())
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                # the decimal spellings of the same value: 1, 1.0, 1.00; 1.5, 1.50; 0, -0
-                d = Decimal(str(v)) if isinstance(v, float) else Decimal(v)
-                if d == d.to_integral_value():
-                    spelled = str(int(d)).encode()
+            dumped = json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v)):
+                texts.add(dumped)
+                continue
+            # the decimal spellings of the same value: 1, 1.0, 1.00; 1.5, 1.50; 0, -0
+            d = Decimal(str(v)) if isinstance(v, float) else Decimal(v)
+            if d != d.to_integral_value():
+                spelled = format(d.normalize(), "f").encode()
+                texts.update((spelled, dumped))
+                decimals.append(spelled)
+                continue
+            for sign in ((b"", b"-") if d == 0 else (b"",)):
+                spelled = sign + str(int(d)).encode()
+                if spelling is None or spelling(spelled):
+                    texts.add(spelled)
+                if spelling is None or spelling(spelled + b".0"):
                     integers.append(spelled)
-                    if d == 0:
-                        integers.append(b"-0")
-                        texts.add(b"-0")
-                else:
-                    spelled = format(d.normalize(), "f").encode()
-                    decimals.append(spelled)
-                texts.add(spelled)
+                    if b"e" in dumped:  # 1e+20: as Python reads it, a float
+                        texts.add(dumped)
         try:
-            dfa = automaton.trie(sorted(texts), integers, decimals) if texts else None
+            dfa = automaton.trie(sorted(texts), integers, decimals) if texts or integers \
+                else None
         except GrammarError as e:
             raise SchemaError(f"{pointer}: {e}") from None
         machines = [] if dfa is None else [DfaTerminal(dfa, f"enum at {pointer}")]
@@ -1996,6 +2011,16 @@ def _of_types(values: list, types: Any) -> list:
     return [v for v in values if _json_type(v) in types
             or (_json_type(v) == "integer" and "number" in types)
             or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
+
+
+def _spellings(v: Any) -> list[bytes]:
+    """`v` as compact JSON, and a whole number also with a fraction part (1 and 1.0), the
+    spellings a draft 4 schema may tell apart."""
+    dumped = json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+    if _json_type(v) in ("integer", "number") and math.isfinite(v) and float(v).is_integer():
+        whole = str(int(v)).encode()
+        return [whole, whole + b".0"]
+    return [dumped]
 
 
 def _distinct(values: list) -> list:

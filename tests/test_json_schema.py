@@ -804,6 +804,33 @@ def test_large_enums_are_tries():
         assert machine.matches(text) == ok, text
 
 
+NUMBER_SPELLINGS = ["1", "1.0", "1.00", "1.5", "1.50", "1.505", "1.5050", "1.05", "1.050",
+                    "10", "10.0", "0", "-0", "0.0", "-0.0", "2", "2.0", "15", "15.00", "150"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([1, 1.0, 1.5, 1.505, 1.05, 10, 0, -0.0, 2.0, 15, 150]),
+                min_size=1, max_size=5),
+       st.sampled_from([None, "integer", "number", ["integer", "string"]]),
+       st.sampled_from([None, {"minimum": 1}, {"not": {"type": "integer"}}]),
+       st.sampled_from(["http://json-schema.org/draft-04/schema#",
+                        "https://json-schema.org/draft/2020-12/schema"]))
+def test_enum_numbers_in_every_spelling(values, type_, more, dialect):
+    """A number in an enum is its value in any decimal spelling, however the listed values
+    share prefixes (1 beside 1.5, 1.5 beside 1.505); in draft 4, 1.0 is not an integer."""
+    schema = {"$schema": dialect, "enum": values, **(more or {})}
+    if type_ is not None:
+        schema["type"] = type_
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError:  # unsatisfiable: no spelling may be valid
+        assert not any(validator.is_valid(json.loads(t)) for t in NUMBER_SPELLINGS), schema
+        return
+    for text in NUMBER_SPELLINGS:
+        assert machine.matches(text) == validator.is_valid(json.loads(text)), (schema, text)
+
+
 @pytest.mark.parametrize("order", ["schema", "any"])
 def test_hundreds_of_properties(order):
     props = {f"p{i}": {"type": "integer"} for i in range(300)}
