@@ -502,6 +502,8 @@ class _Compiler:
         self.refs: dict[tuple[str, tuple], Forward | None] = {}
         self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
         self.compiled: dict[tuple[int, tuple], tuple[Any, StateMachine | None]] = {}
+        # schema objects compiling now; a Forward once one is met inside itself
+        self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
         # them; the bindings of the dynamic scope, innermost last: ((name, resource), ...)
@@ -547,12 +549,26 @@ class _Compiler:
         try:
             if key in self.compiled:
                 return self.compiled[key][1]
+            if key in self.compiling:  # met inside itself (an allOf of a $ref, say)
+                forward = self.compiling[key]
+                if forward is None:
+                    forward = self.compiling[key] = Forward(name=f"schema at {pointer}")
+                return forward
             self.nodes += 1
             if self.nodes > MAX_SCHEMA_NODES:
                 raise SchemaError(f"{pointer}: the schema multiplies out into more than "
                                   f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
                                   "inside allOf, or oneOf branches kept apart, combine")
-            machine = self.compile_new(node, pointer)
+            self.compiling[key] = None
+            try:
+                machine = self.compile_new(node, pointer)
+            finally:
+                forward = self.compiling.pop(key)
+            if forward is not None:
+                if machine is None:
+                    raise SchemaError(f"{pointer}: the schema refers to itself and allows "
+                                      "nothing")
+                machine = forward.set(machine)
             self.compiled[key] = (node, machine)  # the node is kept so its id stays its own
             return machine
         finally:
@@ -2225,11 +2241,6 @@ def _merge(a: dict, b: dict, conflict) -> dict:
     for k, v in b.items():
         if k not in out:
             out[k] = v
-        elif k == "properties":
-            props = dict(out[k])
-            for name, sub in v.items():
-                props[name] = {"allOf": [props[name], sub]} if name in props else sub
-            out[k] = props
         elif k == "required":
             out[k] = list(dict.fromkeys(list(out[k]) + list(v)))
         elif k in ("minimum", "minLength", "minItems", "minProperties", "exclusiveMinimum"):
@@ -2245,7 +2256,8 @@ def _merge(a: dict, b: dict, conflict) -> dict:
                 tb.add("integer")
             out[k] = sorted(ta & tb)
         elif k in ("anyOf", "oneOf", "allOf"):  # both hold: kept side by side
-            out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
+            if out[k] is not v and not any(x.get(k) is v for x in out.get("allOf", ())):
+                out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
         elif k in _ANNOTATIONS or _same(out[k], v) or k not in _VALIDATION:
             continue
         elif k == "enum" and isinstance(out[k], list) and isinstance(v, list):
@@ -2326,7 +2338,14 @@ def _any_of(schemas: list) -> Any:
 
 
 def _all_of(schemas: list) -> Any:
-    schemas = [x for x in schemas if x is not True and x != {}]
+    """allOf of `schemas`, as flat as it goes: no true schemas, no nested allOf alone, no
+    schema object twice (a recursive schema merged with itself stays the same size)."""
+    flat: list = []
+    for x in schemas:
+        parts = x["allOf"] if isinstance(x, dict) and len(x) == 1 and "allOf" in x \
+            and isinstance(x["allOf"], list) else [x]
+        flat += [y for y in parts if not any(y is z for z in flat)]
+    schemas = [x for x in flat if x is not True and x != {}]
     if any(x is False for x in schemas):
         return False
     return True if not schemas else schemas[0] if len(schemas) == 1 else {"allOf": schemas}

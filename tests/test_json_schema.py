@@ -475,6 +475,34 @@ def test_same_reference_twice_in_all_of_merges():
     assert m.matches('{"x":1}') and not m.matches("{}")
 
 
+def _menu(depth: int, label: bool = True) -> dict:
+    item: dict = {"label": "x"} if label else {}
+    return {**item, "children": [_menu(depth - 1, label)]} if depth else item
+
+
+@pytest.mark.parametrize("items", [
+    {"allOf": [{"$ref": "#/definitions/item"}]},  # a subschema met again inside itself
+    {"anyOf": [{"$ref": "#/definitions/item"}, {"$ref": "#/definitions/link"}],
+     "type": "object"},  # each branch merged with the rest, the target inlined
+])
+def test_recursion_through_merged_references(items):
+    """Recursion that passes through allOf or a union with siblings (each inlines the
+    target) closes on itself instead of nesting past MAX_SCHEMA_DEPTH."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "definitions": {"item": {"type": "object", "required": ["label"],
+                                       "properties": {"label": {"type": "string"},
+                                                      "children": {"type": "array",
+                                                                   "items": items}},
+                                       "additionalProperties": False},
+                              "link": {"type": "object", "required": ["href"]}},
+              "type": "array", "items": items}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft4Validator(schema)
+    for value in ([_menu(40)], [_menu(3), {"href": "/"}], [_menu(4, label=False)],
+                  [{"label": "x", "children": [{"href": 1}]}]):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
