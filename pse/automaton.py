@@ -645,6 +645,12 @@ def difference(a: DFA, b: DFA) -> DFA:
     return _product(a, b, lambda x, y: x and not y, keep_dead_b=True)
 
 
+def union(dfas: Sequence[DFA]) -> DFA:
+    """A DFA for the texts any of `dfas` matches."""
+    nfa = NFA()
+    return determinize(nfa, alternation(nfa, [embed(nfa, d) for d in dfas]))
+
+
 def embed(nfa: NFA, dfa: DFA) -> Fragment:
     """A copy of `dfa` inside `nfa`, as a fragment to compose with others."""
     states = [nfa.add_state() for _ in range(dfa.n_states)]

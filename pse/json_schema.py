@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 from decimal import Decimal
 import re
 import warnings
@@ -616,9 +617,10 @@ class _Compiler:
             merged = self.merge_all(node, pointer)
             if "allOf" not in merged:
                 return self.compile(merged, pointer)
-            if "anyOf" not in merged and "oneOf" not in merged:
+            if not any(k in merged for k in ("anyOf", "oneOf", "if")):
                 raise SchemaError(f"{pointer}/allOf: these schemas could not be merged")
-            node = merged  # unions that did not merge are left: taken one at a time below
+            node = merged  # unions and conditions that did not merge are left: taken one
+            # at a time below, the others merged into each case
         if node.get("type") == []:
             return None  # types that exclude each other: the unions need not be expanded
         for key in ("anyOf", "oneOf"):
@@ -638,7 +640,9 @@ class _Compiler:
         if dependent:
             return self.dependent(node, dependent, pointer)
         if "if" in node:
-            return self.compile(self.conditional(node, pointer), pointer)
+            switched = _switch(node)
+            return self.compile(switched if switched is not None
+                                else self.conditional(node, pointer), pointer)
         if "const" in node or "enum" in node:
             return self.enum(node, pointer)  # (which applies the rest, `not` too)
         excluded = None
@@ -753,6 +757,25 @@ class _Compiler:
         if not keys:
             return new
         return {**new, **{k: self.absolute(node, new[k]) for k in keys}}
+
+    def same_meaning(self, a: Any, b: Any) -> bool:
+        """Whether two schemas are the same JSON with their references read against the
+        same base URIs (so that they point to the same places)."""
+        if a is b:
+            return True
+        if not _same(a, b):
+            return False
+        todo = [(a, b)]
+        while todo:
+            x, y = todo.pop()
+            if isinstance(x, dict):
+                if ("$ref" in x or "$dynamicRef" in x or "$recursiveRef" in x) and \
+                        self.bases.get(id(x), (None, ""))[1] != self.bases.get(id(y), (None, ""))[1]:
+                    return False
+                todo.extend((x[k], y[k]) for k in x)
+            elif isinstance(x, list):
+                todo.extend(zip(x, y))
+        return True
 
     def dynamic_scope(self, node: Any, scope: str | None) -> str | None:
         """`node`'s resource when it defines dynamic anchors (a schema merged from `node`
@@ -1095,7 +1118,8 @@ class _Compiler:
         absent = _merge(rest, {"properties": {name: False}}, lambda k: None)
         branches = [self.compile(absent, pointer)]
         if sub is not False:
-            present = {**rest, "allOf": [{"type": "object", "required": [name]}, sub]}
+            present = {**rest, "allOf": [*rest.get("allOf", ()),
+                                         {"type": "object", "required": [name]}, sub]}
             branches.append(self.compile(present, where))
         machines = [m for m in branches if m is not None]
         if not machines:
@@ -1178,7 +1202,7 @@ class _Compiler:
                 self.fail(where, "unevaluatedProperties", "unevaluatedProperties/Items inside "
                           "allOf or a $ref with siblings is not supported yet")
             merged = _merge(merged, _without_dangling(sub), lambda k: self.fail(
-                f"{pointer}/allOf/{i}", k, "conflicting values"))
+                f"{pointer}/allOf/{i}", k, "conflicting values"), self.same_meaning)
         if scope is not None:
             self.bases[id(merged)] = (merged, scope)
         return merged
@@ -1694,8 +1718,8 @@ class _Compiler:
 
     def property_names_dfa(self, node: dict, pointer: str) -> automaton.DFA | None:
         """Key contents (as JSON spells them) that `propertyNames` allows; None: any."""
-        sub = node.get("propertyNames", True)
         where = f"{pointer}/propertyNames"
+        sub = self.resolve_shallow(node.get("propertyNames", True), where)
         if sub is True or sub == {}:
             return None
         if sub is False:
@@ -1703,6 +1727,9 @@ class _Compiler:
         if not isinstance(sub, dict):
             raise SchemaError(f"{where}: a schema is an object or a boolean, got {sub!r}")
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        for key in ("allOf", "anyOf", "oneOf"):
+            if isinstance(sub.get(key), list):
+                return self.combined_names_dfa(sub, key, pointer)
         types = sub.get("type", "string")
         if "string" not in ([types] if isinstance(types, str) else types):
             return self.key_dfa("(?!)", False, where)
@@ -1723,6 +1750,34 @@ class _Compiler:
         if sub.get("format") in FORMATS:
             patterns += _format_patterns(sub["format"], f"{where}/format")
         return self.content_dfa(sub, patterns, where)
+
+    def combined_names_dfa(self, sub: dict, key: str, pointer: str) -> automaton.DFA | None:
+        """Key contents `propertyNames` allows when it is allOf, anyOf or oneOf (the others
+        of its keywords holding too); None: any."""
+        where = f"{pointer}/propertyNames"
+        anything = self.key_dfa("", True, where)
+        parts = [self.property_names_dfa({"propertyNames": part}, pointer) or anything
+                 for part in sub[key]]
+        rest = self.property_names_dfa(
+            {"propertyNames": {k: v for k, v in sub.items() if k != key}}, pointer)
+        try:
+            if key == "allOf":
+                dfa = anything
+                for part in parts:
+                    dfa = automaton.intersect(dfa, part)
+            elif key == "anyOf":
+                dfa = automaton.union(parts)
+            else:  # names exactly one part allows
+                one = many = automaton.union([])
+                for part in parts:
+                    one, many = automaton.union([automaton.difference(one, part),
+                                                 automaton.difference(
+                                                     automaton.difference(part, one), many)]), \
+                        automaton.union([many, automaton.intersect(one, part)])
+                dfa = one
+            return automaton.minimize(dfa if rest is None else automaton.intersect(dfa, rest))
+        except GrammarError as e:
+            raise SchemaError(f"{where}: {e}") from None
 
     def key_dfa(self, pattern: str, search: bool, where: str) -> automaton.DFA:
         """Object keys (string content, spelled as `json_char_class` spells characters) whose
@@ -2226,9 +2281,11 @@ _OBJECT_SHAPE = ("properties", "patternProperties", "additionalProperties")
 _ARRAY_SHAPE = ("prefixItems", "items", "additionalItems")
 
 
-def _merge(a: dict, b: dict, conflict) -> dict:
+def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None = None) -> dict:
     """The schema both `a` and `b` describe (allOf of two). Keywords that read their siblings
-    (additionalProperties, items after prefixItems) are merged by what they mean."""
+    (additionalProperties, items after prefixItems) are merged by what they mean; a union
+    both have (the same object, or what `same` says is the same) is kept once."""
+    same = same or operator.is_
     a, b = _numeric_bounds(a), _numeric_bounds(b)
     shapes = {}
     for keys, merge in ((_OBJECT_SHAPE, _merge_object_shape), (_ARRAY_SHAPE, _merge_array_shape)):
@@ -2238,6 +2295,11 @@ def _merge(a: dict, b: dict, conflict) -> dict:
             b = {k: v for k, v in b.items() if k not in keys}
     out = dict(a)
     out.update(shapes)
+    parts = ("if", "then", "else")
+    if "if" in a and "if" in b and not all(_same(a.get(k), b.get(k)) for k in parts):
+        # two conditions: both hold, kept side by side like unions (see compile_new)
+        out["allOf"] = [*out.get("allOf", ()), {k: b[k] for k in parts if k in b}]
+        b = {k: v for k, v in b.items() if k not in parts}
     for k, v in b.items():
         if k not in out:
             out[k] = v
@@ -2256,7 +2318,8 @@ def _merge(a: dict, b: dict, conflict) -> dict:
                 tb.add("integer")
             out[k] = sorted(ta & tb)
         elif k in ("anyOf", "oneOf", "allOf"):  # both hold: kept side by side
-            if out[k] is not v and not any(x.get(k) is v for x in out.get("allOf", ())):
+            if not same(out[k], v) and not any(k in x and same(x[k], v)
+                                               for x in out.get("allOf", ())):
                 out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
         elif k in _ANNOTATIONS or _same(out[k], v) or k not in _VALIDATION:
             continue
@@ -2266,6 +2329,10 @@ def _merge(a: dict, b: dict, conflict) -> dict:
             if not out[k]:  # no value is listed by both: nothing is valid
                 out["type"] = []
                 out[k] = [None]
+        elif k == "const":  # two values: nothing is valid
+            out["type"] = []
+        elif k == "propertyNames":  # each name matches both
+            out[k] = _all_of([out[k], v])
         elif k == "not":  # neither a nor b: not (a or b)
             out[k] = {"anyOf": [*_alternatives(out[k]), *_alternatives(v)]}
         else:
@@ -2340,12 +2407,14 @@ def _any_of(schemas: list) -> Any:
 def _all_of(schemas: list) -> Any:
     """allOf of `schemas`, as flat as it goes: no true schemas, no nested allOf alone, no
     schema object twice (a recursive schema merged with itself stays the same size)."""
-    flat: list = []
-    for x in schemas:
-        parts = x["allOf"] if isinstance(x, dict) and len(x) == 1 and "allOf" in x \
-            and isinstance(x["allOf"], list) else [x]
-        flat += [y for y in parts if not any(y is z for z in flat)]
-    schemas = [x for x in flat if x is not True and x != {}]
+    schemas = [x for x in schemas if x is not True and x != {}]
+    if len(schemas) > 1:  # (one schema is kept as it is: the same object compiles once)
+        flat: list = []
+        for x in schemas:
+            parts = x["allOf"] if isinstance(x, dict) and len(x) == 1 and "allOf" in x \
+                and isinstance(x["allOf"], list) else [x]
+            flat += [y for y in parts if not any(y is z for z in flat)]
+        schemas = [x for x in flat if x is not True and x != {}]
     if any(x is False for x in schemas):
         return False
     return True if not schemas else schemas[0] if len(schemas) == 1 else {"allOf": schemas}
@@ -2465,6 +2534,104 @@ def _holds_within(key: str, value: Any, within: dict) -> bool:
         held = within[key]
         return ({held} if isinstance(held, str) else set(held)) <= allowed
     return _same(within[key], value)
+
+
+def _case_test(cond: Any) -> tuple[str, list, bool, bool] | None:
+    """An `if` that tests one property against listed values: (its name, the values,
+    whether the property must be present, whether the value must be an object); None:
+    another kind of condition."""
+    if not isinstance(cond, dict):
+        return None
+    cond = {k: v for k, v in cond.items() if k not in _ANNOTATIONS}
+    props = cond.pop("properties", None)
+    required = cond.pop("required", [])
+    is_object = cond.pop("type", None) == "object"
+    if cond or not isinstance(props, dict) or len(props) != 1 or not isinstance(required, list):
+        return None
+    (name, sub), = props.items()
+    if not isinstance(sub, dict) or set(required) - {name}:
+        return None
+    sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+    types = sub.pop("type", None)
+    if set(sub) == {"const"}:
+        values = [sub["const"]]
+    elif set(sub) == {"enum"} and isinstance(sub["enum"], list):
+        values = list(sub["enum"])
+    else:
+        return None
+    if types is not None:  # a type beside the values: those of the type (numbers: only
+        # under "number", where no spelling of a value may fail "integer")
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(types, list):
+            return None
+        kinds = {"number" if _json_type(v) == "integer" else _json_type(v) for v in values}
+        values = [v for v in values if ("number" if _json_type(v) == "integer"
+                                        else _json_type(v)) in types]
+        if "number" in kinds and "number" not in types and "integer" in types:
+            return None
+    return name, values, bool(required), is_object
+
+
+def _switch(node: dict) -> dict | None:
+    """Two or more `if`s side by side (`node`'s own, and those merged beside it into allOf)
+    that each test the same property against listed values, as one union with a case per
+    value: which conditions hold is known in each case, so it applies their `then` or
+    `else` (N cases where expanding each `if` in turn makes 2^N). None: no such `if`s."""
+    parts = ("if", "then", "else")
+    conditions = [{k: node[k] for k in parts if k in node}]
+    conditions += [x for x in node.get("allOf", ()) if isinstance(x, dict) and "if" in x
+                   and set(x) <= set(parts)]
+    tests = [_case_test(c["if"]) for c in conditions]
+    if tests[0] is None:
+        return None
+    name = tests[0][0]
+    chosen = [i for i, t in enumerate(tests) if t is not None and t[0] == name]
+    if len(chosen) < 2:
+        return None
+    values = _distinct([v for i in chosen for v in tests[i][1]])
+    rest = {k: v for k, v in node.items() if k not in parts}
+    # the cases the rest of the node rules out are left out (their conditions' unions
+    # would be multiplied out before the contradiction shows)
+    types = rest.get("type")
+    types = {types} if isinstance(types, str) else set(types) if isinstance(types, list) \
+        else {"object", "other"}
+    own = (rest.get("properties") or {}).get(name)
+    listed = _values(own) if isinstance(own, dict) else None
+    other = {"not": {"enum": values}}  # the property's values no condition lists
+    if listed is not None:
+        tested = {_json_key(v) for v in values}
+        values = [v for v in values if _json_key(v) in listed]
+        left = [v for v in ([own["const"]] if "const" in own else own["enum"])
+                if _json_key(v) not in tested]
+        other = {"enum": left} if left else None
+    present = name in (rest.get("required") or ())
+
+    def case(shape: dict, holds) -> Any:  # the case, with what each condition says there
+        return _all_of([shape, *(conditions[i].get("then" if holds(tests[i]) else "else", True)
+                                 for i in chosen)])
+
+    cases = []
+    if types - {"object"}:
+        cases.append(case({"type": ["array", "boolean", "null", "number", "string"]},
+                          lambda t: not t[3]))
+    if "object" in types:
+        if not present:
+            cases.append(case({"type": "object", "properties": {name: False}},
+                              lambda t: not t[2]))
+        if other is not None:
+            cases.append(case({"type": "object", "required": [name],
+                               "properties": {name: other}}, lambda t: False))
+        cases += [case({"type": "object", "required": [name],
+                        "properties": {name: {"const": v}}},
+                       lambda t, v=v: _json_key(v) in {_json_key(x) for x in t[1]})
+                  for v in values]
+    left = [x for x in node.get("allOf", ()) if not any(x is conditions[i] for i in chosen)]
+    rest.pop("allOf", None)
+    if left:
+        rest["allOf"] = left
+    cases = [c for c in cases if c is not False]
+    union = {"anyOf": cases} if cases else False
+    return _all_of([rest, union]) if rest else union
 
 
 def _discriminator(branches: list) -> tuple[str, dict[int, list]]:

@@ -503,6 +503,52 @@ def test_recursion_through_merged_references(items):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+SWITCH = {"properties": {"kind": {"enum": ["a", "b", "c", "d"]}}, "allOf": [
+    {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["x"]},
+     "else": {"properties": {"x": False}}},
+    {"if": {"properties": {"kind": {"const": "b"}}, "required": ["kind"]},
+     "then": {"required": ["y"]}},
+    {"if": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["c", "a"]}}},
+     "then": {"properties": {"z": {"type": "integer"}}}, "else": {"properties": {"z": False}}},
+    {"if": {"properties": {"other": {"const": "on"}}}, "then": {"required": ["w"]}}]}
+
+
+@pytest.mark.parametrize("schema", [SWITCH, {**SWITCH, "type": "object"}])
+def test_conditions_side_by_side(schema):
+    """`if`s merged from allOf: those that test one property are cases of one union, the
+    others expanded in each case; every combination checked against jsonschema."""
+    import itertools
+
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    values = ["1", "[]", "null"]
+    for kind, x, y, z, other in itertools.product([None, "a", "b", "c", "d"], *[[None, 1]] * 3,
+                                                  [None, "on", "off"]):
+        value = {k: v for k, v in (("kind", kind), ("x", x), ("y", y), ("z", z),
+                                   ("other", other)) if v is not None}
+        if other == "on" and x:
+            value["w"] = 0
+        values.append(compact(value))
+    for text in values:
+        assert machine.matches(text) == validator.is_valid(json.loads(text)), text
+
+
+def test_many_conditions_on_one_property_stay_small():
+    """Sixteen `if`s on one property, each `then` a union: one case per value, where
+    expanding each `if` in turn would make 2^16 schemas (over MAX_SCHEMA_NODES)."""
+    kinds = [f"k{i}" for i in range(16)]
+    schema = {"type": "object", "required": ["kind"],
+              "properties": {"kind": {"enum": kinds}}, "allOf": [
+                  {"if": {"properties": {"kind": {"const": k}}},
+                   "then": {"anyOf": [{"required": [f"a{i}"]}, {"required": [f"b{i}"]}]}}
+                  for i, k in enumerate(kinds)]}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({"kind": "k3", "a3": 1}, {"kind": "k3", "b3": 1}, {"kind": "k3", "a4": 1},
+                  {"kind": "k15", "b15": 0}, {"kind": "k16", "a1": 1}, {"a0": 1}):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
@@ -936,6 +982,22 @@ def test_listed_keys_in_every_json_spelling(order, whitespace):
         value = json.loads(text)
         expected = validator.is_valid(value) and len(value) == text.count(":")
         assert machine.matches(text) == expected, text
+
+
+@pytest.mark.parametrize("names", [
+    {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+    {"oneOf": [{"pattern": "^a"}, {"pattern": "b$"}, {"maxLength": 2}], "minLength": 1},
+    {"anyOf": [{"maxLength": 1}, {"pattern": "^z"}]},
+    {"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+    {"$ref": "#/$defs/lower"},
+    {"allOf": [{"$ref": "#/$defs/lower"}, {"maxLength": 2}]},
+])
+def test_property_names_combined(names):
+    schema = {"$defs": {"lower": {"pattern": "^[a-z]+$"}}, "propertyNames": names}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for key in ["", "a", "ab", "ax", "xb", "b", "z", "zz", "abc", "abcb", "Ab", "a-b"]:
+        assert machine.matches(compact({key: 1})) == validator.is_valid({key: 1}), key
 
 
 def test_property_names_enum_with_characters_json_escapes():
