@@ -11,6 +11,7 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -506,6 +507,7 @@ class _Compiler:
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
+        self.any_order: _Compiler | None = None  # for literals: see `checker`
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
         # them; the bindings of the dynamic scope, innermost last: ((name, resource), ...)
         self.dynamic_names: dict[str, list[str]] = {}
@@ -688,6 +690,10 @@ class _Compiler:
             left = [w for w in words if json.loads(w) not in banned]
             return AnyOf(*map(Phrase, left)) if len(left) > 1 else \
                 Phrase(left[0]) if left else None
+        if banned and t in ("array", "object"):  # as "differs from each" (see _unlike)
+            rest = {**{k: v for k, v in node.items() if k != "not"}, "type": t}
+            return self.compile(_all_of([rest, *({"anyOf": _unlike(v)} for v in banned)]),
+                                pointer)
         if banned:
             self.fail(f"{pointer}/not", "not", f"leaving out a value of type {t} (an "
                       "exact automaton would need every spelling of it) is not supported")
@@ -717,7 +723,7 @@ class _Compiler:
                 continue
             if not isinstance(node, dict):
                 continue
-            ident = node.get("$id", node.get("id") if self.draft4 else None)
+            ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
             if self.ref_alone and "$ref" in node:
                 ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
             if isinstance(ident, str):
@@ -1272,6 +1278,14 @@ class _Compiler:
             values = [v for v in values if _json_type(v) != "integer"
                       and not (_json_type(v) == "number" and float(v).is_integer())]
             del rest["not"]
+        elif rest.get("not") not in (None, True, {}) and not self.draft4:
+            try:  # the values the negated schema does not match (1 and 1.0 alike: not 4)
+                fails = self.checker(rest["not"], pointer)
+            except SchemaError:
+                fails = False  # (left to the rest below)
+            if fails is not False:
+                values = [v for v in values if fails is None or not fails.matches(_dumps(v))]
+                del rest["not"]
         spelling = None  # draft 4: which spellings of a whole number the rest allows
         if set(rest) == {"type"}:
             types = rest["type"] if isinstance(rest["type"], list) else [rest["type"]]
@@ -1279,14 +1293,29 @@ class _Compiler:
             if self.draft4 and "number" not in types:  # 1.0 is not an integer there
                 spelling = lambda text: b"." not in text and b"e" not in text  # noqa: E731
         elif rest:
-            check = self.compile(rest, pointer)
-            if check is None:
+            whole = self.checker(rest, pointer)
+            if whole is None:
                 return None
-            whole = StateMachine({0: [(check, "$")]}, 0, ["$"])
             values = [v for v in values if any(whole.matches(t) for t in _spellings(v))]
             if self.draft4:
                 spelling = whole.matches
         return self.literals(values, f"{pointer}/{key}", spelling) if values else None
+
+    def checker(self, node: Any, pointer: str) -> StateMachine | None:
+        """A machine that tells whether a literal value (compact JSON) matches `node`,
+        with an object's keys in any order; None: nothing matches."""
+        if self.property_order != "any" or self.ws:
+            if self.any_order is None:  # a compiler like this one, with caches of its own
+                other = self.any_order = copy.copy(self)
+                other.property_order, other.ws, other.any_value = "any", 0, _any_value(0)
+                other.compiled, other.refs, other.compiling = {}, {}, {}
+                other.recursive, other.any_order = set(), other
+            compiler = self.any_order
+            compiler.bound, compiler.depth = [self.bound[-1]], getattr(self, "depth", 0)
+        else:
+            compiler = self
+        machine = compiler.compile(node, pointer)
+        return None if machine is None else StateMachine({0: [(machine, "$")]}, 0, ["$"])
 
     def literals(self, values: list, pointer: str, spelling=None) -> StateMachine:
         """The values, compared as JSON compares them: a number in any spelling of its
@@ -1298,7 +1327,7 @@ class _Compiler:
             if isinstance(v, (dict, list)):
                 composite.append(v)
                 continue
-            dumped = json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+            dumped = _dumps(v)
             if not (isinstance(v, (int, float)) and not isinstance(v, bool)
                     and math.isfinite(v)):
                 texts.add(dumped)
@@ -2084,14 +2113,32 @@ def _of_types(values: list, types: Any) -> list:
             or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
 
 
+def _dumps(v: Any) -> bytes:
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _spellings(v: Any) -> list[bytes]:
     """`v` as compact JSON, and a whole number also with a fraction part (1 and 1.0), the
     spellings a draft 4 schema may tell apart."""
-    dumped = json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+    dumped = _dumps(v)
     if _json_type(v) in ("integer", "number") and math.isfinite(v) and float(v).is_integer():
         whole = str(int(v)).encode()
         return [whole, whole + b".0"]
     return [dumped]
+
+
+def _unlike(value: list | dict) -> list:
+    """Schemas of which an array or object unlike `value` (not JSON-equal to it) matches
+    one at least: a different length or item; a key missing, a different value or more keys."""
+    if isinstance(value, list):
+        n = len(value)
+        return [*([{"maxItems": n - 1}] if n else []), {"minItems": n + 1},
+                *({"prefixItems": [True] * i + [{"not": {"const": x}}], "minItems": i + 1}
+                  for i, x in enumerate(value))]
+    return [*({"properties": {k: False}} for k in value),
+            *({"required": [k], "properties": {k: {"not": {"const": x}}}}
+              for k, x in value.items()),
+            {"minProperties": len(value) + 1}]
 
 
 def _distinct(values: list) -> list:

@@ -549,6 +549,54 @@ def test_many_conditions_on_one_property_stay_small():
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+def test_draft4_reads_id_not_dollar_id():
+    """Draft 4 names a resource with "id"; "$id" (draft 6 on) is an unknown keyword there,
+    so a reference beside it is read against the document's base."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "definitions": {"name": {"enum": ["a", "b"]}},
+              "items": {"$id": "/elsewhere/items", "properties": {"name": {
+                  "$ref": "#/definitions/name"}}}}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft4Validator(schema)
+    for value in ([{"name": "a"}], [{"name": "c"}]):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+@pytest.mark.parametrize("schema", [
+    {"not": {"const": ["deleted"]}},
+    {"type": "array", "not": {"enum": [[], ["a", "b"], [["x"]]]}},
+    {"not": {"const": {"a": "x", "b": True}}},
+    {"type": "object", "not": {"enum": [{}, {"a": {"b": None}}]}},
+])
+def test_not_leaves_out_arrays_and_objects(schema):
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ([], ["deleted"], ["deleted", "x"], ["x"], ["a", "b"], ["a"], [["x"]],
+                  [["y"]], [[]], {}, {"a": "x"}, {"a": "x", "b": True}, {"b": True, "a": "x"},
+                  {"a": "x", "b": True, "c": 1}, {"a": "y", "b": True}, {"a": {"b": None}},
+                  {"a": {"b": 1}}, {"a": {}}, "deleted", 1, None):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+@pytest.mark.parametrize("schema, values", [
+    # a listed object whose keys are out of the schema's order is checked by value (and
+    # spelled in its own order)
+    ({"enum": [{"b": 1, "a": 2}, {"a": 1}], "properties": {"a": {}, "b": {"minimum": 1}}},
+     [{"b": 1, "a": 2}, {"a": 1}]),
+    # beside a list of values, `not` of any schema pse compiles leaves out what it matches
+    ({"enum": [{"aaaa": 31}, {"aaaa": 1}, {"b": 1}],
+      "not": {"patternProperties": {"aaa*": {"maximum": 20}}}},
+     [{"aaaa": 31}, {"aaaa": 1}, {"b": 1}]),
+    ({"enum": [["x"], ["x", "y"], [1]], "not": {"items": {"type": "string"}}},
+     [["x"], ["x", "y"], [1]]),
+])
+def test_listed_values_checked_in_any_order(schema, values):
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
