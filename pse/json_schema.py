@@ -1164,7 +1164,8 @@ class _Compiler:
                 return _all_of([rest, branch]) if rest else branch
         if branch is False:
             return False
-        return {**rest, "allOf": [branch]} if branch not in (True, {}) else rest
+        return {**rest, "allOf": [*rest.get("allOf", ()), branch]} if branch not in (True, {}) \
+            else rest
 
     def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
         merged = _without_dangling(
@@ -2376,8 +2377,9 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
             if not out[k]:  # no value is listed by both: nothing is valid
                 out["type"] = []
                 out[k] = [None]
-        elif k == "const":  # two values: nothing is valid
-            out["type"] = []
+        elif k == "const":  # two values (1 and 1.0 are one): nothing is valid
+            if _json_key(out[k]) != _json_key(v):
+                out["type"] = []
         elif k == "propertyNames":  # each name matches both
             out[k] = _all_of([out[k], v])
         elif k == "not":  # neither a nor b: not (a or b)
@@ -2592,7 +2594,10 @@ def _case_test(cond: Any) -> tuple[str, list, bool, bool] | None:
     cond = {k: v for k, v in cond.items() if k not in _ANNOTATIONS}
     props = cond.pop("properties", None)
     required = cond.pop("required", [])
-    is_object = cond.pop("type", None) == "object"
+    kind = cond.pop("type", None)
+    if kind not in (None, "object", ["object"]):
+        return None
+    is_object = kind is not None
     if cond or not isinstance(props, dict) or len(props) != 1 or not isinstance(required, list):
         return None
     (name, sub), = props.items()

@@ -533,6 +533,15 @@ def test_conditions_side_by_side(schema):
         assert machine.matches(text) == validator.is_valid(json.loads(text)), text
 
 
+def test_condition_that_always_holds_beside_another():
+    schema = {"allOf": [{"if": {"title": "always"}, "then": {"required": ["a"]}},
+                        {"if": {"required": ["b"]}, "then": {"required": ["c"]}}]}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({}, {"a": 1}, {"a": 1, "b": 1}, {"a": 1, "b": 1, "c": 1}, {"b": 1, "c": 1}):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_many_conditions_on_one_property_stay_small():
     """Sixteen `if`s on one property, each `then` a union: one case per value, where
     expanding each `if` in turn would make 2^16 schemas (over MAX_SCHEMA_NODES)."""
@@ -622,7 +631,14 @@ def test_enum_less_excluded_values_of_any_type():
     # 2019+: a $ref's siblings are merged with its target, not written over it
     ({"$defs": {"a": {"properties": {"x": {"type": "integer"}}}},
       "allOf": [{"$ref": "#/$defs/a", "properties": {"y": {"type": "string"}}}]},
-     '{"x":"s"}', False)])
+     '{"x":"s"}', False),
+    # equal values merged: 1 and 1.0 are one
+    ({"allOf": [{"const": 1}, {"const": 1.0}]}, "1.0", True),
+    # an `if` that asks for an object fails for a number (a case of its own)
+    ({"allOf": [{"if": {"type": ["object"], "properties": {"k": {"const": "a"}}},
+                 "then": {"minimum": 5}},
+                {"if": {"properties": {"k": {"const": "b"}}}, "then": {"maximum": 10}}]},
+     "3", True)])
 def test_merges_keep_every_constraint(schema, text, valid):
     assert JsonSchema(schema, property_order="any").matches(text) == valid
     validator = jsonschema.validators.validator_for(schema)(schema)
