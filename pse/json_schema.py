@@ -458,7 +458,7 @@ MAX_SCHEMA_DEPTH = 100
 # Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
 # oneOf's branches apart) are multiplied out, one subschema per combination; past this the
 # schema is refused with a clear error instead of minutes and gigabytes (every maskbench
-# schema that compiles needs under 31,000).
+# schema that compiles needs under 14,000).
 MAX_SCHEMA_NODES = 100_000
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
