@@ -1297,10 +1297,14 @@ class _Compiler:
             whole = self.checker(rest, pointer)
             if whole is None:
                 return None
-            values = [v for v in values if any(whole.matches(t) for t in _spellings(v))]
+            # (draft 4: an array or object may hold 1 where 1.0 fails, or the other way
+            # round; those are compiled beside the rest instead)
+            values = [v for v in values if (self.draft4 and _nested_whole_number(v))
+                      or any(whole.matches(t) for t in _spellings(v))]
             if self.draft4:
                 spelling = whole.matches
-        return self.literals(values, f"{pointer}/{key}", spelling) if values else None
+        within = rest if self.draft4 and rest else None
+        return self.literals(values, f"{pointer}/{key}", spelling, within) if values else None
 
     def checker(self, node: Any, pointer: str) -> StateMachine | None:
         """A machine that tells whether a literal value (compact JSON) matches `node`,
@@ -1318,11 +1322,13 @@ class _Compiler:
         machine = compiler.compile(node, pointer)
         return None if machine is None else StateMachine({0: [(machine, "$")]}, 0, ["$"])
 
-    def literals(self, values: list, pointer: str, spelling=None) -> StateMachine:
+    def literals(self, values: list, pointer: str, spelling=None,
+                 within: dict | None = None) -> StateMachine | None:
         """The values, compared as JSON compares them: a number in any spelling of its
         value (1, 1.0), an object's members in any order when property_order is "any".
         `spelling(text)`, where given, says which spellings of a whole number are kept (in
-        draft 4, 1 is an integer and 1.0 is not)."""
+        draft 4, 1 is an integer and 1.0 is not); arrays and objects are compiled beside
+        the schema `within`, where given, if they hold a whole number."""
         texts, integers, decimals, composite = set(), [], [], []
         for v in _distinct(values):
             if isinstance(v, (dict, list)):
@@ -1361,7 +1367,12 @@ class _Compiler:
             else:
                 shape = {"type": "array", "prefixItems": [{"const": x} for x in v],
                          "minItems": len(v), "items": False}
-            machines.append(self.compile(shape, pointer))
+            m = self.compile(_all_of([within, shape]) if within and _nested_whole_number(v)
+                             else shape, pointer)
+            if m is not None:
+                machines.append(m)
+        if not machines:
+            return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
     # -- strings -----------------------------------------------------------------------------
@@ -1434,6 +1445,8 @@ class _Compiler:
         (`count_length`: bounds too large to unroll are left to the caller to count)."""
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
+        if hi is not None and lo > hi:
+            return automaton.union([])  # no length fits
         dfa = None
         # search: True, a match anywhere; False, the whole string; None, strings the pattern
         # matches are left out; _NOT_FOUND, those it finds a match in are
@@ -1746,29 +1759,35 @@ class _Compiler:
                 others.append((keys, extra, f"{pointer}/additionalProperties", states))
         return others
 
-    def property_names_dfa(self, node: dict, pointer: str) -> automaton.DFA | None:
+    def property_names_dfa(self, node: dict, pointer: str, depth: int = 0
+                           ) -> automaton.DFA | None:
         """Key contents (as JSON spells them) that `propertyNames` allows; None: any."""
         where = f"{pointer}/propertyNames"
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"{where}: the schema nests more than {MAX_SCHEMA_DEPTH} "
+                              "subschemas deep (MAX_SCHEMA_DEPTH)")
         sub = self.resolve_shallow(node.get("propertyNames", True), where)
         if sub is True or sub == {}:
             return None
         if sub is False:
-            return self.key_dfa("(?!)", False, where)
+            return automaton.union([])  # no name
         if not isinstance(sub, dict):
             raise SchemaError(f"{where}: a schema is an object or a boolean, got {sub!r}")
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
         for key in ("allOf", "anyOf", "oneOf"):
             if isinstance(sub.get(key), list):
-                return self.combined_names_dfa(sub, key, pointer)
+                return self.combined_names_dfa(sub, key, pointer, depth)
         types = sub.get("type", "string")
         if "string" not in ([types] if isinstance(types, str) else types):
-            return self.key_dfa("(?!)", False, where)
+            return automaton.union([])
         if "const" in sub or "enum" in sub:
             values = [sub["const"]] if "const" in sub else list(sub["enum"])
+            if "const" in sub and "enum" in sub:  # both hold
+                values = [v for v in values if _json_key(v) in _values({"enum": sub["enum"]})]
             rest = {k: v for k, v in sub.items() if k not in ("const", "enum", "type")}
             names = [v for v in values if isinstance(v, str)]
             if rest:
-                inner = self.property_names_dfa({"propertyNames": rest}, pointer)
+                inner = self.property_names_dfa({"propertyNames": rest}, pointer, depth + 1)
                 names = [n for n in names if inner is None or inner.matches(_content(n))]
             return json_names_dfa(names)
         unknown = set(sub) - {"type", "pattern", "format", "minLength", "maxLength"}
@@ -1781,15 +1800,16 @@ class _Compiler:
             patterns += _format_patterns(sub["format"], f"{where}/format")
         return self.content_dfa(sub, patterns, where)
 
-    def combined_names_dfa(self, sub: dict, key: str, pointer: str) -> automaton.DFA | None:
+    def combined_names_dfa(self, sub: dict, key: str, pointer: str,
+                           depth: int) -> automaton.DFA | None:
         """Key contents `propertyNames` allows when it is allOf, anyOf or oneOf (the others
         of its keywords holding too); None: any."""
         where = f"{pointer}/propertyNames"
         anything = self.key_dfa("", True, where)
-        parts = [self.property_names_dfa({"propertyNames": part}, pointer) or anything
-                 for part in sub[key]]
+        parts = [self.property_names_dfa({"propertyNames": part}, pointer, depth + 1)
+                 or anything for part in sub[key]]
         rest = self.property_names_dfa(
-            {"propertyNames": {k: v for k, v in sub.items() if k != key}}, pointer)
+            {"propertyNames": {k: v for k, v in sub.items() if k != key}}, pointer, depth + 1)
         try:
             if key == "allOf":
                 dfa = anything
@@ -2112,6 +2132,17 @@ def _of_types(values: list, types: Any) -> list:
     return [v for v in values if _json_type(v) in types
             or (_json_type(v) == "integer" and "number" in types)
             or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
+
+
+def _nested_whole_number(v: Any) -> bool:
+    """Whether the array or object `v` holds a whole number, at any depth."""
+    if isinstance(v, dict):
+        v = list(v.values())
+    if not isinstance(v, list):
+        return False
+    return any(_nested_whole_number(x) or (_json_type(x) in ("integer", "number")
+                                           and math.isfinite(x) and float(x).is_integer())
+               for x in v)
 
 
 def _dumps(v: Any) -> bytes:

@@ -606,6 +606,29 @@ def test_listed_values_checked_in_any_order(schema, values):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+def test_property_names_referring_to_themselves_are_refused():
+    for names in ({"$ref": "#/$defs/p"}, {"anyOf": [{"$ref": "#/$defs/p"}, {"const": "a"}]}):
+        schema = {"$defs": {"p": names}, "propertyNames": {"$ref": "#/$defs/p"}}
+        with pytest.raises(SchemaError, match="MAX_SCHEMA_DEPTH"):
+            JsonSchema(schema)
+
+
+@pytest.mark.parametrize("schema, texts", [
+    ({"enum": [{"a": 1}], "properties": {"a": {"type": "integer"}}}, ['{"a":1}', '{"a":1.0}']),
+    ({"enum": [{"a": 1.0}], "properties": {"a": {"type": "integer"}}}, ['{"a":1}', '{"a":1.0}']),
+    ({"enum": [[1], "x"], "items": {"type": "integer"}}, ["[1]", "[1.0]", '"x"']),
+    ({"enum": [[1.0], "x"], "items": {"type": "integer"}}, ["[1]", "[1.0]", '"x"']),
+])
+def test_draft4_listed_arrays_and_objects_keep_integer_spellings(schema, texts):
+    """In draft 4, 1.0 is not an integer: a listed array or object holding a whole number
+    is matched beside the rest of the schema, spelling by spelling."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", **schema}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft4Validator(schema)
+    for text in texts:
+        assert machine.matches(text) == validator.is_valid(json.loads(text)), text
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
@@ -1055,6 +1078,10 @@ def test_listed_keys_in_every_json_spelling(order, whitespace):
     {"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
     {"$ref": "#/$defs/lower"},
     {"allOf": [{"$ref": "#/$defs/lower"}, {"maxLength": 2}]},
+    {"enum": ["a", "b"], "const": "b"},  # both hold
+    {"allOf": [{"maxLength": 1}, {"minLength": 2}]},  # no length fits: no name
+    {"anyOf": [{"type": "integer"}, {"const": "a"}]},  # no name is an integer
+    False,
 ])
 def test_property_names_combined(names):
     schema = {"$defs": {"lower": {"pattern": "^[a-z]+$"}}, "propertyNames": names}
