@@ -460,6 +460,8 @@ MAX_SCHEMA_DEPTH = 100
 # schema is refused with a clear error instead of minutes and gigabytes (every maskbench
 # schema that compiles needs under 14,000).
 MAX_SCHEMA_NODES = 100_000
+# States of an array with `contains`: (matches needed + 1) x (items counted + 1).
+MAX_CONTAINS_STATES = 4096
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
 MAX_ONE_OF_PAIRS = 32
@@ -830,6 +832,11 @@ class _Compiler:
                                   "nothing")
             self.refs[key] = None
             return None
+        chained = machine
+        while isinstance(chained, Forward):  # references that lead only back here
+            if chained is forward:
+                raise SchemaError(f"{pointer}/$ref: {ref} refers only to itself")
+            chained = chained.target
         forward.set(machine)
         return forward
 
@@ -1957,14 +1964,21 @@ class _Compiler:
     def containing(self, node: dict, sub: Any, n_min: int, n_max: int | None, lo: int,
                    hi: int | None, unique: bool, pointer: str) -> StateMachine | None:
         """An array with at least `n_min` items matching `contains` (items otherwise as
-        `items` says): a counter of matches in the states. maxContains, prefixItems and item
-        counts alongside would need the complement of the contains schema."""
+        `items` says) and lo..hi items in all: counters of matches and of items in the
+        states. maxContains and prefixItems alongside would need the complement of the
+        contains schema."""
         where = f"{pointer}/contains"
         rest = node.get("items", True)
-        if n_max is not None or lo > 0 or hi is not None or "prefixItems" in node \
-                or isinstance(rest, list):
-            self.fail(where, "contains", "contains with maxContains, prefixItems or an item "
-                      "count is not supported yet")
+        if n_max is not None or "prefixItems" in node or isinstance(rest, list):
+            self.fail(where, "contains", "contains with maxContains or prefixItems is not "
+                      "supported yet")
+        if hi is not None and (n_min > hi or lo > hi):
+            return None
+        cap = hi if hi is not None else lo  # items counted up to here (past lo: enough)
+        if (n_min + 1) * (cap + 1) > MAX_CONTAINS_STATES:
+            self.fail(where, "contains", f"minContains and an item count beside it need more "
+                      f"than {MAX_CONTAINS_STATES} states (MAX_CONTAINS_STATES)")
+            n_min, cap, lo, hi = min(n_min, MAX_CONTAINS_STATES), 0, 0, None  # (not strict)
         opening, comma, closing, wrap = self.array_parts(unique)
         item = self.compile(rest, f"{pointer}/items")
         item = None if item is None else wrap(item)
@@ -1973,15 +1987,22 @@ class _Compiler:
             return None
         match = wrap(match)
         graph: dict = {}
-        for j in range(n_min + 1):
-            for first in (True, False):
-                sep = [] if first else [comma]
-                edges = graph.setdefault((j, first), [])
-                if item is not None:
-                    edges.append((Chain(*sep, item), (j, False)))
-                edges.append((Chain(*sep, match), (min(j + 1, n_min), False)))
-        body = StateMachine(graph, start_state=(0, True),
-                            end_states=[(n_min, True), (n_min, False)])
+        for j in range(n_min + 1):  # matches so far
+            for c in range(cap + 1):  # items so far
+                if hi is not None and c == hi:
+                    graph.setdefault((j, c, c == 0), [])
+                    continue
+                for first in [True, False][c > 0:]:
+                    sep = [] if first else [comma]
+                    edges = graph.setdefault((j, c, first), [])
+                    nc = min(c + 1, cap)
+                    if item is not None:
+                        edges.append((Chain(*sep, item), (j, nc, False)))
+                    edges.append((Chain(*sep, match), (min(j + 1, n_min), nc, False)))
+        ends = [s for s in graph if s[0] == n_min and s[1] >= lo]
+        if not ends:
+            return None
+        body = StateMachine(graph, start_state=(0, 0, True), end_states=ends)
         array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
         return Scope(array) if unique else array
 

@@ -606,6 +606,13 @@ def test_listed_values_checked_in_any_order(schema, values):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+def test_references_leading_only_to_themselves_are_refused():
+    for defs in ({"p": {"$ref": "#/$defs/p"}}, {"p": {"$ref": "#/$defs/q"},
+                                                "q": {"$ref": "#/$defs/p"}}):
+        with pytest.raises(SchemaError, match="refers only to itself"):
+            JsonSchema({"$defs": defs, "properties": {"a": {"$ref": "#/$defs/p"}}})
+
+
 def test_property_names_referring_to_themselves_are_refused():
     for names in ({"$ref": "#/$defs/p"}, {"anyOf": [{"$ref": "#/$defs/p"}, {"const": "a"}]}):
         schema = {"$defs": {"p": names}, "propertyNames": {"$ref": "#/$defs/p"}}
@@ -627,6 +634,25 @@ def test_draft4_listed_arrays_and_objects_keep_integer_spellings(schema, texts):
     validator = jsonschema.Draft4Validator(schema)
     for text in texts:
         assert machine.matches(text) == validator.is_valid(json.loads(text)), text
+
+
+@pytest.mark.parametrize("counts", [
+    {"minItems": 2}, {"maxItems": 2}, {"minItems": 1, "maxItems": 3},
+    {"minContains": 2, "maxItems": 3}, {"minContains": 2, "minItems": 3},
+    {"minContains": 3, "maxItems": 2}])
+def test_contains_beside_an_item_count(counts):
+    import itertools
+
+    schema = {"type": "array", "contains": {"const": 1}, "items": {"type": "integer"}, **counts}
+    validator = jsonschema.Draft202012Validator(schema)
+    values = [list(items) for n in range(5) for items in itertools.product([0, 1], repeat=n)]
+    if not any(validator.is_valid(v) for v in values):  # (minContains over maxItems)
+        with pytest.raises(SchemaError):
+            JsonSchema(schema)
+        return
+    machine = JsonSchema(schema)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
 def test_enum_less_excluded_values_of_any_type():

@@ -50,6 +50,13 @@ def test_schema_nesting_below_the_limit_compiles(wrap):
     assert engine.compute_mask().any()
 
 
+def test_contains_beside_a_large_item_count():
+    schema = {"type": "array", "contains": {"const": 1}, "minContains": 100, "maxItems": 100}
+    with pytest.raises(SchemaError, match="MAX_CONTAINS_STATES") as info:
+        JsonSchema(schema)
+    assert str(info.value).startswith("#/contains")
+
+
 def test_machine_nesting():
     m = Phrase("a")
     for _ in range(compiler.MAX_DEPTH + 10):
