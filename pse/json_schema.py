@@ -1301,7 +1301,12 @@ class _Compiler:
             if self.draft4 and "number" not in types:  # 1.0 is not an integer there
                 spelling = lambda text: b"." not in text and b"e" not in text  # noqa: E731
         elif rest:
-            whole = self.checker(rest, pointer)
+            try:
+                whole = self.checker(rest, pointer)
+            except SchemaError:  # then in this compiler's order: a literal out of it is
+                # left out (on the safe side)
+                check = self.compile(rest, pointer)
+                whole = None if check is None else StateMachine({0: [(check, "$")]}, 0, ["$"])
             if whole is None:
                 return None
             # (draft 4: an array or object may hold 1 where 1.0 fails, or the other way
@@ -1314,8 +1319,13 @@ class _Compiler:
         return self.literals(values, f"{pointer}/{key}", spelling, within) if values else None
 
     def checker(self, node: Any, pointer: str) -> StateMachine | None:
-        """A machine that tells whether a literal value (compact JSON) matches `node`,
-        with an object's keys in any order; None: nothing matches."""
+        """A machine that tells whether a literal value (compact JSON) matches `node`, with
+        an object's keys in any order; None: nothing matches.
+
+        Raises:
+            SchemaError: `node` cannot be compiled so (more than KEY_BITS properties, say).
+        """
+        compiler = self
         if self.property_order != "any" or self.ws:
             if self.any_order is None:  # a compiler like this one, with caches of its own
                 other = self.any_order = copy.copy(self)
@@ -1324,8 +1334,6 @@ class _Compiler:
                 other.recursive, other.any_order = set(), other
             compiler = self.any_order
             compiler.bound, compiler.depth = [self.bound[-1]], getattr(self, "depth", 0)
-        else:
-            compiler = self
         machine = compiler.compile(node, pointer)
         return None if machine is None else StateMachine({0: [(machine, "$")]}, 0, ["$"])
 

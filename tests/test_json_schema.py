@@ -655,6 +655,14 @@ def test_contains_beside_an_item_count(counts):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+def test_listed_objects_beside_more_properties_than_key_bits():
+    """Where keys cannot be read in any order (over KEY_BITS properties), the listed values
+    are checked in the schema's order instead: still compiled, on the safe side."""
+    props = {f"p{i}": {"type": "integer"} for i in range(70)}
+    m = JsonSchema({"properties": props, "enum": [{"p1": 1, "p2": 2}, {"p1": "x"}]})
+    assert m.matches('{"p1":1,"p2":2}') and not m.matches('{"p1":"x"}')
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
