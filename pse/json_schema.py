@@ -47,6 +47,14 @@ _SUBSCHEMAS = frozenset([
     "contentSchema", "allOf", "anyOf", "oneOf"])
 _SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitions",
                           "dependentSchemas", "dependencies"])
+# Keywords a draft does not have (later ones), by draft: unknown keywords there.
+_UNTIL_2019 = {"dependentRequired", "dependentSchemas", "unevaluatedItems",
+               "unevaluatedProperties", "prefixItems", "minContains", "maxContains",
+               "$recursiveRef", "$dynamicRef"}
+_LATER_KEYWORDS = {4: {"const", "contains", "propertyNames", "if", "then", "else",
+                       *_UNTIL_2019},
+                   6: {"if", "then", "else", *_UNTIL_2019},
+                   7: _UNTIL_2019}
 # Keywords that only annotate; they never change what is valid.
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
@@ -428,7 +436,7 @@ class JsonSchema(StateMachine):
         compiler = _Compiler(schema, whitespace or 0, retrieve, strict, property_order)
         try:
             with limits.compile_budget("a JSON Schema"):
-                root = compiler.compile(schema, "#")
+                root = compiler.compile(compiler.root, "#")
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
@@ -496,7 +504,6 @@ def _depth_limited(compile_node: Callable) -> Callable:
 
 class _Compiler:
     def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str) -> None:
-        self.root = root
         self.property_order = property_order
         self.ws = ws
         self.retrieve = retrieve
@@ -523,14 +530,55 @@ class _Compiler:
         # it, or None where it has none
         self.opposites: dict[str, str | None] = {}
         self.any_value = _any_value(ws)
-        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
-        dialect = dialect if isinstance(dialect, str) else ""
-        self.draft4 = "draft-04" in dialect or "draft-03" in dialect
+        self.draft = _draft(root)
+        self.draft4 = self.draft == 4
         # drafts 4 to 7: "$ref" replaces its siblings instead of joining them
-        self.ref_alone = self.draft4 or "draft-06" in dialect or "draft-07" in dialect
+        self.ref_alone = self.draft <= 7
+        self.root = root = self.in_dialect(root, "#", self.draft)
         self.index(root, "")
 
     # -- helpers ---------------------------------------------------------------------------
+    def in_dialect(self, doc: Any, pointer: str, draft: int) -> Any:
+        """`doc` without the keywords of drafts later than `draft` (unknown keywords there,
+        which constrain nothing: `const` in draft 4, `if` in draft 6), with a warning naming
+        each; `doc` itself when it has none."""
+        ignored = _LATER_KEYWORDS.get(draft)
+        if not ignored or not isinstance(doc, dict):
+            return doc
+        copies: dict[int, dict] = {}
+        found: dict[str, str] = {}
+        todo: list = []
+
+        def copied(node: Any, where: str) -> Any:
+            if isinstance(node, list):
+                return [copied(x, f"{where}/{i}") for i, x in enumerate(node)]
+            if not isinstance(node, dict):
+                return node
+            if id(node) not in copies:  # (a shared subschema stays shared)
+                copies[id(node)] = {}
+                todo.append((node, copies[id(node)], where))
+            return copies[id(node)]
+
+        out = copied(doc, pointer)
+        while todo:
+            node, new, where = todo.pop()
+            for key, value in node.items():
+                if key in ignored:
+                    found.setdefault(key, f"{where}/{key}")
+                elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                    new[key] = {n: copied(v, f"{where}/{key}/{_escape(n)}")
+                                for n, v in value.items()}
+                elif key in _SUBSCHEMAS:
+                    new[key] = copied(value, f"{where}/{key}")
+                else:
+                    new[key] = value
+        for key, where in found.items():
+            msg = (f"{where}: {key!r} is not a keyword of draft {draft} (the schema's "
+                   "$schema): ignored")
+            self.warnings.append(msg)
+            warnings.warn(f"pse: {msg}", stacklevel=4)
+        return out if found else doc
+
     def fail(self, pointer: str, keyword: str, message: str) -> None:
         text = f"{pointer}: {keyword}: {message}"
         if self.strict:
@@ -851,6 +899,8 @@ class _Compiler:
                 doc = self.retrieve(base)
             except Exception as e:
                 raise SchemaError(f"{pointer}/$ref: retrieving {base!r} failed: {e}") from None
+            doc = self.in_dialect(doc, f"{base}#", _draft(doc) if isinstance(doc, dict)
+                                  and "$schema" in doc else self.draft)
             self.index(doc, base)
         if not fragment:
             return doc
@@ -2172,6 +2222,17 @@ def _nested_whole_number(v: Any) -> bool:
     return any(_nested_whole_number(x) or (_json_type(x) in ("integer", "number")
                                            and math.isfinite(x) and float(x).is_integer())
                for x in v)
+
+
+def _draft(root: Any) -> int:
+    """The draft a schema's `$schema` names: 4 (draft 3 read as 4), 6, 7, 2019; else 2020."""
+    dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+    dialect = dialect if isinstance(dialect, str) else ""
+    for mark, draft in (("draft-03", 4), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
+                        ("2019-09", 2019)):
+        if mark in dialect:
+            return draft
+    return 2020
 
 
 def _dumps(v: Any) -> bytes:

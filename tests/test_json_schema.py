@@ -663,6 +663,32 @@ def test_listed_objects_beside_more_properties_than_key_bits():
     assert m.matches('{"p1":1,"p2":2}') and not m.matches('{"p1":"x"}')
 
 
+@pytest.mark.parametrize("schema, values", [
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "enum": ["a", "b"],
+      "not": {"const": "a"}}, ["a", "b"]),  # draft 4: `not {}`, nothing valid
+    ({"$schema": "http://json-schema.org/draft-04/schema#",
+      "properties": {"k": {"const": 1, "type": "string"}}}, [{"k": 1}, {"k": "x"}]),
+    ({"$schema": "http://json-schema.org/draft-06/schema#", "type": "integer",
+      "if": {"minimum": 5}, "then": {"multipleOf": 2}}, [6, 7]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "dependentRequired": {"a": ["b"]}}, [{"a": 1}, {"a": 1, "b": 2}]),
+])
+def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
+    """What a schema's own draft does not define constrains nothing there (jsonschema reads
+    it so too); pse says so in a warning."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if not any(validator.is_valid(v) for v in values):
+            with pytest.raises(SchemaError, match="nothing is valid"):
+                JsonSchema(schema)
+        else:
+            machine = JsonSchema(schema)
+            for value in values:
+                assert machine.matches(compact(value)) == validator.is_valid(value), value
+    assert any("is not a keyword of draft" in str(w.message) for w in caught)
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
