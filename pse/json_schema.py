@@ -1848,7 +1848,8 @@ class _Compiler:
         if "const" in sub or "enum" in sub:
             values = [sub["const"]] if "const" in sub else list(sub["enum"])
             if "const" in sub and "enum" in sub:  # both hold
-                values = [v for v in values if _json_key(v) in _values({"enum": sub["enum"]})]
+                values = [v for v in values if isinstance(sub["enum"], list)
+                          and _json_key(v) in {_json_key(x) for x in sub["enum"]}]
             rest = {k: v for k, v in sub.items() if k not in ("const", "enum", "type")}
             names = [v for v in values if isinstance(v, str)]
             if rest:
