@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import json
 import math
 import operator
@@ -47,6 +48,8 @@ _SUBSCHEMAS = frozenset([
     "contentSchema", "allOf", "anyOf", "oneOf"])
 _SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitions",
                           "dependentSchemas", "dependencies"])
+# A contains and the counts that go with it.
+_CONTAINS = ("contains", "minContains", "maxContains")
 # Keywords a draft does not have (later ones), by draft: unknown keywords there.
 _UNTIL_2019 = {"dependentRequired", "dependentSchemas", "unevaluatedItems",
                "unevaluatedProperties", "prefixItems", "minContains", "maxContains",
@@ -669,7 +672,7 @@ class _Compiler:
             merged = self.merge_all(node, pointer)
             if "allOf" not in merged:
                 return self.compile(merged, pointer)
-            if not any(k in merged for k in ("anyOf", "oneOf", "if")):
+            if not any(k in merged for k in ("anyOf", "oneOf", "if", "contains")):
                 raise SchemaError(f"{pointer}/allOf: these schemas could not be merged")
             node = merged  # unions and conditions that did not merge are left: taken one
             # at a time below, the others merged into each case
@@ -1930,10 +1933,16 @@ class _Compiler:
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
                 return self.unique_literals(values, lo, hi)
             self.check_unique(prefix, rest, pointer)
-        if "contains" in node:
-            n_min = _count(node, "minContains", pointer, 1)
-            n_max = _count(node, "maxContains", pointer)
-            sub = node["contains"]
+        counted = []  # (contains, minContains, maxContains): this node's, and those merged
+        # beside it (see _merge)
+        for part in [node, *node.get("allOf", ())]:
+            if part is not node and not (isinstance(part, dict) and set(part) <= set(_CONTAINS)):
+                raise SchemaError(f"{pointer}/allOf: these schemas could not be merged")
+            if "contains" not in part:
+                continue
+            n_min = _count(part, "minContains", pointer, 1)
+            n_max = _count(part, "maxContains", pointer)
+            sub = part["contains"]
             if n_max is not None and n_min > n_max:
                 return None
             if sub is False:
@@ -1943,7 +1952,9 @@ class _Compiler:
                 lo = max(lo, n_min)
                 hi = n_max if hi is None else hi if n_max is None else min(hi, n_max)
             elif n_min > 0 or n_max is not None:
-                return self.containing(node, sub, n_min, n_max, lo, hi, unique, pointer)
+                counted.append((sub, n_min, n_max))
+        if counted:
+            return self.containing(node, counted, lo, hi, unique, pointer)
         opening, comma, closing, wrap = self.array_parts(unique)
         machines = []
         for i, sub in enumerate(prefix):
@@ -2020,48 +2031,60 @@ class _Compiler:
         body = Optional(items) if lo == 0 else items
         return Scope(Chain(opening, *self.wsp(), body, *self.wsp(), close))
 
-    def containing(self, node: dict, sub: Any, n_min: int, n_max: int | None, lo: int,
+    def containing(self, node: dict, counted: list[tuple[Any, int, int | None]], lo: int,
                    hi: int | None, unique: bool, pointer: str) -> StateMachine | None:
-        """An array with at least `n_min` items matching `contains` (items otherwise as
-        `items` says) and lo..hi items in all: counters of matches and of items in the
-        states. maxContains and prefixItems alongside would need the complement of the
-        contains schema."""
+        """An array with, for each (contains, minContains, maxContains) of `counted`, at
+        least minContains items matching that contains (items otherwise as `items` says),
+        and lo..hi items in all: counters of matches and of items in the states, an item
+        matching some of the contains schemas counting for each. maxContains and
+        prefixItems alongside would need the complement of a contains schema."""
         where = f"{pointer}/contains"
         rest = node.get("items", True)
-        if n_max is not None or "prefixItems" in node or isinstance(rest, list):
+        if any(n_max is not None for _, _, n_max in counted) or "prefixItems" in node \
+                or isinstance(rest, list):
             self.fail(where, "contains", "contains with maxContains or prefixItems is not "
                       "supported yet")
-        if hi is not None and (n_min > hi or lo > hi):
+        needs = [n_min for _, n_min, _ in counted]
+        if hi is not None and (max(needs) > hi or lo > hi):
             return None
         cap = hi if hi is not None else lo  # items counted up to here (past lo: enough)
-        if (n_min + 1) * (cap + 1) > MAX_CONTAINS_STATES:
+        if math.prod(n + 1 for n in needs) * (cap + 1) > MAX_CONTAINS_STATES \
+                or len(counted) > 4:
             self.fail(where, "contains", f"minContains and an item count beside it need more "
-                      f"than {MAX_CONTAINS_STATES} states (MAX_CONTAINS_STATES)")
-            n_min, cap, lo, hi = min(n_min, MAX_CONTAINS_STATES), 0, 0, None  # (not strict)
+                      f"than {MAX_CONTAINS_STATES} states (MAX_CONTAINS_STATES), or more "
+                      "than 4 contains schemas are merged")
+            counted, needs, cap, lo, hi = counted[:1], [1], 0, 0, None  # (not strict)
         opening, comma, closing, wrap = self.array_parts(unique)
         item = self.compile(rest, f"{pointer}/items")
         item = None if item is None else wrap(item)
-        match = self.compile({"allOf": [rest, sub]} if rest is not True else sub, where)
-        if match is None:
-            return None
-        match = wrap(match)
+        matches = []  # (which contains schemas, the machine of an item matching them all)
+        for k in range(1, len(counted) + 1):
+            for which in itertools.combinations(range(len(counted)), k):
+                subs = [counted[i][0] for i in which]
+                m = self.compile(_all_of([rest, *subs]), where)
+                if m is not None:
+                    matches.append((which, wrap(m)))
         graph: dict = {}
-        for j in range(n_min + 1):  # matches so far
+        for js in itertools.product(*(range(n + 1) for n in needs)):  # matches so far
             for c in range(cap + 1):  # items so far
                 if hi is not None and c == hi:
-                    graph.setdefault((j, c, c == 0), [])
+                    graph.setdefault((js, c, c == 0), [])
                     continue
                 for first in [True, False][c > 0:]:
                     sep = [] if first else [comma]
-                    edges = graph.setdefault((j, c, first), [])
+                    edges = graph.setdefault((js, c, first), [])
                     nc = min(c + 1, cap)
                     if item is not None:
-                        edges.append((Chain(*sep, item), (j, nc, False)))
-                    edges.append((Chain(*sep, match), (min(j + 1, n_min), nc, False)))
-        ends = [s for s in graph if s[0] == n_min and s[1] >= lo]
-        if not ends:
+                        edges.append((Chain(*sep, item), (js, nc, False)))
+                    for which, m in matches:
+                        more = tuple(min(j + 1, needs[i]) if i in which else j
+                                     for i, j in enumerate(js))
+                        edges.append((Chain(*sep, m), (more, nc, False)))
+        full = tuple(needs)
+        ends = [s for s in graph if s[0] == full and s[1] >= lo]
+        if not ends or not matches:
             return None
-        body = StateMachine(graph, start_state=(0, 0, True), end_states=ends)
+        body = StateMachine(graph, start_state=((0,) * len(needs), 0, True), end_states=ends)
         array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
         return Scope(array) if unique else array
 
@@ -2463,13 +2486,18 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
             shapes.update(merge(a, b, conflict))
             a = {k: v for k, v in a.items() if k not in keys}
             b = {k: v for k, v in b.items() if k not in keys}
+    # (minContains and maxContains without contains do nothing: not to count another's)
+    a, b = ({k: v for k, v in x.items() if k in ("contains", "if") or k not in _CONTAINS}
+            if "contains" not in x else x for x in (a, b))
     out = dict(a)
     out.update(shapes)
-    parts = ("if", "then", "else")
-    if "if" in a and "if" in b and not all(_same(a.get(k), b.get(k)) for k in parts):
-        # two conditions: both hold, kept side by side like unions (see compile_new)
-        out["allOf"] = [*out.get("allOf", ()), {k: b[k] for k in parts if k in b}]
-        b = {k: v for k, v in b.items() if k not in parts}
+    for parts in (("if", "then", "else"), _CONTAINS):
+        if parts[0] in a and parts[0] in b and not all(_same(a.get(k), b.get(k))
+                                                       for k in parts):
+            # two conditions, two contains: both hold, kept side by side like unions (see
+            # compile_new, and array for contains)
+            out["allOf"] = [*out.get("allOf", ()), {k: b[k] for k in parts if k in b}]
+            b = {k: v for k, v in b.items() if k not in parts}
     for k, v in b.items():
         if k not in out:
             out[k] = v

@@ -689,6 +689,26 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     assert any("is not a keyword of draft" in str(w.message) for w in caught)
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "allOf": [{"contains": {"const": 1}}, {"contains": {"const": 2}}]},
+    {"type": "array", "maxItems": 3, "allOf": [{"contains": {"const": 1}, "minContains": 2},
+                                               {"contains": {"minimum": 1}}]},
+    {"items": {"type": "number"}, "allOf": [{"contains": {"type": "integer"}},
+                                            {"contains": {"minimum": 2}, "minContains": 2}]},
+    {"allOf": [{"contains": {"const": 1}}, {"minContains": 2}]},  # (that minContains: alone)
+])
+def test_contains_merged_beside_another(schema):
+    """Two `contains` merged both hold: each counted apart, an item matching both counting
+    for both."""
+    import itertools
+
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for n in range(5):
+        for items in itertools.product([0, 1, 2, "a"], repeat=n):
+            assert machine.matches(compact(list(items))) == validator.is_valid(list(items)), items
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
