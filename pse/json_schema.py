@@ -57,7 +57,11 @@ _UNTIL_2019 = {"dependentRequired", "dependentSchemas", "unevaluatedItems",
 _LATER_KEYWORDS = {4: {"const", "contains", "propertyNames", "if", "then", "else",
                        *_UNTIL_2019},
                    6: {"if", "then", "else", *_UNTIL_2019},
-                   7: _UNTIL_2019}
+                   7: _UNTIL_2019,
+                   2019: {"prefixItems", "$dynamicRef"},
+                   # (2020-12 keeps "dependencies", as the official suite's optional
+                   # compatibility tests ask)
+                   2020: {"$recursiveRef"}}
 # Keywords that only annotate; they never change what is valid.
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "$schema", "$id",
                 "id", "readOnly", "writeOnly", "deprecated", "$anchor", "$dynamicAnchor",
@@ -534,6 +538,11 @@ class _Compiler:
         self.opposites: dict[str, str | None] = {}
         self.any_value = _any_value(ws)
         self.draft = _draft(root)
+        self.drafts: dict[str, int] = {}  # of remote documents, by base URI
+        # the schema objects `in_dialect` went through, and those it did not (reached by a
+        # $ref into some other JSON) with their version in the schema's draft
+        self.in_dialect_ids: set[int] = set()
+        self.outside: dict[int, tuple[Any, Any]] = {}
         self.draft4 = self.draft == 4
         # drafts 4 to 7: "$ref" replaces its siblings instead of joining them
         self.ref_alone = self.draft <= 7
@@ -542,45 +551,65 @@ class _Compiler:
 
     # -- helpers ---------------------------------------------------------------------------
     def in_dialect(self, doc: Any, pointer: str, draft: int) -> Any:
-        """`doc` without the keywords of drafts later than `draft` (unknown keywords there,
-        which constrain nothing: `const` in draft 4, `if` in draft 6), with a warning naming
-        each; `doc` itself when it has none."""
-        ignored = _LATER_KEYWORDS.get(draft)
-        if not ignored or not isinstance(doc, dict):
+        """`doc` without the keywords `draft` does not have (unknown keywords there, which
+        constrain nothing: `const` in draft 4, `if` in draft 6, `prefixItems` in 2019-09),
+        with a warning naming each; `doc` itself when it has none."""
+        ignored = _LATER_KEYWORDS.get(draft, ())
+        if not isinstance(doc, dict):
             return doc
-        copies: dict[int, dict] = {}
         found: dict[str, str] = {}
-        todo: list = []
-
-        def copied(node: Any, where: str) -> Any:
+        seen: set[int] = set()
+        todo: list = [(doc, pointer)]
+        while todo:  # a first pass, without copies (most documents have none to drop)
+            node, where = todo.pop()
             if isinstance(node, list):
-                return [copied(x, f"{where}/{i}") for i, x in enumerate(node)]
-            if not isinstance(node, dict):
-                return node
-            if id(node) not in copies:  # (a shared subschema stays shared)
-                copies[id(node)] = {}
-                todo.append((node, copies[id(node)], where))
-            return copies[id(node)]
-
-        out = copied(doc, pointer)
-        while todo:
-            node, new, where = todo.pop()
+                todo.extend((x, f"{where}/{i}") for i, x in enumerate(node))
+                continue
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            seen.add(id(node))
             for key, value in node.items():
                 if key in ignored:
                     found.setdefault(key, f"{where}/{key}")
                 elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                    new[key] = {n: copied(v, f"{where}/{key}/{_escape(n)}")
-                                for n, v in value.items()}
+                    todo.extend((v, f"{where}/{key}/{_escape(n)}") for n, v in value.items())
                 elif key in _SUBSCHEMAS:
-                    new[key] = copied(value, f"{where}/{key}")
-                else:
-                    new[key] = value
+                    todo.append((value, f"{where}/{key}"))
+        if not found:
+            self.in_dialect_ids |= seen
+            return doc
         for key, where in found.items():
             msg = (f"{where}: {key!r} is not a keyword of draft {draft} (the schema's "
                    "$schema): ignored")
             self.warnings.append(msg)
             warnings.warn(f"pse: {msg}", stacklevel=4)
-        return out if found else doc
+        copies: dict[int, dict] = {}
+        pending: list = []
+
+        def copied(node: Any) -> Any:
+            if isinstance(node, list):
+                return [copied(x) for x in node]
+            if not isinstance(node, dict):
+                return node
+            if id(node) not in copies:  # (a shared subschema stays shared)
+                copies[id(node)] = {}
+                pending.append((node, copies[id(node)]))
+            return copies[id(node)]
+
+        out = copied(doc)
+        while pending:
+            node, new = pending.pop()
+            for key, value in node.items():
+                if key in ignored:
+                    continue
+                if key in _SCHEMA_MAPS and isinstance(value, dict):
+                    new[key] = {n: copied(v) for n, v in value.items()}
+                elif key in _SUBSCHEMAS:
+                    new[key] = copied(value)
+                else:
+                    new[key] = value
+        self.in_dialect_ids.update(id(x) for x in copies.values())
+        return out
 
     def fail(self, pointer: str, keyword: str, message: str) -> None:
         text = f"{pointer}: {keyword}: {message}"
@@ -876,7 +905,12 @@ class _Compiler:
             return forward
         target = self.resolve(ref, pointer)
         forward = self.refs[key] = Forward(name=f"$ref {ref}")
-        machine = self.compile(target, ref)
+        try:
+            machine = self.compile(target, ref)
+        except SchemaError:  # (a caller may catch it and go on: no unset Forward is left)
+            del self.refs[key]
+            self.recursive.discard(key)
+            raise
         if machine is None:
             if key in self.recursive:  # the Forward is in use, and nothing can replace it
                 raise SchemaError(f"{pointer}/$ref: {ref} refers to itself and allows "
@@ -902,8 +936,9 @@ class _Compiler:
                 doc = self.retrieve(base)
             except Exception as e:
                 raise SchemaError(f"{pointer}/$ref: retrieving {base!r} failed: {e}") from None
-            doc = self.in_dialect(doc, f"{base}#", _draft(doc) if isinstance(doc, dict)
-                                  and "$schema" in doc else self.draft)
+            self.drafts[base] = _draft(doc) if isinstance(doc, dict) and "$schema" in doc \
+                else self.draft
+            doc = self.in_dialect(doc, f"{base}#", self.drafts[base])
             self.index(doc, base)
         if not fragment:
             return doc
@@ -920,6 +955,13 @@ class _Compiler:
                 node = node[int(part)] if isinstance(node, list) else node[part]
             except (KeyError, IndexError, ValueError, TypeError):
                 raise SchemaError(f"{pointer}/$ref: {ref!r} does not resolve") from None
+        if isinstance(node, dict) and id(node) not in self.in_dialect_ids:
+            # a schema where no keyword holds one (under "x-defs", say): its draft's keywords
+            # only, too
+            if id(node) not in self.outside:
+                self.outside[id(node)] = (node, self.in_dialect(
+                    node, ref, self.drafts.get(base, self.draft)))
+            node = self.outside[id(node)][1]
         return node
 
     def resolve_shallow(self, node: Any, pointer: str) -> Any:

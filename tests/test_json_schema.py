@@ -672,6 +672,13 @@ def test_listed_objects_beside_more_properties_than_key_bits():
       "if": {"minimum": 5}, "then": {"multipleOf": 2}}, [6, 7]),
     ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
       "dependentRequired": {"a": ["b"]}}, [{"a": 1}, {"a": 1, "b": 2}]),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "array",
+      "prefixItems": [{"type": "string"}]}, [[1], ["a"]]),
+    # a $ref into JSON outside any keyword: read in the schema's draft too
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "$ref": "#/x-defs/k",
+      "x-defs": {"k": {"type": "integer", "const": 1}}}, [1, 2, "a"]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/x/0",
+      "x": [{"type": "object", "dependentRequired": {"a": ["b"]}}]}, [{"a": 1}, {}, 3]),
 ])
 def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     """What a schema's own draft does not define constrains nothing there (jsonschema reads
@@ -687,6 +694,34 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
             for value in values:
                 assert machine.matches(compact(value)) == validator.is_valid(value), value
     assert any("is not a keyword of draft" in str(w.message) for w in caught)
+
+
+def test_draft_2020_keeps_dependencies():
+    """2020-12 split `dependencies` in two, but the official suite's optional tests (and
+    users) still expect the old keyword to hold."""
+    m = JsonSchema({"dependencies": {"a": ["b"], "c": {"required": ["d"]}}})
+    assert [m.matches(compact(v)) for v in ({"a": 1}, {"a": 1, "b": 2}, {"c": 1},
+                                            {"c": 1, "d": 2})] == [False, True, False, True]
+
+
+@pytest.mark.parametrize("schema, values", [
+    ({"enum": [1], "properties": {"b": {"$ref": "#/$defs/x"}},
+      "$defs": {"x": {"not": {"enum": [1]}}}}, [1, {"b": 1}]),
+    ({"enum": [{"b": "s"}], "properties": {"b": {"$ref": "#/$defs/x"}},
+      "$defs": {"x": {"not": {"enum": [1]}}}}, [1, {"b": "s"}]),
+])
+def test_a_reference_that_fails_leaves_nothing_half_built(schema, values):
+    """A SchemaError inside a referenced schema that a caller catches and goes on from (the
+    enum's checker, on `not` of a number) leaves no unset reference behind: the schema is
+    refused with that SchemaError or compiles right, never a GrammarError."""
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError as e:
+        assert "#/$defs/x/not" in str(e)
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
 @pytest.mark.parametrize("schema", [
