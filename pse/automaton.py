@@ -22,11 +22,16 @@ CodeRange = tuple[int, int]
 
 
 class NFA:
-    """A byte NFA under construction: states with byte-range edges and epsilon edges."""
+    """A byte NFA under construction: states with byte-range edges and epsilon edges, and
+    anchor edges: epsilon edges taken only before the first byte (`at_start`, a regex's ^)
+    or after the last (`at_end`, its $)."""
 
     def __init__(self) -> None:
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
+        # (few states have anchors: kept apart, so that the usual closure stays as it was)
+        self.at_start: dict[int, list[int]] = {}
+        self.at_end: dict[int, list[int]] = {}
 
     def add_state(self) -> int:
         self.edges.append([])
@@ -38,6 +43,9 @@ class NFA:
 
     def add_eps(self, src: int, dst: int) -> None:
         self.eps[src].append(dst)
+
+    def add_anchor(self, src: int, dst: int, at_end: bool) -> None:
+        (self.at_end if at_end else self.at_start).setdefault(src, []).append(dst)
 
 
 # A fragment is (start, end) of a piece of NFA with one entry and one exit.
@@ -193,7 +201,9 @@ class DFA:
         return all(not (acc and tr) for acc, tr in zip(self.accept, self.trans))
 
 
-def _eps_closure(nfa: NFA, states: Iterable[int]) -> frozenset[int]:
+def _eps_closure(nfa: NFA, states: Iterable[int], anchors: dict | None = None
+                 ) -> frozenset[int]:
+    """The states epsilon edges reach from `states`, and the anchor edges in `anchors`."""
     seen = set(states)
     todo = list(seen)
     while todo:
@@ -202,6 +212,11 @@ def _eps_closure(nfa: NFA, states: Iterable[int]) -> frozenset[int]:
             if t not in seen:
                 seen.add(t)
                 todo.append(t)
+        if anchors:
+            for t in anchors.get(s, ()):
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
     return frozenset(seen)
 
 
@@ -216,8 +231,11 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     Raises:
         GrammarError: more than MAX_DFA_STATES states.
     """
-    start = _eps_closure(nfa, [frag[0]])
-    index = {start: 0}
+    start = _eps_closure(nfa, [frag[0]], nfa.at_start)
+    # with anchors, the start is the one place where both kinds hold (`$^` matches ""): a set
+    # met again later is another state
+    anchored = bool(nfa.at_start or nfa.at_end)
+    index = {} if anchored else {start: 0}
     sets = [start]
     trans: list[list[tuple[int, int, int]]] = []
     accept: list[bool] = []
@@ -225,8 +243,13 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     while i < len(sets):
         limits.check_budget()
         cur = sets[i]
+        if not anchored or frag[1] in cur:
+            accept.append(frag[1] in cur)
+        else:
+            ends = nfa.at_end if i else {k: nfa.at_start.get(k, []) + nfa.at_end.get(k, [])
+                                         for k in {*nfa.at_start, *nfa.at_end}}
+            accept.append(frag[1] in _eps_closure(nfa, cur, ends))
         i += 1
-        accept.append(frag[1] in cur)
         edges = [e for s in cur for e in nfa.edges[s]]
         cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
         row: list[tuple[int, int, int]] = []

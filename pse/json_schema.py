@@ -32,7 +32,7 @@ from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
                           Phrase, StateMachine, Terminal, Whitespace)
 from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
-from pse.regex import compile_regex
+from pse.regex import compile_regex, search_for_all
 
 # An object member: its opening (the key, or a comma and the key) made for its place, first
 # or not, and the rest (the value) one machine wherever the member stands.
@@ -120,6 +120,16 @@ def _uri_grammar(extra: str) -> tuple[str, str]:
 
 _URI, _URI_REFERENCE = _uri_grammar("")
 _IRI, _IRI_REFERENCE = _uri_grammar("\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef\U00010000-\U000effff")
+# RFC 6570 URI templates: literals (any character but controls, space and "%<>\\^`{|}, or
+# a percent escape; the apostrophe allowed, as erratum 6937 reads it) and expressions
+_UCSCHAR = ("\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"
+            + "".join(f"{chr(p << 16)}-{chr((p << 16) + 0xFFFD)}" for p in range(1, 14))
+            + "\U000e1000-\U000efffd")
+_IPRIVATE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+_VARCHAR = r"([A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
+_VARSPEC = rf"{_VARCHAR}(\.?{_VARCHAR})*(:[1-9][0-9]{{0,3}}|\*)?"
+_URI_TEMPLATE = (rf"([!#$&-;=?-\[\]_a-z~{_UCSCHAR}{_IPRIVATE}]|%[0-9A-Fa-f]{{2}}"
+                 rf"|\{{[+#./;?&=,!@|]?{_VARSPEC}(,{_VARSPEC})*\}})*")
 # a hostname label: 1-63 letters, digits and hyphens, no hyphen at either end
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
@@ -142,6 +152,7 @@ FORMATS = {
     "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "json-pointer": r"(/([^/~]|~[01])*)*",
     "relative-json-pointer": r"(0|[1-9][0-9]*)(#|(/([^/~]|~[01])*)*)",
+    "uri-template": _URI_TEMPLATE,
 }
 
 # What a format's regex matches but the format does not allow: labels with "--" in the 3rd
@@ -149,9 +160,9 @@ FORMATS = {
 FORMAT_EXCLUDED = {"hostname": r"(.*\.)?[A-Za-z0-9]{2}--.*"}
 
 # Formats the specification defines that no automaton can check exactly (a regex is nested,
-# IDNs and URI templates need more than this): strict=True refuses them, as it would any
-# keyword it cannot enforce. Other unknown formats are annotations.
-UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname", "uri-template"}
+# IDNs need more than this): strict=True refuses them, as it would any keyword it cannot
+# enforce. Other unknown formats are annotations.
+UNSUPPORTED_FORMATS = {"regex", "idn-email", "idn-hostname"}
 
 # content_dfa's mark of a pattern whose matches anywhere in a string leave the string out
 _NOT_FOUND = "not found"
@@ -2574,6 +2585,9 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
                 out["type"] = []
         elif k == "propertyNames":  # each name matches both
             out[k] = _all_of([out[k], v])
+        elif k == "pattern" and isinstance(out[k], str) and isinstance(v, str) and (
+                both := search_for_all([out[k], v])) is not None:
+            out[k] = both  # each found somewhere: lookaheads
         elif k == "not":  # neither a nor b: not (a or b)
             out[k] = {"anyOf": [*_alternatives(out[k]), *_alternatives(v)]}
         else:

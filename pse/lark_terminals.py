@@ -45,7 +45,7 @@ def terminal_dfa(pattern: str) -> automaton.DFA:
     quoted = _escaped_string_equivalent(pattern)
     if quoted is not None:
         return compile_regex(quoted)
-    dfa = compile_regex(pattern)
+    dfa = compile_regex(pattern, assertions=False)
     if _has_lazy(pattern):
         _check_lazy_shape(pattern)
         dfa = shortest_matches(dfa)

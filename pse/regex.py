@@ -1,8 +1,10 @@
 """`Regex`: a regular expression in Python `re` syntax, compiled to a byte automaton.
 
 `re`'s own parser reads the pattern; the automaton is built here, over UTF-8 bytes, so `.` and
-classes match whole characters. Lookaround and backreferences have no automaton and raise
-`GrammarError`.
+classes match whole characters. Anchors anywhere are anchor edges of the NFA (see
+`automaton.NFA`). Lookaheads at the start of a pattern (`^(?!org\.)\w+`) are automata too:
+the texts the rest matches, with or without those that start with the lookahead's match.
+Other lookaround and backreferences have no automaton and raise `GrammarError`.
 """
 
 from __future__ import annotations
@@ -72,9 +74,11 @@ def _category(code, ascii_only: bool, ecma: bool) -> list[tuple[int, int]]:
 
 
 class _Builder:
-    def __init__(self, pattern: str, flags: int, char_class: CharClass, ecma: bool) -> None:
+    def __init__(self, pattern: str, flags: int, char_class: CharClass, ecma: bool,
+                 assertions: bool = True) -> None:
         self.pattern = pattern
         self.ecma = ecma
+        self.assertions = assertions
         self.flags = flags
         self.nfa = automaton.NFA()
         self.char_class = char_class
@@ -117,15 +121,33 @@ class _Builder:
             lo, hi, sub = av
             return self.repeat(lo, hi, sub, flags)
         if op is _c.AT:
-            raise GrammarError(f"regex {self.pattern!r}: an anchor ({av}) is supported only at "
-                               "the start or end of the pattern or of an alternative")
+            return self.anchor(av, flags)
         if op in (_c.ASSERT, _c.ASSERT_NOT):
-            raise GrammarError(f"regex {self.pattern!r}: lookaround assertions cannot be "
-                               "compiled to an automaton")
+            raise self.lookaround_refused()
         if op in (_c.GROUPREF, _c.GROUPREF_EXISTS):
             raise GrammarError(f"regex {self.pattern!r}: backreferences cannot be compiled to "
                                "an automaton")
         raise GrammarError(f"regex {self.pattern!r}: unsupported construct {op}")
+
+    def lookaround_refused(self) -> GrammarError:
+        where = ("only lookaheads at the start of a pattern anchored there can"
+                 if self.assertions else "not in a terminal: they would look past its text")
+        return GrammarError(f"regex {self.pattern!r}: lookaround assertions cannot be "
+                            f"compiled to an automaton here ({where})")
+
+    def anchor(self, at, flags: int) -> automaton.Fragment:
+        """^ or $ inside the pattern: an edge taken only at the start or end of the text."""
+        start = at in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
+        # (Python's $ also matches before a final newline: a lookahead, not an edge)
+        exact = at is _c.AT_BEGINNING_STRING or at is _c.AT_END_STRING or (
+            not flags & re.MULTILINE and (start or self.ecma))
+        if not self.assertions or not exact or at not in (
+                _c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING):
+            raise GrammarError(f"regex {self.pattern!r}: an anchor ({at}) is supported only at "
+                               "the start or end of the pattern or of an alternative")
+        a, b = self.nfa.add_state(), self.nfa.add_state()
+        self.nfa.add_anchor(a, b, at_end=not start)
+        return a, b
 
     def char_set(self, items, flags: int, ascii_only: bool) -> automaton.Fragment:
         ranges: list[tuple[int, int]] = []
@@ -177,8 +199,9 @@ MAX_ALTERNATIVES = 16
 def _alternatives(items: list) -> list[list]:
     """The top-level alternatives of a parsed pattern. A pattern with anchors inside is
     distributed over its top-level alternations and plain groups (a(b|c)d is abd|acd; Python's
-    parser writes `^$|^a$` as `^(?:$|a$)`), so that every anchor can end up at an end of an
-    alternative; at most MAX_ALTERNATIVES, else the pattern as it is."""
+    parser writes `^$|^a$` as `^(?:$|a$)`), so that anchors come to the ends of alternatives
+    (Python's $ is refused inside one; a search wraps only unanchored ends in "anything") and
+    lookaheads to their starts; at most MAX_ALTERNATIVES, else the pattern as it is."""
     if len(items) == 1 and items[0][0] is _c.BRANCH:
         branches = [list(b) for b in items[0][1][1]]
     else:
@@ -221,6 +244,49 @@ def _anchor_inside(items: list) -> bool:
     return has(rest)
 
 
+def _leading_lookaheads(items: list) -> tuple[list, list[tuple[bool, list]], bool]:
+    """The lookaheads at the start of a top-level sequence, with the ^ / \\A among them:
+    (rest, [(positive, sub)], anchored)."""
+    items = list(items)
+    checks: list[tuple[bool, list]] = []
+    anchored = False
+    while items:
+        op, av = items[0]
+        if op is _c.AT and av in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
+            anchored = True
+        elif op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] == 1:
+            checks.append((op is _c.ASSERT, list(av[1])))
+        else:
+            break
+        items.pop(0)
+    return items, checks, anchored
+
+
+def search_for_all(patterns: Sequence[str]) -> str | None:
+    """One pattern that, searched for, finds a match in a text exactly when each of
+    `patterns` does (two JSON Schema `pattern`s merged): each one but the last a lookahead
+    at the start. None when a pattern cannot be written inside another (malformed, or
+    global flags such as `(?i)` that only the start of a pattern may set)."""
+    parts = []
+    for pattern in patterns:
+        try:
+            items = list(_parser.parse(pattern))
+        except re.error:
+            return None
+        # (a pattern every alternative of which is anchored starts where the text does:
+        # written as it is, so that lookaheads at its start stay at the start)
+        anchored = all(seq[:1] and seq[0][0] is _c.AT
+                       and seq[0][1] in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
+                       for seq in _alternatives(items))
+        parts.append(f"(?:{pattern})" if anchored else f"[\\s\\S]*?(?:{pattern})")
+    both = "^" + "".join(f"(?={p})" for p in parts[:-1]) + parts[-1]
+    try:
+        re.compile(both)
+    except re.error:
+        return None
+    return both
+
+
 def _strip_anchors(items: list) -> tuple[list, bool, bool]:
     """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end)."""
     items = list(items)
@@ -238,8 +304,8 @@ def _strip_anchors(items: list) -> tuple[list, bool, bool]:
 @lru_cache(maxsize=1024)
 @limits.within_budget(lambda pattern, *args, **kwargs: f"the regex {str(pattern)[:60]!r}")
 def compile_regex(pattern: str, flags: int = 0, search: bool = False,
-                  char_class: CharClass = automaton.char_class, ecma: bool = False
-                  ) -> automaton.DFA:
+                  char_class: CharClass = automaton.char_class, ecma: bool = False,
+                  assertions: bool = True) -> automaton.DFA:
     """A DFA for `pattern`: the whole text matches (search=True: the pattern occurs somewhere
     in it, as JSON Schema's `pattern` means, unless anchored with ^ / $). Results are cached;
     the DFA returned is shared and must not be changed.
@@ -248,10 +314,13 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         char_class: builds one character of a class; JSON strings pass one that also spells
             characters as JSON escapes.
         ecma: ECMA-262 classes, as JSON Schema patterns mean them: digits and word
-            characters ASCII, blanks Unicode.
+            characters ASCII, blanks Unicode; `$` the end of the text only.
+        assertions: False where the text matched is not the whole text (a lark terminal's
+            lookahead and anchors look past it): lookaheads and inner anchors are refused.
 
     Raises:
-        GrammarError: malformed pattern, lookaround, backreferences, or too large.
+        GrammarError: malformed pattern, lookaround other than lookaheads at the start,
+            backreferences, or too large.
     """
     if not isinstance(pattern, str):
         raise GrammarError(f"a regex pattern must be a str, got {type(pattern).__name__}")
@@ -260,30 +329,51 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
     flags = parsed.state.flags
-    b = _Builder(pattern, flags, char_class, ecma)
-    branches = _alternatives(list(parsed))
-    # branches grouped by their anchors; in a search, each group is wrapped in "anything"
+    b = _Builder(pattern, flags, char_class, ecma, assertions)
+    try:
+        return automaton.determinize(b.nfa, _language(b, list(parsed), flags, search, search))
+    except GrammarError as e:  # (from the automata: say which pattern)
+        if str(e).startswith(f"regex {pattern!r}"):
+            raise
+        raise GrammarError(f"regex {pattern!r}: {e}") from None
+
+
+def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: bool
+              ) -> automaton.Fragment:
+    """The texts `items` match, as a fragment of `b.nfa`: whole, or with anything before
+    (`open_start`) or after (`open_end`) where no anchor stops it."""
+    anything = [(0, automaton.MAX_CODE_POINT)]
+    # branches grouped by their anchors; with open ends, each group is wrapped in "anything"
     # once (one .* around an alternation, not one per branch: the subset construction of
     # .*a.*|.*b.*|... tracks every branch's progress separately and explodes)
     groups: dict[tuple[bool, bool], list[automaton.Fragment]] = {}
-    for branch in branches:
-        rest, start, end = _strip_anchors(branch)
-        groups.setdefault((start, end), []).append(b.sequence(rest, flags))
     frags = []
+    for branch in _alternatives(items):
+        rest, checks, start = _leading_lookaheads(branch)
+        rest, start_, end = _strip_anchors(rest)
+        start = start or start_
+        if not checks:
+            groups.setdefault((start, end), []).append(b.sequence(rest, flags))
+            continue
+        if open_start and not start or not b.assertions:
+            raise b.lookaround_refused()
+        body = [b.sequence(rest, flags)]
+        if open_end and not end:
+            body.append(automaton.star(b.nfa, b.chars(anything, 0)))
+        dfa = automaton.determinize(b.nfa, automaton.concat(b.nfa, body))
+        for positive, sub in checks:  # each holds at the start: its match, then anything
+            look = automaton.determinize(b.nfa, _language(b, sub, flags, False, True))
+            dfa = automaton.intersect(dfa, look) if positive else automaton.difference(dfa, look)
+        frags.append(automaton.embed(b.nfa, dfa))
     for (start, end), bodies in groups.items():
         body = bodies[0] if len(bodies) == 1 else automaton.alternation(b.nfa, bodies)
-        if search:
-            anything = b.chars([(0, automaton.MAX_CODE_POINT)], 0)
-            parts = ([] if start else [automaton.star(b.nfa, anything)]) + [body]
-            if not end:
-                parts.append(automaton.star(b.nfa, b.chars([(0, automaton.MAX_CODE_POINT)], 0)))
-            body = automaton.concat(b.nfa, parts)
-        frags.append(body)
-    frag = frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
-    try:
-        return automaton.determinize(b.nfa, frag)
-    except GrammarError as e:
-        raise GrammarError(f"regex {pattern!r}: {e}") from None
+        parts = [body]
+        if open_start and not start:
+            parts.insert(0, automaton.star(b.nfa, b.chars(anything, 0)))
+        if open_end and not end:
+            parts.append(automaton.star(b.nfa, b.chars(anything, 0)))
+        frags.append(automaton.concat(b.nfa, parts))
+    return frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
 
 
 class Regex(Terminal):
@@ -291,12 +381,14 @@ class Regex(Terminal):
 
     Args:
         pattern: the expression; classes and escapes, quantifiers (greedy or lazy: the
-            language is the same), groups, alternation, `^`/`$` at the ends (of
-            alternatives too), `.`.
+            language is the same), groups, alternation, `.`, `^` and `\\A` anywhere, `$` at
+            the ends (of alternatives too; `\\Z` anywhere: inside, Python's `$` also
+            matches before a final newline), lookaheads at the start (`(?!if$)\\w+`).
         flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII` (inline `(?i)` works too).
 
     Raises:
-        GrammarError: a malformed pattern, lookaround or backreferences, or one too large.
+        GrammarError: a malformed pattern, lookaround other than lookaheads at its start,
+            backreferences, one too large, or one that matches no text.
     """
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
@@ -304,6 +396,8 @@ class Regex(Terminal):
         self.pattern = pattern
         self.flags = int(flags)
         self._dfa = compile_regex(pattern, self.flags)
+        if not any(self._dfa.accept):  # (`a^`: anchors can leave nothing)
+            raise GrammarError(f"regex {pattern!r} matches no text")
         if self._dfa.accept[0]:
             self.min_count = 0  # matches the empty string: the compiler adds the empty path
 

@@ -172,6 +172,34 @@ def test_pattern_is_a_search_and_spelled_as_json():
     assert anchored.matches('"aaa"') and not anchored.matches('"baaa"')
 
 
+@pytest.mark.parametrize("schema", [
+    # lookaheads at the start of an anchored pattern (keywords, reserved prefixes)
+    {"type": "string", "pattern": "^(?!(?:if|in)$)[a-z_][a-z0-9_]*$"},
+    {"type": "string", "pattern": "^(?!x\\.|y\\.)(?=.{0,4}$)"},
+    {"propertyNames": {"pattern": "^(?!_)"}, "patternProperties": {"^(?=a)": {"type": "integer"}}},
+    # anchors inside: each path segment "..", a name, or the end
+    {"type": "string", "pattern": "^(\\/?((\\.{2})|([a-z0-9\\-]*))($|\\/))*$"},
+    # two patterns merged by allOf: each found somewhere
+    {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "^[^x]"}, {"pattern": "b$"}]},
+    {"type": "string", "allOf": [{"pattern": "^(?!a)"}, {"pattern": "^(?=.b)"}]},
+])
+def test_lookaheads_and_inner_anchors_against_jsonschema(schema):
+    import itertools
+
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    texts = ["".join(t) for n in range(6) for t in itertools.product(
+        ["a", "b", "x", "_", "/", ".", "in", "if"], repeat=min(n, 3))][:3000]
+    values = texts + [{t: 1} for t in texts[:300]] + [{"a": "s"}, {"_a": 1, "b": 2}]
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_a_lookahead_not_at_the_start_is_refused_by_name():
+    with pytest.raises(SchemaError, match="lookaround"):
+        JsonSchema({"type": "string", "pattern": "(?!a)b"})  # (a search: no start to hold at)
+
+
 def test_schema_from_text_and_bad_schemas():
     assert JsonSchema('{"type": "integer"}').matches("12")
     with pytest.raises(SchemaError, match="not valid JSON"):

@@ -8,9 +8,48 @@ import re
 from hypothesis import assume, given, strategies as st
 
 from helpers import accepts_tokens
-from pse import AnyOf, Chain, Character, Json, Loop, Optional, Phrase
+from pse import AnyOf, Chain, Character, GrammarError, Json, Loop, Optional, Phrase
+from pse.regex import compile_regex
 
 ALPHABET = "abé-"
+
+# --- anchors anywhere and lookaheads at the start, against `re` -----------------------------
+
+regex_parts = st.recursive(
+    st.sampled_from(["a", "b", "é", ".", "[ab]", "^", "$", "\\Z", "\\A"]),
+    lambda sub: st.one_of(
+        st.lists(sub, min_size=2, max_size=3).map("".join),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+        sub.map(lambda x: f"(?:{x})*"), sub.map(lambda x: f"(?:{x})?")),
+    max_leaves=6)
+
+
+@given(st.sampled_from(["", "^"]), st.lists(st.tuples(st.sampled_from(["(?=", "(?!"]),
+                                                      regex_parts), max_size=2),
+       regex_parts, st.lists(st.text("abé\n", max_size=5), min_size=1, max_size=8))
+def test_anchors_and_lookaheads_agree_with_re(anchor, lookaheads, body, texts):
+    """Anchors anywhere and lookaheads at the start: the whole text as `re.fullmatch`
+    reads it, and JSON Schema's search (ECMA: $ is the end of the text only, the one
+    difference from `re.search`, so those texts have no newline)."""
+    pattern = anchor + "".join(f"{sign}{x})" for sign, x in lookaheads) + body
+    try:
+        whole = compile_regex(pattern)
+    except GrammarError as e:  # Python's $ inside: it also matches before a final newline
+        assert "$" in pattern and "anchor" in str(e), (pattern, e)
+        whole = None
+    try:
+        search = compile_regex(pattern, search=True, ecma=True)
+    except GrammarError as e:  # a lookahead in a search not anchored at the start
+        assert lookaheads and not anchor and "lookaround" in str(e), (pattern, e)
+        search = None
+    for text in texts:
+        if whole is not None:
+            assert whole.matches(text.encode()) == bool(re.fullmatch(pattern, text)), (
+                pattern, text)
+        if search is not None and "\n" not in text:
+            assert search.matches(text.encode()) == bool(re.search(pattern, text)), (
+                pattern, text)
+
 
 # --- random regular combinator trees and their regex -----------------------------------------
 

@@ -22,6 +22,12 @@ CASES = [
     (r"x{0}y", ["y", "xy"]),
     (r"(ab|a)(bc|c)?", ["abc", "ab", "abbc", "ac", "a"]),
     (r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", ["-0.5", "01", "10", "-"]),
+    # lookaheads at the start, anchors inside
+    (r"(?=\w{3})[a-z]+\d*", ["abc", "ab1", "ab", "abc12"]),
+    (r"^(?!if\Z|in\Z)[a-z]+", ["if", "in", "iff", "x", ""]),
+    (r"(?!a)(?=.b).*", ["ab", "bb", "b", "cbc"]),
+    (r"(a\Z|b)*", ["a", "ba", "bab", "ab", ""]),
+    (r"(x|\A)y", ["y", "xy", "yy"]),
 ]
 
 
@@ -49,8 +55,10 @@ def test_inside_a_chain():
 
 
 @pytest.mark.parametrize("pattern, needle", [
-    (r"(a)\1", "backreferences"), (r"(?=a)a", "lookaround"), (r"a(?!b)", "lookaround"),
-    (r"a^b", "anchor"), ("(", "malformed"), ("a{2,1}", "malformed"),
+    (r"(a)\1", "backreferences"), (r"a(?=b)", "lookaround"), (r"a(?!b)", "lookaround"),
+    (r"(?<=a)b", "lookaround"), (r"(?:(?!a).)*", "lookaround"),
+    (r"a\bb", "anchor"), (r"a$b?", "anchor"),  # (Python's $ inside: before a final newline)
+    (r"a^b", "matches no text"), ("(", "malformed"), ("a{2,1}", "malformed"),
 ])
 def test_unsupported_and_malformed(pattern, needle):
     with pytest.raises(GrammarError, match=needle):
