@@ -7,6 +7,7 @@ Nothing here runs per token.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from itertools import chain
 from typing import Iterable, Iterator, Sequence
@@ -71,8 +72,23 @@ def byte_class(nfa: NFA, ranges: Iterable[tuple[int, int]]) -> Fragment:
 def char_class(nfa: NFA, ranges: Sequence[CodeRange]) -> Fragment:
     """One UTF-8 encoded character whose code point lies in one of `ranges` (surrogates, which
     UTF-8 cannot encode, are left out)."""
+    ranges = tuple(normalize_ranges(ranges))
+    if all(hi < 0x80 for _, hi in ranges):
+        return byte_class(nfa, ranges)
+    # deterministic, with shared tails: the subset construction of a pattern made of large
+    # classes (\S, [^"]) then tracks one state per character, not one per UTF-8 path
+    return embed(nfa, _char_class_dfa(ranges))
+
+
+@functools.lru_cache(maxsize=4096)
+def _char_class_dfa(ranges: tuple[CodeRange, ...]) -> DFA:
+    nfa = NFA()
+    return determinize(nfa, _utf8_paths(nfa, ranges))
+
+
+def _utf8_paths(nfa: NFA, ranges: Sequence[CodeRange]) -> Fragment:
     start, end = nfa.add_state(), nfa.add_state()
-    for lo, hi in normalize_ranges(ranges):
+    for lo, hi in ranges:
         for seq in utf8_sequences(lo, hi):
             cur = start
             for i, (blo, bhi) in enumerate(seq):

@@ -27,13 +27,25 @@ _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
 def json_char_class(nfa: automaton.NFA, ranges) -> automaton.Fragment:
     """One character of a JSON string whose code point is in `ranges`, as JSON spells it:
     raw UTF-8, or the escape a quote, backslash, slash or control character needs."""
-    raw, escapes = _json_spellings(tuple(automaton.normalize_ranges(ranges)))
+    ranges = tuple(automaton.normalize_ranges(ranges))
+    if all(0x1F < lo and hi < 0x80 and not any(lo <= c <= hi for c in (0x22, 0x2F, 0x5C))
+           for lo, hi in ranges):
+        return automaton.byte_class(nfa, ranges)  # (ASCII spelled raw only: one byte)
+    # deterministic, as automaton.char_class is: a pattern of large classes, each with
+    # escapes sharing "\u00", then determinizes one state per character
+    return automaton.embed(nfa, _json_char_dfa(ranges))
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_char_dfa(ranges: tuple[tuple[int, int], ...]) -> automaton.DFA:
+    nfa = automaton.NFA()
+    raw, escapes = _json_spellings(ranges)
     parts = [automaton.char_class(nfa, raw)] if raw else []
     for spelling in escapes:
         parts.append(automaton.concat(nfa, [
             automaton.literal(nfa, part) if isinstance(part, bytes) else _hex_digit(nfa, part)
             for part in spelling]))
-    return automaton.alternation(nfa, parts)
+    return automaton.determinize(nfa, automaton.alternation(nfa, parts))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -25,6 +25,22 @@ def test_utf8_sequences_cover_exactly_the_range(a, b, probes):
         assert any(_seq_matches(s, data) for s in seqs) == (lo <= cp <= hi), (lo, hi, cp)
 
 
+@given(st.lists(st.tuples(code_points, code_points).map(sorted), min_size=1, max_size=4),
+       st.lists(code_points, max_size=20))
+def test_char_class_is_deterministic_and_exact(ranges, probes):
+    """A class is one deterministic piece of NFA (no state with two edges on one byte, no
+    epsilon edge before its end), matching exactly its code points."""
+    nfa = automaton.NFA()
+    start, end = automaton.char_class(nfa, ranges)
+    for s, row in enumerate(nfa.edges):
+        cover = sorted((lo, hi) for lo, hi, _ in row)
+        assert all(a[1] < b[0] for a, b in zip(cover, cover[1:])), s
+        assert not nfa.eps[s] or all(t == end for t in nfa.eps[s]), s
+    dfa = automaton.determinize(nfa, (start, end))
+    for cp in probes + [lo for lo, _ in ranges] + [hi for _, hi in ranges]:
+        assert dfa.matches(chr(cp).encode()) == any(lo <= cp <= hi for lo, hi in ranges), cp
+
+
 def test_char_class_dfa_rejects_invalid_utf8_and_surrogates():
     nfa = automaton.NFA()
     dfa = automaton.determinize(nfa, automaton.char_class(nfa, [(0, 0x10FFFF)]))

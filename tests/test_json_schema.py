@@ -195,6 +195,19 @@ def test_lookaheads_and_inner_anchors_against_jsonschema(schema):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+def test_a_pattern_counting_words_stays_under_the_state_limit():
+    """Large classes (\\S, \\s, with their JSON escapes) are deterministic pieces, so that
+    this subset construction tracks one state per character (it went past MAX_DFA_STATES)."""
+    import re
+
+    pattern = "^$|(^(?:\\S+\\s+){0,99}\\S+$)"
+    machine = JsonSchema({"type": "string", "pattern": pattern})
+    for text in ["", "one", "a b", "a  b ", " a", "é\tx", " ".join(["w"] * 100),
+                 " ".join(["w"] * 101)]:
+        assert machine.matches(json.dumps(text, ensure_ascii=False)) == bool(
+            re.search(pattern, text)), text
+
+
 def test_a_lookahead_not_at_the_start_is_refused_by_name():
     with pytest.raises(SchemaError, match="lookaround"):
         JsonSchema({"type": "string", "pattern": "(?!a)b"})  # (a search: no start to hold at)
