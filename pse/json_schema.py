@@ -1078,6 +1078,23 @@ class _Compiler:
             if not value:
                 return False
             return {"type": "object", "anyOf": [{"properties": {n: False}} for n in value]}
+        if key == "propertyNames":
+            names = self.resolve_shallow(value, pointer)
+            names = {k: v for k, v in names.items() if k not in _ANNOTATIONS} \
+                if isinstance(names, dict) else names
+            if names is True or names == {}:
+                return False  # no name fails
+            if names is False or names == {"not": {}}:
+                return {"type": "object", "minProperties": 1}  # any name fails
+            left_out = _exclusion(names["not"]) if isinstance(names, dict) \
+                and set(names) == {"not"} else None
+            if left_out is not None and not left_out[1]:
+                # the names it lists fail: one of them present (where there are more, the
+                # names failing are no list, and "some key is one of them" has no schema)
+                listed = [n for n in left_out[0] if isinstance(n, str)]
+                return {"type": "object", "anyOf": [{"required": [n]} for n in
+                                                    dict.fromkeys(listed)]} if listed else False
+            return None
         if key in ("dependentRequired", "dependencies") and isinstance(value, dict) \
                 and all(isinstance(v, list) for v in value.values()):
             # a name present, and one it needs absent
@@ -2739,7 +2756,7 @@ _SELF_CONTAINED = frozenset([
     "type", "enum", "const", "pattern", "required", "minLength", "maxLength",
     "minItems", "maxItems", "minProperties", "maxProperties", "minimum", "maximum",
     "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "oneOf", "items",
-    "format", "$ref", "dependentRequired", "dependencies", "uniqueItems"])
+    "format", "$ref", "dependentRequired", "dependencies", "uniqueItems", "propertyNames"])
 # Keywords that apply subschemas without validating anything themselves.
 _APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 

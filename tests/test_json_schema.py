@@ -195,6 +195,23 @@ def test_lookaheads_and_inner_anchors_against_jsonschema(schema):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+@pytest.mark.parametrize("schema", [
+    {"not": {"propertyNames": {"not": {"enum": ["a", "b", 3]}}}},  # a or b present
+    {"not": {"propertyNames": False}},  # an object with some property
+    {"type": "object", "not": {"propertyNames": {"$ref": "#/$defs/n"}},
+     "$defs": {"n": {"not": {"const": "x"}}}},
+    {"not": {"anyOf": [{"propertyNames": {"not": {"enum": ["a"]}}},
+                       {"propertyNames": {"not": {"enum": ["b"]}}}]}, "maxProperties": 2},
+])
+def test_not_of_property_names(schema):
+    """`not` of propertyNames: a name it leaves out is present."""
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [{}, {"a": 1}, {"b": 1}, {"c": 1}, {"x": 1}, {"a": 1, "b": 2}, {"c": 1, "b": 2},
+                  {"a": 1, "b": 2, "c": 3}, 1, "a", [], None]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_a_pattern_counting_words_stays_under_the_state_limit():
     """Large classes (\\S, \\s, with their JSON escapes) are deterministic pieces, so that
     this subset construction tracks one state per character (it went past MAX_DFA_STATES)."""
