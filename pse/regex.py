@@ -287,17 +287,19 @@ def search_for_all(patterns: Sequence[str]) -> str | None:
     return both
 
 
-def _strip_anchors(items: list) -> tuple[list, bool, bool]:
-    """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end)."""
+def _strip_anchors(items: list) -> tuple[list, bool, bool | str]:
+    """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end), end
+    "$" where the only ones are $ (Python's also matches before a final newline)."""
     items = list(items)
-    start = end = False
+    start = False
+    end: bool | str = False
     while items and items[0][0] is _c.AT and items[0][1] in (_c.AT_BEGINNING,
                                                                _c.AT_BEGINNING_STRING):
         items.pop(0)
         start = True
     while items and items[-1][0] is _c.AT and items[-1][1] in (_c.AT_END, _c.AT_END_STRING):
+        end = True if items[-1][1] is _c.AT_END_STRING or end is True else "$"
         items.pop()
-        end = True
     return items, start, end
 
 
@@ -346,8 +348,18 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
     # branches grouped by their anchors; with open ends, each group is wrapped in "anything"
     # once (one .* around an alternation, not one per branch: the subset construction of
     # .*a.*|.*b.*|... tracks every branch's progress separately and explodes)
-    groups: dict[tuple[bool, bool], list[automaton.Fragment]] = {}
+    groups: dict[tuple[bool, bool | str], list[automaton.Fragment]] = {}
     frags = []
+
+    def after(end: bool | str) -> list[automaton.Fragment]:
+        if not open_end:
+            return []  # (the text ends here, where $ holds for Python too)
+        if not end:
+            return [automaton.star(b.nfa, b.chars(anything, 0))]
+        if end == "$" and not b.ecma:  # a final newline may follow Python's $
+            return [automaton.optional(b.nfa, b.chars([(10, 10)], 0))]
+        return []
+
     for branch in _alternatives(items):
         rest, checks, start = _leading_lookaheads(branch)
         rest, start_, end = _strip_anchors(rest)
@@ -357,9 +369,7 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
             continue
         if open_start and not start or not b.assertions:
             raise b.lookaround_refused()
-        body = [b.sequence(rest, flags)]
-        if open_end and not end:
-            body.append(automaton.star(b.nfa, b.chars(anything, 0)))
+        body = [b.sequence(rest, flags), *after(end)]
         dfa = automaton.determinize(b.nfa, automaton.concat(b.nfa, body))
         for positive, sub in checks:  # each holds at the start: its match, then anything
             look = automaton.determinize(b.nfa, _language(b, sub, flags, False, True))
@@ -367,11 +377,9 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         frags.append(automaton.embed(b.nfa, dfa))
     for (start, end), bodies in groups.items():
         body = bodies[0] if len(bodies) == 1 else automaton.alternation(b.nfa, bodies)
-        parts = [body]
+        parts = [body, *after(end)]
         if open_start and not start:
             parts.insert(0, automaton.star(b.nfa, b.chars(anything, 0)))
-        if open_end and not end:
-            parts.append(automaton.star(b.nfa, b.chars(anything, 0)))
         frags.append(automaton.concat(b.nfa, parts))
     return frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
 

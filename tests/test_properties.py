@@ -16,7 +16,7 @@ ALPHABET = "abé-"
 # --- anchors anywhere and lookaheads at the start, against `re` -----------------------------
 
 regex_parts = st.recursive(
-    st.sampled_from(["a", "b", "é", ".", "[ab]", "^", "$", "\\Z", "\\A"]),
+    st.sampled_from(["a", "b", "é", ".", "[ab]", "\\n", "^", "$", "\\Z", "\\A"]),
     lambda sub: st.one_of(
         st.lists(sub, min_size=2, max_size=3).map("".join),
         st.lists(sub, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),

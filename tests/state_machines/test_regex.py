@@ -28,6 +28,7 @@ CASES = [
     (r"(?!a)(?=.b).*", ["ab", "bb", "b", "cbc"]),
     (r"(a\Z|b)*", ["a", "ba", "bab", "ab", ""]),
     (r"(x|\A)y", ["y", "xy", "yy"]),
+    (r"(?=a$)[\s\S]*", ["a", "a\n", "a\n\n", "ab"]),  # (Python's $: before a final newline)
 ]
 
 
