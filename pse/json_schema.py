@@ -2603,13 +2603,27 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
         elif k == "propertyNames":  # each name matches both
             out[k] = _all_of([out[k], v])
         elif k == "pattern" and isinstance(out[k], str) and isinstance(v, str) and (
-                both := search_for_all([out[k], v])) is not None:
-            out[k] = both  # each found somewhere: lookaheads
+                both := _both_patterns(out[k], v)) is not None:
+            out[k] = both
         elif k == "not":  # neither a nor b: not (a or b)
             out[k] = {"anyOf": [*_alternatives(out[k]), *_alternatives(v)]}
         else:
             conflict(k)
     return out
+
+
+def _both_patterns(a: str, b: str) -> str | None:
+    """One pattern found in a text where `a` and `b` both are (lookaheads: see
+    `search_for_all`); None where that pattern does not compile (a lookahead or global flag
+    that would no longer be at its start)."""
+    both = search_for_all([a, b])
+    if both is None:
+        return None
+    try:  # (cached: compiled once more where the string is)
+        compile_regex(both, 0, search=True, char_class=json_char_class, ecma=True)
+    except GrammarError:
+        return None
+    return both
 
 
 def _without_dangling(schema: dict) -> dict:

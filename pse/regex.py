@@ -197,7 +197,8 @@ MAX_ALTERNATIVES = 16
 
 
 def _alternatives(items: list) -> list[list]:
-    """The top-level alternatives of a parsed pattern. A pattern with anchors inside is
+    """The top-level alternatives of a parsed pattern. A pattern with anchors or lookaheads
+    inside is
     distributed over its top-level alternations and plain groups (a(b|c)d is abd|acd; Python's
     parser writes `^$|^a$` as `^(?:$|a$)`), so that anchors come to the ends of alternatives
     (Python's $ is refused inside one; a search wraps only unanchored ends in "anything") and
@@ -206,15 +207,15 @@ def _alternatives(items: list) -> list[list]:
         branches = [list(b) for b in items[0][1][1]]
     else:
         branches = [list(items)]
-    if not any(_anchor_inside(b) for b in branches):
+    if not any(_assertion_inside(b) for b in branches):
         return branches
     out: list[list] = []
-    todo = branches
+    todo = list(branches)
     while todo:
         seq = todo.pop()
         k = next((k for k, (op, av) in enumerate(seq) if op is _c.BRANCH
                   or (op is _c.SUBPATTERN and not av[1] and not av[2])), None)
-        if k is None or not _anchor_inside(seq):
+        if k is None or not _assertion_inside(seq):
             out.append(seq)
             continue
         op, av = seq[k]
@@ -225,13 +226,15 @@ def _alternatives(items: list) -> list[list]:
     return out[::-1]
 
 
-def _anchor_inside(items: list) -> bool:
-    """Whether an anchor sits anywhere but at the start or end of `items`."""
-    rest, _, _ = _strip_anchors(items)
+def _assertion_inside(items: list) -> bool:
+    """Whether an anchor sits anywhere but at the start or end of `items`, or a lookaround
+    anywhere but at its start."""
+    rest, _, _ = _leading_lookaheads(items)
+    rest, _, _ = _strip_anchors(rest)
 
     def has(seq) -> bool:
         for op, av in seq:
-            if op is _c.AT:
+            if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
                 return True
             if op is _c.BRANCH and any(has(b) for b in av[1]):
                 return True

@@ -179,6 +179,7 @@ def test_pattern_is_a_search_and_spelled_as_json():
     {"propertyNames": {"pattern": "^(?!_)"}, "patternProperties": {"^(?=a)": {"type": "integer"}}},
     # anchors inside: each path segment "..", a name, or the end
     {"type": "string", "pattern": "^(\\/?((\\.{2})|([a-z0-9\\-]*))($|\\/))*$"},
+    {"type": "string", "pattern": "(^|_)(a|b|x|in|if)(_|$)"},  # (past MAX_ALTERNATIVES)
     # two patterns merged by allOf: each found somewhere
     {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "^[^x]"}, {"pattern": "b$"}]},
     {"type": "string", "allOf": [{"pattern": "^(?!a)"}, {"pattern": "^(?=.b)"}]},
@@ -228,6 +229,9 @@ def test_a_pattern_counting_words_stays_under_the_state_limit():
 def test_a_lookahead_not_at_the_start_is_refused_by_name():
     with pytest.raises(SchemaError, match="lookaround"):
         JsonSchema({"type": "string", "pattern": "(?!a)b"})  # (a search: no start to hold at)
+    # merged, this one's lookahead would not be at the start: not merged, and said so
+    with pytest.raises(SchemaError, match="allOf/1: pattern: conflicting values"):
+        JsonSchema({"type": "string", "allOf": [{"pattern": "^(?!a)|b"}, {"pattern": "c"}]})
 
 
 def test_schema_from_text_and_bad_schemas():

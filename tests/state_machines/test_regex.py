@@ -29,6 +29,13 @@ CASES = [
     (r"(a\Z|b)*", ["a", "ba", "bab", "ab", ""]),
     (r"(x|\A)y", ["y", "xy", "yy"]),
     (r"(?=a$)[\s\S]*", ["a", "a\n", "a\n\n", "ab"]),  # (Python's $: before a final newline)
+    # more than MAX_ALTERNATIVES once distributed: the pattern as it is, anchors as edges
+    (r"(a|^)(b|^)(a|^)(b|^)(a|^)", ["", "ab", "b", "aba", "bb"]),
+    (r"(a|b|^)(a|b|^)(a|b|^)b", ["b", "ab", "aab", "aaab", "c"]),
+    # lookaheads inside a group or behind a shared ^ come to the start once distributed
+    (r"^(?=a)a|^(?!a)b.", ["a", "bc", "b", "ab"]),
+    (r"^((?=a)[ab]+)$", ["ab", "ba", "a"]),
+    (r"(?P<n>(?!a)[ab]*)", ["ba", "ab", ""]),
 ]
 
 
