@@ -20,7 +20,7 @@ import operator
 from decimal import Decimal
 import re
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import quote, unquote, urljoin
 
 from pse import automaton, limits, schema_types
@@ -565,7 +565,7 @@ class _Compiler:
         """`doc` without the keywords `draft` does not have (unknown keywords there, which
         constrain nothing: `const` in draft 4, `if` in draft 6, `prefixItems` in 2019-09),
         with a warning naming each; `doc` itself when it has none."""
-        ignored = _LATER_KEYWORDS.get(draft, ())
+        ignored = _LATER_KEYWORDS.get(draft, frozenset())
         if not isinstance(doc, dict):
             return doc
         found: dict[str, str] = {}
@@ -579,13 +579,11 @@ class _Compiler:
             if not isinstance(node, dict) or id(node) in seen:
                 continue
             seen.add(id(node))
-            for key, value in node.items():
-                if key in ignored:
-                    found.setdefault(key, f"{where}/{key}")
-                elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                    todo.extend((v, f"{where}/{key}/{_escape(n)}") for n, v in value.items())
-                elif key in _SUBSCHEMAS:
-                    todo.append((value, f"{where}/{key}"))
+            for key in ignored & node.keys():
+                found.setdefault(key, f"{where}/{key}")
+            todo.extend((v, f"{where}/{key}" if name is None else
+                         f"{where}/{key}/{_escape(name)}")
+                        for key, name, v in _subschemas(node) if key not in ignored)
         if not found:
             self.in_dialect_ids |= seen
             return doc
@@ -836,11 +834,7 @@ class _Compiler:
                 self.dynamic_names.setdefault(here, []).append(RECURSIVE)
             self.bases[id(node)] = (node, here)
             # only where schemas are: an "$id" inside an unknown keyword is data
-            for key, value in node.items():
-                if key in _SCHEMA_MAPS and isinstance(value, dict):
-                    todo.extend((v, here) for v in value.values())
-                elif key in _SUBSCHEMAS:
-                    todo.append((value, here))
+            todo.extend((v, here) for _, _, v in _subschemas(node))
 
     def derived(self, node: dict, new: dict) -> dict:
         """`new`, a rewrite of `node`, read against the same base URI."""
@@ -1428,8 +1422,7 @@ class _Compiler:
                 whole = self.checker(rest, pointer)
             except SchemaError:  # then in this compiler's order: a literal out of it is
                 # left out (on the safe side)
-                check = self.compile(rest, pointer)
-                whole = None if check is None else StateMachine({0: [(check, "$")]}, 0, ["$"])
+                whole = _whole(self.compile(rest, pointer))
             if whole is None:
                 return None
             # (draft 4: an array or object may hold 1 where 1.0 fails, or the other way
@@ -1457,8 +1450,7 @@ class _Compiler:
                 other.recursive, other.any_order = set(), other
             compiler = self.any_order
             compiler.bound, compiler.depth = [self.bound[-1]], getattr(self, "depth", 0)
-        machine = compiler.compile(node, pointer)
-        return None if machine is None else StateMachine({0: [(machine, "$")]}, 0, ["$"])
+        return _whole(compiler.compile(node, pointer))
 
     def literals(self, values: list, pointer: str, spelling=None,
                  within: dict | None = None) -> StateMachine | None:
@@ -2318,6 +2310,17 @@ def _nested_whole_number(v: Any) -> bool:
                for x in v)
 
 
+def _subschemas(node: dict) -> Iterator[tuple[str, str | None, Any]]:
+    """(keyword, name in its map or None, value) of each place in a schema object that holds
+    a schema (or a list of them)."""
+    for key, value in node.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for name, v in value.items():
+                yield key, name, v
+        elif key in _SUBSCHEMAS:
+            yield key, None, value
+
+
 def _draft(root: Any) -> int:
     """The draft a schema's `$schema` names: 4 (draft 3 read as 4), 6, 7, 2019; else 2020."""
     dialect = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -2327,6 +2330,11 @@ def _draft(root: Any) -> int:
         if mark in dialect:
             return draft
     return 2020
+
+
+def _whole(machine: StateMachine | None) -> StateMachine | None:
+    """`machine` matching a whole text (a value checked on its own), or None."""
+    return None if machine is None else StateMachine({0: [(machine, "$")]}, 0, ["$"])
 
 
 def _dumps(v: Any) -> bytes:
