@@ -491,6 +491,16 @@ MAX_CONTAINS_STATES = 4096
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
 MAX_ONE_OF_PAIRS = 32
+# The most values of different kinds one property is split into, by which of the object's
+# SOME_PROPERTY requirements a value of it meets (2 to the number of requirements it may meet
+# by its value).
+MAX_SOME_VARIANTS = 8
+
+# A keyword of pse's own, never read from a user's schema (see `in_dialect`): a list of
+# {"names": a schema for key names, "value": a schema, "else": the values "value" rejects},
+# each asking for some property whose name "names" allows and whose value "value" does. It
+# is how `opposite` says what no JSON Schema keyword says: "some key not listed is present".
+SOME_PROPERTY = "pse:someProperty"
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
@@ -547,6 +557,9 @@ class _Compiler:
         # the opposite of each reference (see `opposite_ref`): the URI of a resource made for
         # it, or None where it has none
         self.opposites: dict[str, str | None] = {}
+        # the key names of each SOME_PROPERTY requirement (a requirement is one object, met in
+        # every schema its opposite is merged into): id -> (the requirement, names DFA)
+        self.some_names: dict[int, tuple[dict, automaton.DFA | None]] = {}
         self.any_value = _any_value(ws)
         self.draft = _draft(root)
         self.drafts: dict[str, int] = {}  # of remote documents, by base URI
@@ -565,7 +578,7 @@ class _Compiler:
         """`doc` without the keywords `draft` does not have (unknown keywords there, which
         constrain nothing: `const` in draft 4, `if` in draft 6, `prefixItems` in 2019-09),
         with a warning naming each; `doc` itself when it has none."""
-        ignored = _LATER_KEYWORDS.get(draft, frozenset())
+        ignored = _LATER_KEYWORDS.get(draft, frozenset()) | {SOME_PROPERTY}
         if not isinstance(doc, dict):
             return doc
         found: dict[str, str] = {}
@@ -720,8 +733,8 @@ class _Compiler:
             if key in node:
                 return self.union(node, key, pointer)
         if "not" in node:
-            # (literal values and patterns are left out where the type is compiled)
-            opposite = None if _exclusion(node["not"]) or _is_type(node["not"], "integer") \
+            # (literal values, patterns and integers are left out where the type is compiled)
+            opposite = None if _left_out_where_typed(node["not"]) \
                 else self.opposite(node["not"], f"{pointer}/not")
             if opposite is not None:
                 rest = {k: v for k, v in node.items() if k != "not"}
@@ -739,9 +752,13 @@ class _Compiler:
         if "const" in node or "enum" in node:
             return self.enum(node, pointer)  # (which applies the rest, `not` too)
         excluded = None
-        fractional = _is_type(node.get("not"), "integer")  # numbers that are not integers
+        parts = _alternatives(node.get("not"))
+        fractional = any(_is_type(p, "integer") for p in parts)  # numbers, not integers
         if fractional:
             node = {k: v for k, v in node.items() if k != "not"}
+            kept = [p for p in parts if not _is_type(p, "integer")]
+            if kept:
+                node["not"] = _any_of(kept)
         if "not" in node and node["not"] is not True and node["not"] != {}:
             excluded = _exclusion(node["not"])
             if excluded is None:
@@ -1001,7 +1018,7 @@ class _Compiler:
             return False
         if sub is False:
             return True
-        if not isinstance(sub, dict) or depth >= MAX_SCHEMA_DEPTH:
+        if not isinstance(sub, dict) or depth >= MAX_SCHEMA_DEPTH or SOME_PROPERTY in sub:
             return None
         node = sub
         # unknown keywords are annotations
@@ -1088,7 +1105,8 @@ class _Compiler:
                 listed = [n for n in left_out[0] if isinstance(n, str)]
                 return {"type": "object", "anyOf": [{"required": [n]} for n in
                                                     dict.fromkeys(listed)]} if listed else False
-            return None
+            return {"type": "object",
+                    SOME_PROPERTY: [{"names": {"not": names}, "value": True, "else": False}]}
         if key in ("dependentRequired", "dependencies") and isinstance(value, dict) \
                 and all(isinstance(v, list) for v in value.values()):
             # a name present, and one it needs absent
@@ -1180,12 +1198,14 @@ class _Compiler:
 
     def opposite_shape(self, shape: dict, pointer: str, depth: int,
                        keys: frozenset | None, within: dict | None = None) -> Any:
-        """The opposite of properties and additionalProperties (either or both): an object
-        with a listed property present and failing its schema or, when the names it can have
-        are known (`keys`), another one failing additionalProperties. None with
-        patternProperties."""
+        """The opposite of properties, patternProperties and additionalProperties (any of
+        them): an object with a listed property present and failing its schema, a key a
+        pattern finds failing the pattern's schema, or another key failing
+        additionalProperties. Where the names the object can have are known (`keys`), these
+        are required names; else the keys not listed are a SOME_PROPERTY requirement."""
         props = shape.get("properties") or {}
-        if not isinstance(props, dict) or shape.get("patternProperties"):
+        patterns = shape.get("patternProperties") or {}
+        if not isinstance(props, dict) or not isinstance(patterns, dict):
             return None
         branches = []
         held = (within or {}).get("properties") or {}
@@ -1199,14 +1219,24 @@ class _Compiler:
                 return None
             if fails is not False:
                 branches.append({"required": [name], "properties": {name: fails}})
-        extra = self.opposite(shape.get("additionalProperties", True), pointer, depth + 1)
-        if extra is None:
-            return None
-        if extra is not False:
-            if keys is None:
+        additional = shape.get("additionalProperties", True)
+        taken = _any_of(([{"enum": list(props)}] if props else [])
+                        + [{"pattern": p} for p in patterns])  # (False: no name)
+        for names, schema in [*(({"pattern": p}, s) for p, s in patterns.items()),
+                              ({"not": taken} if taken is not False else True, additional)]:
+            fails = self.opposite(schema, pointer, depth + 1)
+            if fails is None:
                 return None
-            for name in sorted(keys - set(props)):
-                branches.append({"required": [name], "properties": {name: extra}})
+            if fails is False:
+                continue
+            if keys is None:
+                branches.append({SOME_PROPERTY: [{"names": names, "value": fails,
+                                                  "else": schema}]})
+                continue
+            allowed = self.property_names_dfa({"propertyNames": names}, pointer)
+            for name in sorted(keys):
+                if allowed is None or allowed.matches(_content(name)):
+                    branches.append({"required": [name], "properties": {name: fails}})
         return {"type": "object", "anyOf": branches} if branches else False
 
     def negate(self, node: dict, pointer: str) -> dict | None:
@@ -1686,9 +1716,10 @@ class _Compiler:
             return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
 
         # the named properties that can be present, with their value machines
+        schemas = {name: value_schema(name) for name in names}
         values: dict[str, StateMachine] = {}
         for name in names:
-            m = self.compile(value_schema(name), f"{pointer}/properties/{_escape(name)}")
+            m = self.compile(schemas[name], f"{pointer}/properties/{_escape(name)}")
             if m is not None and (allowed is None or allowed.matches(_content(name))):
                 values[name] = m
         absent = {n for n in names if n not in values}
@@ -1702,12 +1733,12 @@ class _Compiler:
                     changed = True
         if any(n in absent for n in required):
             return None
-        others = self.other_keys(node, names, allowed, pointer)
+        # SOME_PROPERTY: each requirement, and the key names it takes (None: any)
+        some = list(node.get(SOME_PROPERTY) or ())
+        some_names = [self.names_taken(w, pointer) for w in some]
+        others = self.some_regions(self.other_keys(node, names, allowed, pointer), some_names)
         n_min = _count(node, "minProperties", pointer, 0)
         n_max = _count(node, "maxProperties", pointer)
-        n_possible = math.inf if others else len(values)
-        if n_min > n_possible or (n_max is not None and n_max < len(required)):
-            return None
 
         any_order = self.property_order == "any"
         counted = n_min > 0 or n_max is not None
@@ -1726,13 +1757,63 @@ class _Compiler:
             if a in values and any(b not in bit for b in bs):
                 raise SchemaError(f"{pointer}/dependentRequired: more than {KEY_BITS} "
                                   "properties (KEY_BITS) are involved")
-        reserve = sum(bit[n] for n in required if n in bit) if n_max is not None else 0
+        if len(bit) + len(some) > KEY_BITS:
+            raise SchemaError(f"{pointer}: more than {KEY_BITS} properties and requirements of "
+                              "some property (KEY_BITS) to keep track of")
+        some_bit = [1 << (len(bit) + k) for k in range(len(some))]
 
-        def key_guard(b: int) -> Guard | None:
-            if not b and not counted:
+        def kinds(schema: Any, meets: list[int], where: str) -> list[tuple[StateMachine, int]]:
+            """The values `schema` allows, split by which of the requirements `meets` lists
+            (those whose names the key has) they meet: (machine, their bits)."""
+            split = [(schema, 0)]
+            for k in meets:
+                if some[k]["value"] in (True, {}):
+                    split = [(x, b | some_bit[k]) for x, b in split]
+                    continue
+                meet, fail = some[k]["value"], some[k]["else"]
+                split = [(y, b | extra) for x, b in split for y, extra in (
+                    (_all_of([x, meet]), some_bit[k]), (_all_of([x, fail]), 0)) if y is not False]
+            if len(split) > MAX_SOME_VARIANTS:
+                raise SchemaError(f"{where}: the values of this property meet more than "
+                                  f"{MAX_SOME_VARIANTS} combinations of requirements of some "
+                                  "property (MAX_SOME_VARIANTS)")
+            out = [(self.compile(x, where), b) for x, b in split]  # (`schema`: compiled once)
+            return [(m, b) for m, b in out if m is not None]
+
+        named_kinds = {name: kinds(schemas[name], [
+            k for k, taken in enumerate(some_names)
+            if taken is None or taken.matches(_content(name))],
+            f"{pointer}/properties/{_escape(name)}") for name in values}
+        other_kinds = [(keys, m, where, states, b)
+                       for keys, schema, where, states, meets in others
+                       for m, b in kinds(schema, meets, where)]
+        met = 0
+        for b in [b for ks in named_kinds.values() for _, b in ks] + [o[-1] for o in other_kinds]:
+            met |= b
+        if met != sum(some_bit):
+            return None  # no property can meet one of the requirements
+        n_possible = math.inf if other_kinds else len(values)
+        if n_min > n_possible or (n_max is not None and n_max < len(required)):
+            return None
+        # keys that must still come, under maxProperties: the required ones, and one more
+        # while a requirement no required key may meet is not met (one: a key may meet
+        # several; the count stays a lower bound, so no object is wrongly refused)
+        reserve = 0
+        if n_max is not None:
+            reserve = sum(bit[n] for n in required if n in bit)
+            by_required = 0
+            for n in required:
+                for _, b in named_kinds.get(n, ()):
+                    by_required |= b
+            unmet = sum(some_bit) & ~by_required
+            reserve |= unmet & -unmet  # (its lowest bit)
+
+        def key_guard(b: int, met: int = 0) -> Guard | None:
+            if not b and not met and not counted:
                 return None
-            return Guard(forbid=b if any_order else 0, set=b, inc=int(counted), max_props=n_max,
-                         reserve=reserve, cap=n_max if n_max is not None else n_min)
+            return Guard(forbid=b if any_order else 0, set=b | met, inc=int(counted),
+                         max_props=n_max, reserve=reserve,
+                         cap=n_max if n_max is not None else n_min)
 
         def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
             """The start of a member: its key (or opening quote) with the comma before it,
@@ -1754,8 +1835,8 @@ class _Compiler:
             term = DfaTerminal(dfa, f"key {name!r}")
             return term if guard is None else Guarded(term, guard)
 
-        def named(name: str, m: StateMachine) -> Member:
-            guard = key_guard(bit.get(name, 0))
+        def named(name: str, m: StateMachine, met: int) -> Member:
+            guard = key_guard(bit.get(name, 0), met)
             if any(ord(c) < 0x20 or c in '"\\/' for c in name):
                 return ((lambda first: spelled_key(name, first, guard)),
                         m if not self.ws else Chain(self.sep(":"), m))
@@ -1764,34 +1845,34 @@ class _Compiler:
                 return (lambda first: opening(text + ":", first, guard)), m
             return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
 
-        def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None
-                  ) -> Member:
+        def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None,
+                  met: int) -> Member:
             rest = DfaTerminal(keys, f"keys at {where}", states=states)
-            guard = key_guard(0)
+            guard = key_guard(0, met)
             close = Phrase('":') if not self.ws else Chain(Phrase('"'), self.sep(":"))
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
-        members = [named(n, m) for n, m in values.items()]
-        other_members = [other(*o) for o in others]
+        members = [[named(n, m, b) for m, b in named_kinds[n]] for n in values]
+        other_members = [other(*o) for o in other_kinds]
         clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
                         if a in values and bs)
-        need = sum(bit[n] for n in required) if any_order else 0
+        need = (sum(bit[n] for n in required) if any_order else 0) | sum(some_bit)
         close: StateMachine = Phrase("}")
         if need or n_min or clauses:
             close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
         if any_order:
             graph: dict = {"first": [], "more": []}
-            for i, (open_, tail) in enumerate(members + other_members):
+            for i, (open_, tail) in enumerate([*(k for ks in members for k in ks),
+                                               *other_members]):
                 graph["first"].append((open_(True), ("member", i)))
                 graph["more"].append((open_(False), ("member", i)))
                 graph[("member", i)] = [(tail, "more")]
             body = StateMachine(graph, start_state="first", end_states=["first", "more"])
         else:
             body = self.ordered_members(
-                [(*member, n in required) for member, n in zip(members, values)],
-                other_members)
+                [(ks, n in required) for ks, n in zip(members, values)], other_members)
         machine = Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), close)
-        return Scope(machine) if bit or counted or any_order else machine
+        return Scope(machine) if bit or counted or any_order or some else machine
 
     def comma_then(self, text: str) -> Terminal:
         """`,` then `text`, with the blanks allowed around the comma, as one terminal."""
@@ -1807,25 +1888,27 @@ class _Compiler:
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
         return compile_regex(f"{blank},{blank}")
 
-    def ordered_members(self, members: list[tuple[Callable[[bool], StateMachine],
-                                                   StateMachine, bool]],
+    def ordered_members(self, members: list[tuple[list[Member], bool]],
                         others: list[Member]) -> StateMachine:
         """Named members in schema order (optional ones skippable), then other keys. A
         member's opening is made for its place (first in the object, or after a comma); the
-        rest of the member (its value) is one copy whatever the place."""
+        rest of the member (its value) is one copy whatever the place. A named member may
+        come in kinds (see SOME_PROPERTY), each a member of its own at the same place."""
         graph: dict = {}
         n = len(members)
         empty = Phrase("")
         first_possible = True  # can member i be the first? (all before it are optional)
-        for i, (open_, tail, req) in enumerate(members):
+        for i, (kinds, req) in enumerate(members):
             # (lists: Cython would type these tuples as C tuples of unequal lengths)
             places = [True] if i == 0 else [True, False] if first_possible else [False]
             for first in places:
                 edges = graph.setdefault((i, first), [])
-                edges.append((open_(first), ("member", i)))
+                for v, (open_, _) in enumerate(kinds):
+                    edges.append((open_(first), ("member", (i, v))))
                 if not req:
                     edges.append((empty, (i + 1, first)))
-            graph[("member", i)] = [(tail, (i + 1, False))]
+            for v, (_, tail) in enumerate(kinds):
+                graph[("member", (i, v))] = [(tail, (i + 1, False))]
             first_possible = first_possible and not req
         ends = [(n, False)] + ([(n, True)] if first_possible else [])
         for end in ends:
@@ -1838,10 +1921,10 @@ class _Compiler:
 
     def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
                    pointer: str
-                   ) -> list[tuple[automaton.DFA, StateMachine, str, KeyStates | None]]:
+                   ) -> list[tuple[automaton.DFA, Any, str, KeyStates | None]]:
         """Keys not named: one kind per region of the patternProperties patterns (a key that
         two patterns match must satisfy both schemas), then the rest; each a key DFA, the
-        value machine, where in the schema it comes from, and what the masks of the key
+        value's schema, where in the schema it comes from, and what the masks of the key
         DFA's states can share (KeyStates, or None)."""
         patterns: dict = node.get("patternProperties", {}) or {}
         additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
@@ -1873,12 +1956,9 @@ class _Compiler:
             where = f"{pointer}/patternProperties/{_escape(pats[0])}"
             if allowed is not None:
                 keys = self.intersect(keys, allowed, where)
-            m = self.compile(_all_of([patterns[p] for p in pats]), where)
-            if m is not None and _nonempty(keys):
-                others.append((keys, m, where, None))
-        extra = None if additional is False else self.compile(additional,
-                                                               f"{pointer}/additionalProperties")
-        if extra is not None:
+            if _nonempty(keys):
+                others.append((keys, _all_of([patterns[p] for p in pats]), where, None))
+        if additional is not False:
             keys = self.key_dfa("(?s).*", False, pointer) if allowed is None else allowed
             states = None
             if names:
@@ -1886,8 +1966,40 @@ class _Compiler:
             if covered is not None:
                 keys, states = automaton.difference(keys, covered), None
             if _nonempty(keys):
-                others.append((keys, extra, f"{pointer}/additionalProperties", states))
+                others.append((keys, additional, f"{pointer}/additionalProperties", states))
         return others
+
+    def names_taken(self, requirement: dict, pointer: str) -> automaton.DFA | None:
+        """The key names a SOME_PROPERTY requirement takes (None: any), made once for it."""
+        if id(requirement) not in self.some_names:
+            self.some_names[id(requirement)] = (requirement, self.property_names_dfa(
+                {"propertyNames": requirement["names"]}, f"{pointer}/{SOME_PROPERTY}"))
+        return self.some_names[id(requirement)][1]
+
+    def some_regions(self, others: list, some_names: list[automaton.DFA | None]) -> list[
+            tuple[automaton.DFA, Any, str, KeyStates | None, list[int]]]:
+        """The kinds of keys of `other_keys` split by the SOME_PROPERTY requirements whose
+        names they are (`some_names`, None: any): each with the indexes of those."""
+        out = []
+        for keys, schema, where, states in others:
+            parts = [(keys, states, [])]
+            for k, taken in enumerate(some_names):
+                if taken is None:
+                    parts = [(x, st, [*ks, k]) for x, st, ks in parts]
+                    continue
+                split = []
+                for x, st, ks in parts:
+                    inside = self.intersect(x, taken, where)
+                    outside = automaton.difference(x, taken)
+                    if not _nonempty(outside):
+                        split.append((x, st, [*ks, k]))
+                    elif not _nonempty(inside):
+                        split.append((x, st, ks))
+                    else:
+                        split += [(inside, None, [*ks, k]), (outside, None, ks)]
+                parts = split
+            out += [(x, schema, where, st, ks) for x, st, ks in parts]
+        return out
 
     def property_names_dfa(self, node: dict, pointer: str, depth: int = 0
                            ) -> automaton.DFA | None:
@@ -1907,6 +2019,19 @@ class _Compiler:
         for key in ("allOf", "anyOf", "oneOf"):
             if isinstance(sub.get(key), list):
                 return self.combined_names_dfa(sub, key, pointer, depth)
+        if "not" in sub:  # the names it leaves out, of those the rest allows
+            left_out = self.property_names_dfa({"propertyNames": sub["not"]}, pointer,
+                                               depth + 1)
+            rest = self.property_names_dfa(
+                {"propertyNames": {k: v for k, v in sub.items() if k != "not"}}, pointer,
+                depth + 1)
+            if left_out is None:
+                return automaton.union([])
+            try:
+                return automaton.minimize(automaton.difference(
+                    rest or self.key_dfa("", True, where), left_out))
+            except GrammarError as e:
+                raise SchemaError(f"{where}: {e}") from None
         types = sub.get("type", "string")
         if "string" not in ([types] if isinstance(types, str) else types):
             return automaton.union([])
@@ -2597,6 +2722,8 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
             if not same(out[k], v) and not any(k in x and same(x[k], v)
                                                for x in out.get("allOf", ())):
                 out["allOf"] = list(out.get("allOf", [])) + [{k: v}]
+        elif k == SOME_PROPERTY:  # each holds
+            out[k] = [*out[k], *v]
         elif k in _ANNOTATIONS or _same(out[k], v) or k not in _VALIDATION:
             continue
         elif k == "enum" and isinstance(out[k], list) and isinstance(v, list):
@@ -2684,6 +2811,13 @@ def _exclusion(sub: Any) -> tuple[list, list[str]] | None:
             return None
         return [v for p in parts for v in p[0]], [x for p in parts for x in p[1]]
     return None
+
+
+def _left_out_where_typed(sub: Any) -> bool:
+    """Whether what `"not": sub` leaves out is literal values, strings a pattern finds a
+    match in and integers (any of those): left out where each type is compiled."""
+    parts = [p for p in _alternatives(sub) if not _is_type(p, "integer")]
+    return not parts or _exclusion(_any_of(parts)) is not None
 
 
 def _any_of(schemas: list) -> Any:
