@@ -11,6 +11,7 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import itertools
@@ -1039,15 +1040,22 @@ class _Compiler:
             return False
         if set(sub) == {"$ref"}:
             return self.opposite_ref(sub["$ref"], pointer, depth, keys)
+        if "if" not in sub:  # then and else alone do nothing
+            sub = {k: v for k, v in sub.items() if k not in ("then", "else")}
+            if not sub:
+                return False
         shape = {k: v for k, v in sub.items() if k in _OBJECT_SHAPE}
         if shape and len(shape) == len(sub):
             return self.opposite_shape(shape, pointer, depth, keys, within)
+        condition = {k: v for k, v in sub.items() if k in ("if", "then", "else")}
+        if condition and len(condition) == len(sub):
+            return self.opposite_condition(condition, pointer, depth, keys)
         if len(sub) > 1:
-            # a conjunction of keywords that each hold on their own (the object shape as
-            # one): one of them fails
-            groups = ([shape] if shape else []) + [{k: v} for k, v in sub.items()
-                                                   if k not in shape]
-            if not set(sub) - set(shape) <= _SELF_CONTAINED:
+            # a conjunction of keywords that each hold on their own (the object shape and
+            # the condition each as one): one of them fails
+            singles = [k for k in sub if k not in shape and k not in condition]
+            groups = [g for g in (shape, condition) if g] + [{k: sub[k]} for k in singles]
+            if not set(singles) <= _SELF_CONTAINED:
                 return None
             parts = [self.opposite(g, pointer, depth + 1, keys, within) for g in groups]
             if any(p is None for p in parts):
@@ -1129,6 +1137,18 @@ class _Compiler:
         if key == "uniqueItems" and value is False:
             return False
         return None
+
+    def opposite_condition(self, condition: dict, pointer: str, depth: int,
+                           keys: frozenset | None) -> Any:
+        """The opposite of if/then/else: the condition holds and `then` fails, or it fails
+        and `else` does."""
+        cond = condition["if"]
+        parts = [self.opposite(condition.get(k, True), pointer, depth + 1, keys)
+                 for k in ("if", "then", "else")]
+        if any(p is None for p in parts):
+            return None
+        not_if, not_then, not_else = parts
+        return _any_of([_all_of([cond, not_then]), _all_of([not_if, not_else])])
 
     def opposite_ref(self, ref: str, pointer: str, depth: int,
                      keys: frozenset | None) -> Any:
@@ -2118,7 +2138,7 @@ class _Compiler:
         if unique:
             values = None if prefix else _literal_values(self.resolve_shallow(rest, pointer))
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
-                return self.unique_literals(values, lo, hi)
+                return self.unique_literals(values, lo, hi, pointer)
             self.check_unique(prefix, rest, pointer)
         counted = []  # (contains, minContains, maxContains): this node's, and those merged
         # beside it (see _merge)
@@ -2372,18 +2392,21 @@ class _Compiler:
         types = [types] if isinstance(types, str) else types
         return types is None or bool(set(types) & {"string", "number", "object", "array"})
 
-    def unique_literals(self, values: list, lo: int, hi: int | None) -> StateMachine | None:
+    def unique_literals(self, values: list, lo: int, hi: int | None,
+                        pointer: str) -> StateMachine | None:
         """uniqueItems over items drawn from a few literal values (enum, const, boolean,
         null): one key bit per value, guarded like object keys."""
-        texts = sorted({json.dumps(v, separators=(",", ":"), ensure_ascii=False)
-                        for v in values})
-        if not texts:
+        values = sorted(_distinct(values), key=_dumps)
+        if not values:
             return None if lo > 0 else Chain(Phrase("["), *self.wsp(), Phrase("]"))
-        hi = len(texts) if hi is None else min(hi, len(texts))
+        hi = len(values) if hi is None else min(hi, len(values))
         if lo > hi:
             return None
-        item = AnyOf(*[Guarded(Phrase(t), Guard(forbid=1 << i, set=1 << i))
-                       for i, t in enumerate(texts)])
+        # a number in every spelling of its value (1, 1.0: one item), as `literals` spells it
+        # (draft 4 aside, where 1.0 may not be an integer: there as written)
+        item = AnyOf(*[Guarded(self.literals([v], pointer) if _json_type(v) in (
+            "integer", "number") and not self.draft4 else Phrase(_dumps(v).decode()),
+            Guard(forbid=1 << i, set=1 << i)) for i, v in enumerate(values)])
         graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
         body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
         return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]")))
@@ -2413,6 +2436,16 @@ def _literal_values(schema: Any) -> list | None:
         return _distinct(values)
     if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
         return [True, False] if schema["type"] == "boolean" else [None]
+    for union in ("anyOf", "oneOf"):
+        if keys == {union} and isinstance(schema[union], list) and schema[union]:
+            parts = [_literal_values(b) for b in schema[union]]
+            if any(p is None for p in parts):
+                return None
+            # anyOf: the values of any branch; oneOf: those of exactly one
+            times = collections.Counter(_json_key(v) for p in parts for v in _distinct(p))
+            values = _distinct([v for p in parts for v in p
+                                if union == "anyOf" or times[_json_key(v)] == 1])
+            return _of_types(values, schema["type"]) if "type" in schema else values
     return None
 
 

@@ -373,9 +373,12 @@ _CONDITION_VALUES = [None, True, False, 0, 3, 1.5, "a", "b", "ab", "ba", "\u00e9
 
 
 @settings(max_examples=300)
-@given(cond=_CONDITIONS, then=_BRANCHES, other=_BRANCHES, negated=st.booleans())
-def test_if_then_else_and_not_agree_with_jsonschema(cond, then, other, negated):
-    schema = {"not": cond} if negated else {"if": cond, "then": then, "else": other}
+@given(cond=_CONDITIONS, then=_BRANCHES, other=_BRANCHES,
+       form=st.sampled_from(["if", "not", "not if", "oneOf if"]))
+def test_if_then_else_and_not_agree_with_jsonschema(cond, then, other, form):
+    conditional = {"if": cond, "then": then, "else": other}
+    schema = {"if": conditional, "not": {"not": cond}, "not if": {"not": conditional},
+              "oneOf if": {"oneOf": [conditional, {"required": ["n"]}]}}[form]
     validator = jsonschema.Draft202012Validator(schema)
     try:
         machine = JsonSchema(schema, property_order="any")  # keys in any order, as jsonschema

@@ -92,6 +92,12 @@ SCHEMAS = [
     # literals of one type, through a $ref: key bits
     {"type": "array", "items": {"$ref": "#/$defs/e"}, "uniqueItems": True,
      "$defs": {"e": {"type": "string", "enum": ["a", "b", "é", 1]}}},
+    # literals through unions: anyOf takes every branch's, oneOf those of exactly one
+    {"type": "array", "items": {"type": "string", "oneOf": [{"enum": ["a", "b"]},
+                                                           {"enum": ["b", "é", 1]}]},
+     "uniqueItems": True},
+    {"type": "array", "items": {"anyOf": [{"const": "a"}, {"enum": [1, 2, "a"]}]},
+     "uniqueItems": True, "minItems": 1},
     # a pattern whose every prefix goes on to infinitely many strings
     {"type": "array", "items": {"type": "string", "pattern": "^[ab]+$"}, "uniqueItems": True},
 ]
