@@ -485,7 +485,7 @@ MAX_SCHEMA_DEPTH = 100
 # Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
 # oneOf's branches apart) are multiplied out, one subschema per combination; past this the
 # schema is refused with a clear error instead of minutes and gigabytes (every maskbench
-# schema that compiles needs under 14,000).
+# schema that compiles needs under 50,000, all but one under 14,000).
 MAX_SCHEMA_NODES = 100_000
 # States of an array with `contains`: (matches needed + 1) x (items counted + 1).
 MAX_CONTAINS_STATES = 4096
@@ -1812,21 +1812,33 @@ class _Compiler:
             met |= b
         if met != sum(some_bit):
             return None  # no property can meet one of the requirements
+        by_others = 0
+        for o in other_kinds:
+            by_others |= o[-1]
+        for k, w in enumerate(some):
+            if by_others & some_bit[k] and (n_max is None or not any(
+                    b & some_bit[k] for n in required for _, b in named_kinds.get(n, ()))):
+                continue
+            # only listed names can meet it (or a required one, under maxProperties): a
+            # key bit could be left unset with no key left to set it, a dead end; so one
+            # case per name instead (and one for the other keys)
+            rest = {**node, SOME_PROPERTY: [x for x in some if x is not w]}
+            cases = [_all_of([rest, {"required": [n], "properties": {n: w["value"]}}])
+                     for n in values if any(b & some_bit[k] for _, b in named_kinds[n])]
+            if by_others & some_bit[k]:
+                cases.append({**node, SOME_PROPERTY: [x for x in some if x is not w] + [{
+                    **w, "names": {"allOf": [w["names"], {"not": {"enum": list(values)}}]}}]})
+            return self.compile({"anyOf": cases}, pointer)
         n_possible = math.inf if other_kinds else len(values)
-        if n_min > n_possible or (n_max is not None and n_max < len(required)):
+        # (by now, under maxProperties, no required key can meet a requirement: see above)
+        if n_min > n_possible or (n_max is not None and n_max < len(required) + bool(some)):
             return None
         # keys that must still come, under maxProperties: the required ones, and one more
-        # while a requirement no required key may meet is not met (one: a key may meet
+        # while the first requirement is not met (not one per requirement: a key may meet
         # several; the count stays a lower bound, so no object is wrongly refused)
         reserve = 0
         if n_max is not None:
-            reserve = sum(bit[n] for n in required if n in bit)
-            by_required = 0
-            for n in required:
-                for _, b in named_kinds.get(n, ()):
-                    by_required |= b
-            unmet = sum(some_bit) & ~by_required
-            reserve |= unmet & -unmet  # (its lowest bit)
+            reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
 
         def key_guard(b: int, met: int = 0) -> Guard | None:
             if not b and not met and not counted:

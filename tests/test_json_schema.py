@@ -961,6 +961,22 @@ def test_some_property_masks_equal_brute_force():
     check_along(engine, vocab.encode('{"zz":0,"z":[1]}'))
 
 
+def test_some_property_leaves_no_dead_end():
+    # only a listed name can meet it: "a" must meet it, not be a string and then stuck
+    m = JsonSchema({"type": "object", "properties": {"a": {}}, "additionalProperties": False,
+                    "not": {"patternProperties": {"a": {"type": "string"}}}})
+    assert not m.matches('{"a":"s"', partial=True) and m.matches('{"a":1}')
+    # under maxProperties, the last place is kept for a key that meets it
+    m = JsonSchema({"type": "object", "maxProperties": 2, "required": ["a"],
+                    "not": {"additionalProperties": {"type": "string"}}}, property_order="any")
+    assert m.matches('{"a":"s","b":1}') and m.matches('{"b":"t","a":1}')
+    assert not m.matches('{"a":"s","b":"t"', partial=True)
+    assert not m.matches('{"b":"t","a":"s"', partial=True)
+    with pytest.raises(SchemaError, match="nothing is valid"):  # no room for a second key
+        JsonSchema({"type": "object", "maxProperties": 1, "required": ["a"],
+                    "not": {"propertyNames": {"pattern": "^a"}}})
+
+
 def test_some_property_is_not_read_from_a_users_schema():
     with pytest.warns(UserWarning, match="pse:someProperty"):
         m = JsonSchema({"type": "object", "pse:someProperty": [
