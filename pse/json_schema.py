@@ -1830,6 +1830,11 @@ class _Compiler:
                     **w, "names": {"allOf": [w["names"], {"not": {"enum": list(values)}}]}}]})
             return self.compile({"anyOf": cases}, pointer)
         n_possible = math.inf if other_kinds else len(values)
+        if n_max is not None and len(some) > 1:
+            self.fail(f"{pointer}/maxProperties", "maxProperties", "beside more than one "
+                      "requirement that some key be present (the opposite of an open object "
+                      "shape, see SOME_PROPERTY), generation could reach a dead end: one key "
+                      "may meet several of them, so the places still needed are not known")
         # (by now, under maxProperties, no required key can meet a requirement: see above)
         if n_min > n_possible or (n_max is not None and n_max < len(required) + bool(some)):
             return None
