@@ -32,7 +32,8 @@ from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
                           Phrase, StateMachine, Terminal, Whitespace)
-from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
+from pse.registers import (ITEM_CLOSE, ITEM_OPEN, KEY_BITS, KEY_CLOSE, KEY_OPEN, Guard, Guarded,
+                           Scope)
 from pse.regex import compile_regex, search_for_all
 
 # An object member: its opening (the key, or a comma and the key) made for its place, first
@@ -1759,6 +1760,8 @@ class _Compiler:
         others = self.some_regions(self.other_keys(node, names, allowed, pointer), some_names)
         n_min = _count(node, "minProperties", pointer, 0)
         n_max = _count(node, "maxProperties", pointer)
+        if n_max is not None and n_min > n_max:
+            return None
 
         any_order = self.property_order == "any"
         counted = n_min > 0 or n_max is not None
@@ -1829,15 +1832,58 @@ class _Compiler:
                 cases.append({**node, SOME_PROPERTY: [x for x in some if x is not w] + [{
                     **w, "names": {"allOf": [w["names"], {"not": {"enum": list(values)}}]}}]})
             return self.compile({"anyOf": cases}, pointer)
-        n_possible = math.inf if other_kinds else len(values)
         if n_max is not None and len(some) > 1:
             self.fail(f"{pointer}/maxProperties", "maxProperties", "beside more than one "
                       "requirement that some key be present (the opposite of an open object "
                       "shape, see SOME_PROPERTY), generation could reach a dead end: one key "
                       "may meet several of them, so the places still needed are not known")
+        # a key not listed may repeat in the text, where a JSON reader keeps one value for it:
+        # where the number of keys or their values matter (minProperties above 1, some key
+        # meeting a requirement), those keys are kept (`kept`) and a repeat is refused at its
+        # closing quote. Keys of a few names get a key bit each instead, like listed ones
+        # (`few`); other keys that can end only a few ways could find them all taken
+        # (with minProperties 1 or less, only the keys of a region where a value can meet
+        # a requirement: a repeat could undo what the first value met)
+        kept = [False] * len(other_kinds)
+        few_bit: dict[str, int] = {}
+        few: list[tuple[str, StateMachine, int]] = []  # (name, value, met bits)
+        meeting = {id(o[0]) for o in other_kinds if o[-1]}
+        if other_kinds and (n_min > 1 or meeting):
+            still = []
+            for o in other_kinds:
+                keys, m, where, _, met_by = o
+                if n_min <= 1 and id(keys) not in meeting:
+                    still.append((o, False))
+                    continue
+                if _endless(keys):
+                    still.append((o, True))
+                    continue
+                names_ = _few_names(keys, KEY_BITS)
+                if names_ is None:
+                    self.fail(where, "minProperties" if n_min > 1 else "not", "over keys "
+                              "not listed that can end only a few ways: a key repeated in "
+                              "the text (which JSON readers count once) could not be "
+                              "refused without a dead end")
+                    still.append((o, False))
+                    continue
+                for name in names_:
+                    few_bit.setdefault(name, 1 << (len(bit) + len(some) + len(few_bit)))
+                    few.append((name, m, met_by))
+            if len(bit) + len(some) + len(few_bit) > KEY_BITS:
+                raise SchemaError(f"{pointer}: more than {KEY_BITS} properties, requirements "
+                                  "of some property and names of other keys (KEY_BITS) to "
+                                  "keep track of")
+            other_kinds = [o for o, _ in still]
+            kept = [k for _, k in still]
+        n_possible = math.inf if other_kinds else len(values) + len(few_bit)
         # (by now, under maxProperties, no required key can meet a requirement: see above)
         if n_min > n_possible or (n_max is not None and n_max < len(required) + bool(some)):
             return None
+        # in schema order with keys of their own names only, a key is taken only while
+        # enough keys may follow it to reach minProperties (else, once past them, a dead end):
+        # the count before it, at least n_min - 1 - the keys that may still follow
+        def min_before(after: int) -> int:
+            return max(0, n_min - 1 - after) if not any_order and not other_kinds else 0
         # keys that must still come, under maxProperties: the required ones, and one more
         # while the first requirement is not met (not one per requirement: a key may meet
         # several; the count stays a lower bound, so no object is wrongly refused)
@@ -1845,12 +1891,13 @@ class _Compiler:
         if n_max is not None:
             reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
 
-        def key_guard(b: int, met: int = 0) -> Guard | None:
-            if not b and not met and not counted:
+        def key_guard(b: int, met: int = 0, item: int = 0, forbid: int = 0,
+                      least: int = 0) -> Guard | None:
+            if not b and not met and not counted and not item:
                 return None
-            return Guard(forbid=b if any_order else 0, set=b | met, inc=int(counted),
-                         max_props=n_max, reserve=reserve,
-                         cap=n_max if n_max is not None else n_min)
+            return Guard(forbid=b if any_order else forbid, set=b | met, inc=int(counted),
+                         min_props=least, max_props=n_max, reserve=reserve,
+                         cap=n_max if n_max is not None else n_min, item=item)
 
         def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
             """The start of a member: its key (or opening quote) with the comma before it,
@@ -1872,8 +1919,7 @@ class _Compiler:
             term = DfaTerminal(dfa, f"key {name!r}")
             return term if guard is None else Guarded(term, guard)
 
-        def named(name: str, m: StateMachine, met: int) -> Member:
-            guard = key_guard(bit.get(name, 0), met)
+        def named(name: str, m: StateMachine, guard: Guard | None) -> Member:
             if any(ord(c) < 0x20 or c in '"\\/' for c in name):
                 return ((lambda first: spelled_key(name, first, guard)),
                         m if not self.ws else Chain(self.sep(":"), m))
@@ -1883,14 +1929,23 @@ class _Compiler:
             return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
 
         def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None,
-                  met: int) -> Member:
+                  met: int, keep: bool) -> Member:
             rest = DfaTerminal(keys, f"keys at {where}", states=states)
-            guard = key_guard(0, met)
-            close = Phrase('":') if not self.ws else Chain(Phrase('"'), self.sep(":"))
+            guard = key_guard(0, met, KEY_OPEN if keep else 0)
+            quote: StateMachine = Phrase('":' if not self.ws else '"')
+            if keep:
+                # (the count saturates at every guard's cap: the same one as the others')
+                quote = Guarded(quote, Guard(item=KEY_CLOSE,
+                                             cap=n_max if n_max is not None else n_min))
+            close = quote if not self.ws else Chain(quote, self.sep(":"))
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
-        members = [[named(n, m, b) for m, b in named_kinds[n]] for n in values]
-        other_members = [other(*o) for o in other_kinds]
+        members = [[named(n, m, key_guard(bit.get(n, 0), b, least=min_before(
+            len(values) - i - 1 + len(few_bit)))) for m, b in named_kinds[n]]
+            for i, n in enumerate(values)]
+        other_members = [other(*o, k) for o, k in zip(other_kinds, kept)] + [
+            named(n, m, key_guard(few_bit[n], b, forbid=few_bit[n],
+                                  least=min_before(len(few_bit) - 1))) for n, m, b in few]
         clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
                         if a in values and bs)
         need = (sum(bit[n] for n in required) if any_order else 0) | sum(some_bit)
@@ -2604,6 +2659,43 @@ def _nonempty(dfa: automaton.DFA) -> bool:
     return dfa.accept[0] or bool(dfa.trans[0])
 
 
+def _live(dfa: automaton.DFA) -> tuple[list[set[int]], list[list[int]], list[bool]]:
+    """`dfa`'s edges as successor sets and predecessor lists, and which states can reach an
+    accepting one."""
+    succ = [{t for _, _, t in row} for row in dfa.trans]
+    pred: list[list[int]] = [[] for _ in succ]
+    for q, ts in enumerate(succ):
+        for t in ts:
+            pred[t].append(q)
+    live = [bool(a) for a in dfa.accept]
+    todo = [q for q, a in enumerate(live) if a]
+    while todo:
+        for p in pred[todo.pop()]:
+            if not live[p]:
+                live[p] = True
+                todo.append(p)
+    return succ, pred, live
+
+
+def _endless(dfa: automaton.DFA) -> bool:
+    """Whether every live state of `dfa` reaches a cycle of live states: a key begun there
+    can end in endless ways, so some way was never seen before."""
+    succ, pred, live = _live(dfa)
+    # peel the live states whose live successors are all peeled: what is left reaches a cycle
+    out = [sum(live[t] for t in ts) for ts in succ]
+    todo = [q for q in range(len(succ)) if live[q] and out[q] == 0]
+    peeled = 0
+    while todo:
+        q = todo.pop()
+        peeled += 1
+        for p in pred[q]:
+            if live[p]:
+                out[p] -= 1
+                if out[p] == 0:
+                    todo.append(p)
+    return peeled == 0
+
+
 def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
     nfa = automaton.NFA()
     return automaton.determinize(nfa, automaton.alternation(nfa, [
@@ -2664,6 +2756,38 @@ def _count(node: dict, key: str, pointer: str, default: int | None = None) -> in
         raise SchemaError(f"{pointer}/{key}: {value} is beyond the largest count kept "
                           f"({MAX_COUNT}, MAX_COUNT)")
     return value
+
+
+def _few_names(keys: automaton.DFA, limit: int) -> list[str] | None:
+    """The key names whose JSON spellings `keys` (key contents) accepts, when they are at
+    most `limit` spellings; else None."""
+    succ, _, live = _live(keys)
+    if not live[0]:
+        return []
+    ordered = set(automaton.peel_order([[t for t in ts if live[t]] if live[q] else []
+                                        for q, ts in enumerate(succ)]))
+    if any(live[q] and q not in ordered for q in range(len(succ))):
+        return None  # a cycle: endless spellings
+    spellings: list[bytes] = []
+    stack = [(0, b"")]
+    while stack:
+        q, text = stack.pop()
+        if keys.accept[q]:
+            spellings.append(text)
+        for lo, hi, t in keys.trans[q]:
+            if live[t]:
+                if len(spellings) + len(stack) + hi - lo + 1 > limit:
+                    return None
+                stack.extend((t, text + bytes([b])) for b in range(lo, hi + 1))
+    names = []
+    for text in spellings:
+        try:
+            name = json.loads(b'"' + text + b'"')
+        except ValueError:  # (a spelling is a whole JSON string's content)
+            return None
+        if name not in names:
+            names.append(name)
+    return names
 
 
 def _content(name: str) -> bytes:

@@ -192,8 +192,15 @@ def _without_names_states(keys: automaton.DFA, names
         seen.setdefault((a, row), q)
     canon = [0] * len(pairs)
     rep: dict[int, int] = {}  # a product state -> the pair that made it
+    # a pair is `twinless` when, on some bytes its twin takes, it reaches a dead pair whose
+    # twin lives (a name with nothing after it in a bounded key language): a token ending
+    # there would be allowed by the twin's mask, so its mask is walked, not derived
+    k_live = _live_states(keys)
+    twinless = [False] * len(pairs)
     for pid in post:
         node, state = pairs[pid]
+        twinless[pid] = any(twinless[c] or (canon[c] < 0 and k_live[pairs[c][1]])
+                            for _, c in edges[pid])
         row = _punched(k_trans[state], [(b, canon[c]) for b, c in edges[pid]], n_keys)
         acc = k_accept[state] and not is_name[node]
         if not row and not acc:
@@ -228,9 +235,25 @@ def _without_names_states(keys: automaton.DFA, names
     derived: dict[int, tuple[int, int, bool]] = {}
     for q, pid in rep.items():
         node, state = pairs[pid]
-        if q in new_of and state in new_of:
+        if q in new_of and state in new_of and not twinless[pid]:
             derived[new_of[q]] = (new_of[state], node, False)
     return dfa, KeyStates(residual, derived, trie, is_name)
+
+
+def _live_states(dfa: automaton.DFA) -> list[bool]:
+    """Which states of `dfa` can reach an accepting state."""
+    rev: list[list[int]] = [[] for _ in range(dfa.n_states)]
+    for q, row in enumerate(dfa.trans):
+        for _, _, t in row:
+            rev[t].append(q)
+    live = list(dfa.accept)
+    todo = [q for q in range(dfa.n_states) if live[q]]
+    while todo:
+        for p in rev[todo.pop()]:
+            if not live[p]:
+                live[p] = True
+                todo.append(p)
+    return live
 
 
 def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:

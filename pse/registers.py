@@ -12,7 +12,11 @@ of the required keys. No order is ever enumerated.
 
 An array with uniqueItems uses the register too: its guards open an item (after "[" or ","),
 close it (at "," or "]", or as soon as the item's rule ends) and refuse an item equal to one
-seen before; the items seen are kept with the register.
+seen before; the items seen are kept with the register. An object whose key count matters
+(minProperties, a requirement that some key be present) keeps the keys it has not listed so:
+a key opens with its opening quote (KEY_OPEN) and closes with its closing one (KEY_CLOSE),
+where a repeat is refused (JSON readers keep one value per key, so a repeated key would count
+twice where the reader sees one).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pse.machines import StateMachine, Terminal
 KEY_BITS = 64
 ITEM_CLOSE = 1  # Guard.item flags: close the open item, refusing a repeat ...
 ITEM_OPEN = 2   # ... then open one after this terminal's byte
+KEY_OPEN = 4    # an object's key begins with this terminal (a comma, whitespace, a quote) ...
+KEY_CLOSE = 8   # ... and ends with its closing quote, this terminal's first byte
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,8 @@ class Guard:
             are equal.
         item: ITEM_CLOSE and/or ITEM_OPEN, for the one-byte terminals of a unique array
             ("[" opens, "," closes and opens, "]" closes); its items must be rules of their
-            own (a `Scope`), so that their ends are seen.
+            own (a `Scope`), so that their ends are seen. Or KEY_OPEN or KEY_CLOSE, for the
+            terminals around an object's key.
     """
 
     forbid: int = 0
@@ -71,9 +78,10 @@ class Guard:
                                    f"{KEY_BITS}-bit masks")
         if self.inc < 0 or self.min_props < 0 or self.cap < 0:
             raise GrammarError("Guard counts must be >= 0")
-        if self.item not in (0, ITEM_CLOSE, ITEM_OPEN, ITEM_CLOSE | ITEM_OPEN):
+        if self.item not in (0, ITEM_CLOSE, ITEM_OPEN, ITEM_CLOSE | ITEM_OPEN, KEY_OPEN,
+                             KEY_CLOSE):
             raise GrammarError(f"Guard.item must be a combination of ITEM_CLOSE and ITEM_OPEN, "
-                               f"got {self.item}")
+                               f"or KEY_OPEN or KEY_CLOSE, got {self.item}")
 
 
 class Guarded(StateMachine):

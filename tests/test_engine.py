@@ -195,6 +195,23 @@ def test_other_keys_beside_listed_names_mask_exactly(llama, order):
         check_along(engine, llama.encode(text))
         assert engine.is_accepting()
 
+def test_bounded_other_keys_beside_listed_names_mask_exactly(llama):
+    """Where the key language is bounded (propertyNames maxLength 2), a listed name can be a
+    place the other keys' automaton cannot go on from, though its plain twin can end there:
+    such states are walked, not derived (a token ending at the name was allowed and
+    refused). Brute force after a key prefix, and a name's prefix, at every step."""
+    schema = {"properties": {"ab": {}}, "propertyNames": {"maxLength": 2}}
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema(schema))
+    for text in ('{"x":0,"a', '{"x":0,"ac":1,"b":2}'):
+        engine.reset()
+        check_along(engine, llama.encode(text))
+    assert engine.is_accepting()
+    engine.reset()
+    engine.consume_tokens(llama.encode('{"x":0,"a'))
+    assert not engine.consume_token(llama.lookup(b"b"))  # "ab" is listed: not after "x"
+
+
 
 def test_item_counts_in_the_register_mask_exactly(llama, monkeypatch):
     """Arrays whose item bounds are counted in the register (forced here with the unroll

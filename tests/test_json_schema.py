@@ -426,6 +426,10 @@ def test_overlapping_one_of_agrees_with_jsonschema(branches, rest):
             # maxProperties beside two requirements that some key be present (see object)
             assert "maxProperties" in json.dumps(schema)
             return
+        if "could not be refused without a dead end" in str(e):
+            # names of a bounded length that must not repeat (see object)
+            assert "maxLength" in json.dumps(schema)
+            return
         if "additionalProperties: conflicting values" in str(e):
             # a key one side's pattern takes, the other's additionalProperties would take
             # too: not one object schema (see _merge_object_shape)
@@ -910,7 +914,11 @@ def test_not_of_an_open_object_shape_agrees_with_jsonschema(shape, rest):
     validator = jsonschema.Draft202012Validator(schema)
     try:
         machine = JsonSchema(schema, property_order="any")
-    except SchemaError as e:  # only a schema that allows nothing is refused
+    except SchemaError as e:  # only a schema that allows nothing is refused, or one whose
+        # keys of a bounded length must not repeat (see object)
+        if "could not be refused without a dead end" in str(e):
+            assert "maxLength" in json.dumps(schema)
+            return
         assert "nothing is valid" in str(e) or "false" in str(e), e
         assert not any(validator.is_valid(v) for v in _SHAPE_VALUES)
         return
@@ -984,6 +992,115 @@ def test_some_property_leaves_no_dead_end():
     with pytest.raises(SchemaError, match="nothing is valid"):  # no room for a second key
         JsonSchema({"type": "object", "maxProperties": 1, "required": ["a"],
                     "not": {"propertyNames": {"pattern": "^a"}}})
+
+def test_more_properties_needed_than_allowed_is_nothing():
+    """minProperties above maxProperties: nothing is valid, and in a branch of a union the
+    branch is gone (it was kept, and generation could write a key no closing brace follows)."""
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema({"type": "object", "minProperties": 2, "maxProperties": 1})
+    m = JsonSchema({"type": "object", "maxProperties": 1,
+                    "anyOf": [{"minProperties": 2}, {"required": ["b"]}]})
+    assert not m.matches('{"a":null', partial=True)
+    assert m.matches('{"b":null}') and not m.matches("{}")
+
+
+
+# Where the number of keys or the values of keys not listed matter, a key repeated in the text
+# is refused: a JSON reader keeps one value per key (json.loads: the last), so it would count
+# once, or with its last value only.
+_REPEATS = [
+    ({"type": "object", "minProperties": 2}, '{"a":1,"a":2}'),
+    ({"type": "object", "minProperties": 2}, '{"a\\n":1,"a\\u000A":2}'),
+    ({"type": "object", "minProperties": 2}, '{"a/":1,"a\\/":2}'),
+    ({"type": "object", "minProperties": 3, "properties": {"b": {}}}, '{"b":0,"a":1,"a":2}'),
+    ({"type": "object", "not": {"additionalProperties": {"type": "string"}}},
+     '{"a":1,"a":"s"}'),
+    ({"type": "object", "not": {"properties": {"a": {"type": "string"}},
+                                "additionalProperties": False}}, '{"a":"s","a":1,"a":"t"}'),
+    ({"type": "object", "patternProperties": {"^[xy]$": {}}, "additionalProperties": False,
+      "minProperties": 2}, '{"x":1,"x":2}'),
+]
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+@pytest.mark.parametrize("schema, text", _REPEATS)
+def test_a_repeated_key_is_refused_where_it_would_count_once(schema, text, order):
+    validator = jsonschema.Draft202012Validator(schema)
+    assert not validator.is_valid(json.loads(text))  # (the oracle reads the last value)
+    m = JsonSchema(schema, property_order=order)
+    assert not m.matches(text)
+    # the same keys once each (the last value of each) are accepted where jsonschema agrees
+    once = json.loads(text)
+    if validator.is_valid(once):
+        assert m.matches(compact(once)) or order == "schema"
+
+
+def test_a_repeated_key_masks_equal_brute_force():
+    """Keys kept in the object's register: the mask refuses the closing quote of a key seen
+    before (in any spelling), and nothing else; brute force at every step."""
+    from test_engine import brute_force, check_along, mask_ids
+
+    vocab = shared_vocab("llama3")
+    for memo in (None, 0):
+        engine = StructuringEngine(vocab, **({} if memo is None else {"mask_memo": memo}))
+        engine.configure(JsonSchema({"type": "object", "minProperties": 2,
+                                     "properties": {"id": {"type": "integer"}}}))
+        check_along(engine, vocab.encode(
+            '{"id":1,"ab":[{"ab":1}],"abc":2,"ab\\/c":3,"ab\\u000a":4}'))
+        assert engine.is_accepting()
+        engine.reset()
+        assert engine.consume_tokens(vocab.encode('{"ab":1,"ab')) == len(vocab.encode(
+            '{"ab":1,"ab'))
+        allowed = mask_ids(engine)
+        assert allowed == brute_force(engine)
+        assert vocab.lookup(b'"') not in allowed and vocab.lookup(b'":') not in allowed
+        assert vocab.lookup(b"c") in allowed
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_kept_keys_generations_validate(order):
+    assert_generations_validate({"type": "object", "minProperties": 3, "maxProperties": 4,
+                                 "properties": {"a": {"type": "string"}},
+                                 "propertyNames": {"pattern": "^[b-k]x*$"},
+                                 "additionalProperties": {"type": "integer"}}, order, seed=5)
+
+
+def test_keys_of_a_few_names_get_key_bits():
+    """Keys not listed whose names are few (a pattern of a few names) are told apart by key
+    bits, like listed ones, so none repeats and none is a dead end: with minProperties above
+    what they can give, nothing is valid."""
+    schema = {"type": "object", "patternProperties": {"^[xy]$": {}}, "properties": {"a": {}},
+              "additionalProperties": False, "minProperties": 2}
+    for order in ("schema", "any"):
+        m = JsonSchema(schema, property_order=order)
+        assert m.matches('{"a":1,"x":2}') and m.matches('{"y":1,"x":2}')
+        assert not m.matches('{"y":1,"y":2}') and not m.matches('{"x":1}')
+        assert_generations_validate(schema, order, seed=3)
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema({**schema, "minProperties": 4})
+
+
+def test_schema_order_takes_a_key_only_while_enough_may_follow():
+    """In schema order, listed keys come in their order: with minProperties, a key after
+    which too few may follow is refused (it was a dead end)."""
+    schema = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+              "additionalProperties": False, "minProperties": 2}
+    m = JsonSchema(schema)
+    assert not m.matches('{"c":1', partial=True)
+    assert m.matches('{"b":1', partial=True) and m.matches('{"a":1,"c":2}')
+    assert_generations_validate(schema, "schema", seed=4)
+
+
+def test_bounded_keys_that_must_not_repeat_are_refused_or_approximated():
+    """Keys of endless names but only a bounded length, which must not repeat: a prefix
+    whose every ending was seen would be a dead end, so strict mode refuses the schema, and
+    strict=False takes repeats (with a warning)."""
+    schema = {"type": "object", "minProperties": 2, "propertyNames": {"maxLength": 2}}
+    with pytest.raises(SchemaError, match="dead end"):
+        JsonSchema(schema)
+    with pytest.warns(UserWarning, match="minProperties"):
+        m = JsonSchema(schema, strict=False)
+    assert m.matches('{"a":1,"bc":2}') and m.matches('{"a":1,"a":2}')
 
 
 def test_some_property_is_not_read_from_a_users_schema():
@@ -1111,8 +1228,10 @@ ANY_ORDER_SCHEMAS = SCHEMAS + [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
                                       "c": {"type": "null"}},
      "required": ["a", "b"], "additionalProperties": False},
+    # (names of a bounded length that must not repeat are refused in strict mode: see
+    # test_bounded_keys_that_must_not_repeat_are_refused_or_approximated)
     {"type": "object", "minProperties": 2, "maxProperties": 3,
-     "propertyNames": {"maxLength": 2}, "additionalProperties": {"type": "integer"}},
+     "propertyNames": {"pattern": "^[a-r]$"}, "additionalProperties": {"type": "integer"}},
     {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
      "dependentRequired": {"a": ["b"], "c": ["a", "b"]}},
     {"type": "object", "propertyNames": {"pattern": "^[a-c]+$", "maxLength": 2}},

@@ -15,7 +15,8 @@
 # An array with uniqueItems keeps, in its register, the items it has seen (an id into a store
 # of their canonical texts) and where the open item started; guards on its "[", "," and "]"
 # open and close items, and a closed item equal to a seen one ends the parse. The text an
-# item spans is read from the Ctx: the bytes consumed so far, up to the current one.
+# item spans is read from the Ctx: the bytes consumed so far, up to the current one. An object
+# whose key count matters keeps its keys so too (KEY_OPEN, KEY_CLOSE), so that no key repeats.
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 
@@ -28,6 +29,8 @@ cdef enum:
     UNBOUNDED = -1
     ITEM_CLOSE = 1                # guard_item flags
     ITEM_OPEN = 2
+    KEY_OPEN = 4                  # an object's key starts with this terminal ...
+    KEY_CLOSE = 8                 # ... and ends with this byte: a repeated key is refused
     SEEN_CHUNK_BITS = 10
     SEEN_CHUNK = 1024
     MAX_SEEN_CHUNKS = 65536       # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
@@ -46,7 +49,9 @@ ctypedef struct PState:
     int32_t count     # counted terminals: units completed (capped at min when max is unbounded)
     int32_t props     # register of the current rule invocation: properties counted so far
     int32_t seen      # ... a unique array's items so far (a seen-store id; 0: none)
-    int32_t item      # ... 0: not a unique array; 1: no item open; k >= 2: open at byte k - 2
+    int32_t item      # ... 0: not a unique array; 1: no item open; k >= 2: open at byte k - 2;
+                      # in an object whose keys are kept: -1, no key open; k <= -2: a key's
+                      # opening terminal began at byte -k - 2
     uint64_t keys     # ... and the key bits set so far
 
 ctypedef struct Frame:

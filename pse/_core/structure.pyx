@@ -706,15 +706,39 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
     it equals an item seen before (the parse ends), else 1, with the item added. With `rest`:
     only ask whether the item, followed by those n_rest bytes, would be a repeat (0), adding
     nothing."""
-    cdef int64_t start, n, cap, length
+    if s.item < 2:
+        return 1
+    return close_span(c, s, s.item - 2, end, rest, n_rest, rest == NULL, 1)
+
+
+cdef uint8_t QUOTE = 34
+
+
+cdef int key_close(Ctx* c, PState* s) except -1 nogil:
+    """Close the key open in object register `s` with its closing quote, the byte at c.pos
+    (not read: before a terminal's first byte it is not in the text yet): 0 when the object
+    has that key already, else 1, with the key added. The key's opening terminal may begin
+    with a comma and whitespace: its text starts at the first quote."""
+    cdef int64_t start
+    if s.item > -2:
+        return 1
+    start = -2 - <int64_t>s.item
+    while start < c.pos and c.text[start] != QUOTE:
+        start += 1
+    return close_span(c, s, start, c.pos, &QUOTE, 1, True, -1)
+
+
+cdef int close_span(Ctx* c, PState* s, int64_t start, int64_t end, const uint8_t* rest,
+                    int64_t n_rest, bint add, int32_t closed) except -1 nogil:
+    """`item_close` of the text from byte `start` to before `end`, followed by the n_rest
+    bytes of `rest`; with `add`, a text not seen is added and register `s` is left with
+    item `closed`."""
+    cdef int64_t n, cap, length
     cdef uint8_t* buf
     cdef const uint8_t* text
     cdef uint64_t h = 14695981039346656037u
     cdef int32_t id, j
     cdef SeenNode* nd
-    if s.item < 2:
-        return 1
-    start = s.item - 2
     n = end - start
     if n < 0:  # a state stepped with another text than its own: refuse, never read past it
         return 0
@@ -738,7 +762,7 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
         # nesting deeper than 200, refused rather than told apart. Looking ahead, the text may
         # be incomplete: nothing is known
         free(buf)
-        return 0 if rest == NULL else 1
+        return 0 if add else 1
     for j in range(length):
         h = (h ^ buf[j]) * 1099511628211u
     id = s.seen
@@ -748,9 +772,9 @@ cdef int item_close(Ctx* c, PState* s, int64_t end, const uint8_t* rest=NULL,
             free(buf)
             return 0
         id = nd.parent
-    if rest == NULL:
+    if add:
         s.seen = seen_add(c, s.seen, buf, <int32_t>length, h)
-        s.item = 1
+        s.item = closed
     free(buf)
     return 1
 
@@ -828,7 +852,13 @@ cdef int zero_exponent_fresh(Ctx* c, const PState* s) except -1 nogil:
 
 cdef int item_guard(Ctx* c, int32_t g, PState* s) except -1 nogil:
     """The item part of guard g on the unique-array register `s`, entered at byte c.pos: close
-    the open item (0: it was a repeat), then open one after this byte."""
+    the open item (0: it was a repeat), then open one after this byte. In an object that
+    keeps its keys: open a key at this byte, or close it with this byte (0: a repeat)."""
+    if c.t.guard_item[g] & KEY_OPEN:
+        s.item = <int32_t>(-2 - c.pos)
+        return 1
+    if c.t.guard_item[g] & KEY_CLOSE:
+        return key_close(c, s)
     if c.t.guard_item[g] & ITEM_CLOSE and not item_close(c, s, c.pos):
         return 0
     if c.t.guard_item[g] & ITEM_OPEN:
