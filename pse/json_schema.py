@@ -1867,7 +1867,7 @@ class _Compiler:
                     still.append((o, False))
                     continue
                 for name in names_:
-                    few_bit.setdefault(name, 1 << (len(bit) + len(some) + len(few_bit)))
+                    few_bit.setdefault(name, _bit(len(bit) + len(some) + len(few_bit)))
                     few.append((name, m, met_by))
             if len(bit) + len(some) + len(few_bit) > KEY_BITS:
                 raise SchemaError(f"{pointer}: more than {KEY_BITS} properties, requirements "
@@ -2657,6 +2657,12 @@ def _every_state_loops(dfa: automaton.DFA) -> bool:
 
 def _nonempty(dfa: automaton.DFA) -> bool:
     return dfa.accept[0] or bool(dfa.trans[0])
+
+
+def _bit(i: int) -> int:
+    """Key bit i, as a Python int (a shift of C ints, as Cython would make of `1 << len(x)`,
+    overflows at bit 31)."""
+    return 1 << i
 
 
 def _live(dfa: automaton.DFA) -> tuple[list[set[int]], list[list[int]], list[bool]]:

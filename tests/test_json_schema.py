@@ -1078,6 +1078,10 @@ def test_keys_of_a_few_names_get_key_bits():
         assert_generations_validate(schema, order, seed=3)
     with pytest.raises(SchemaError, match="nothing is valid"):
         JsonSchema({**schema, "minProperties": 4})
+    # past bit 31 (a shift of C ints overflowed there)
+    wide = {**schema, "properties": {f"p{i}": {} for i in range(40)}}
+    m = JsonSchema(wide, property_order="any")
+    assert m.matches('{"p39":1,"x":2,"y":3}') and not m.matches('{"x":1,"y":2,"x":3}')
 
 
 def test_schema_order_takes_a_key_only_while_enough_may_follow():
