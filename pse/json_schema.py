@@ -1855,7 +1855,7 @@ class _Compiler:
                 if n_min <= 1 and id(keys) not in meeting:
                     still.append((o, False))
                     continue
-                if _endless(keys):
+                if _every_state_loops(keys):
                     still.append((o, True))
                     continue
                 names_ = _few_names(keys, KEY_BITS)
@@ -2646,8 +2646,8 @@ def _search(pattern: str, text: str, pointer: str) -> bool:
 
 
 def _every_state_loops(dfa: automaton.DFA) -> bool:
-    """Whether every state can reach a cycle: peeling the reversed graph lists exactly the
-    states that cannot (none may be)."""
+    """Whether every state of `dfa` (trimmed) can reach a cycle: peeling the reversed graph
+    lists exactly the states that cannot (none may be)."""
     pred: list[list[int]] = [[] for _ in dfa.trans]
     for s, row in enumerate(dfa.trans):
         for t in {t for _, _, t in row}:
@@ -2681,25 +2681,6 @@ def _live(dfa: automaton.DFA) -> tuple[list[set[int]], list[list[int]], list[boo
                 live[p] = True
                 todo.append(p)
     return succ, pred, live
-
-
-def _endless(dfa: automaton.DFA) -> bool:
-    """Whether every live state of `dfa` reaches a cycle of live states: a key begun there
-    can end in endless ways, so some way was never seen before."""
-    succ, pred, live = _live(dfa)
-    # peel the live states whose live successors are all peeled: what is left reaches a cycle
-    out = [sum(live[t] for t in ts) for ts in succ]
-    todo = [q for q in range(len(succ)) if live[q] and out[q] == 0]
-    peeled = 0
-    while todo:
-        q = todo.pop()
-        peeled += 1
-        for p in pred[q]:
-            if live[p]:
-                out[p] -= 1
-                if out[p] == 0:
-                    todo.append(p)
-    return peeled == 0
 
 
 def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
