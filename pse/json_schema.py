@@ -1722,6 +1722,10 @@ class _Compiler:
         additional = node.get("additionalProperties", node.get("unevaluatedProperties", True))
         patterns: dict = node.get("patternProperties", {}) or {}
         depends = _dependent_required(node, pointer)
+        needs = {n: _needed_by(n, depends) for n in depends}  # (the names n brings, in turn)
+        # a required key's dependencies are required too
+        required = list(dict.fromkeys(required + [b for n in required
+                                                  for b in needs.get(n, ())]))
         names = list(dict.fromkeys(list(props) + required
                                    + [n for a, bs in depends.items() for n in [a, *bs]]))
         allowed = self.property_names_dfa(node, pointer)
@@ -1892,11 +1896,11 @@ class _Compiler:
             reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
 
         def key_guard(b: int, met: int = 0, item: int = 0, forbid: int = 0,
-                      least: int = 0) -> Guard | None:
+                      least: int = 0, need: int = 0) -> Guard | None:
             if not b and not met and not counted and not item:
                 return None
-            return Guard(forbid=b if any_order else forbid, set=b | met, inc=int(counted),
-                         min_props=least, max_props=n_max, reserve=reserve,
+            return Guard(forbid=b if any_order else forbid, need=need, set=b | met,
+                         inc=int(counted), min_props=least, max_props=n_max, reserve=reserve,
                          cap=n_max if n_max is not None else n_min, item=item)
 
         def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
@@ -1940,8 +1944,18 @@ class _Compiler:
             close = quote if not self.ws else Chain(quote, self.sep(":"))
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
+        # in schema order, a key whose dependentRequired names (and theirs) are listed
+        # before it needs them present already: none of them can come after it
+        before = {n: 0 if any_order else sum(bit[d] for d in needs.get(n, ())
+                                             if d in values and order[d] < order[n])
+                  for order in [{x: i for i, x in enumerate(values)}] for n in values}
+        if any(before.values()) and n_min > 1 and not other_kinds:
+            self.fail(f"{pointer}/minProperties", "minProperties", "beside dependentRequired "
+                      "on names listed before the key in schema order, with no other keys: "
+                      "which keys may still follow depends on those taken, so generation "
+                      "could reach a dead end; use property_order=\"any\"")
         members = [[named(n, m, key_guard(bit.get(n, 0), b, least=min_before(
-            len(values) - i - 1 + len(few_bit)))) for m, b in named_kinds[n]]
+            len(values) - i - 1 + len(few_bit)), need=before[n])) for m, b in named_kinds[n]]
             for i, n in enumerate(values)]
         other_members = [other(*o, k) for o, k in zip(other_kinds, kept)] + [
             named(n, m, key_guard(few_bit[n], b, forbid=few_bit[n],
@@ -2657,6 +2671,19 @@ def _every_state_loops(dfa: automaton.DFA) -> bool:
 
 def _nonempty(dfa: automaton.DFA) -> bool:
     return dfa.accept[0] or bool(dfa.trans[0])
+
+
+def _needed_by(name: str, depends: dict[str, list[str]]) -> set[str]:
+    """The names dependentRequired brings with `name`, and those they bring, in turn."""
+    out: set[str] = set()
+    todo = [name]
+    while todo:
+        for b in depends.get(todo.pop(), ()):
+            if b not in out:
+                out.add(b)
+                todo.append(b)
+    out.discard(name)
+    return out
 
 
 def _bit(i: int) -> int:

@@ -1095,6 +1095,36 @@ def test_schema_order_takes_a_key_only_while_enough_may_follow():
     assert_generations_validate(schema, "schema", seed=4)
 
 
+def test_schema_order_takes_a_key_only_after_what_it_depends_on():
+    """In schema order, a key whose dependentRequired names (and theirs) are listed before
+    it is refused until they are present (it was taken, and nothing could close the
+    object); a required key's dependencies are required. With minProperties beside them and
+    no other keys, which keys may follow depends on those taken: strict mode refuses."""
+    two = {"type": "object", "properties": {"a": {}, "c": {}}, "additionalProperties": False,
+           "dependentRequired": {"c": ["a"]}}
+    m = JsonSchema(two)
+    assert not m.matches('{"c"', partial=True) and m.matches('{"a":1,"c":2}')
+    assert m.matches("{}") and m.matches('{"a":1}')
+    chain = {"type": "object", "properties": {"x": {}, "a": {}, "c": {}},
+             "additionalProperties": False, "dependentRequired": {"a": ["c"], "c": ["x"]}}
+    m = JsonSchema(chain)
+    assert not m.matches('{"a"', partial=True) and m.matches('{"x":1,"a":1,"c":1}')
+    required = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+                "additionalProperties": False, "required": ["c"],
+                "dependentRequired": {"c": ["a"]}}
+    m = JsonSchema(required)
+    assert not m.matches('{"b":1', partial=True) and m.matches('{"a":1,"c":1}')
+    for schema in (two, chain, required):
+        assert_generations_validate(schema, "schema", seed=6)
+    counted = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+               "additionalProperties": False, "minProperties": 2,
+               "dependentRequired": {"c": ["a"]}}
+    with pytest.raises(SchemaError, match="dead end"):
+        JsonSchema(counted)
+    m = JsonSchema(counted, property_order="any")
+    assert m.matches('{"c":1,"a":1}') and not m.matches('{"b":1,"c":1}')
+
+
 def test_bounded_keys_that_must_not_repeat_are_refused_or_approximated():
     """Keys of endless names but only a bounded length, which must not repeat: a prefix
     whose every ending was seen would be a dead end, so strict mode refuses the schema, and
