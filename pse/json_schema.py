@@ -497,6 +497,9 @@ MAX_ONE_OF_PAIRS = 32
 # SOME_PROPERTY requirements a value of it meets (2 to the number of requirements it may meet
 # by its value).
 MAX_SOME_VARIANTS = 8
+# The most keys with dependentRequired beside maxProperties in one object: each is present or
+# absent in a case of its own (2 to this number of cases).
+MAX_DEPENDENCY_CASES = 4
 
 # A keyword of pse's own, never read from a user's schema (see `in_dialect`): a list of
 # {"names": a schema for key names, "value": a schema, "else": the values "value" rejects},
@@ -1758,6 +1761,9 @@ class _Compiler:
                     changed = True
         if any(n in absent for n in required):
             return None
+        sources = [x for x in needs if x in values and needs[x]]
+        if node.get("maxProperties") is not None and sources:
+            return self.dependency_cases(node, sources, needs, pointer)
         # SOME_PROPERTY: each requirement, and the key names it takes (None: any)
         some = list(node.get(SOME_PROPERTY) or ())
         some_names = [self.names_taken(w, pointer) for w in some]
@@ -1896,11 +1902,12 @@ class _Compiler:
             reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
 
         def key_guard(b: int, met: int = 0, item: int = 0, forbid: int = 0,
-                      least: int = 0, need: int = 0) -> Guard | None:
-            if not b and not met and not counted and not item:
+                      least: int = 0, need: int = 0, clauses: tuple = ()) -> Guard | None:
+            if not (b or met or counted or item or need or clauses):
                 return None
-            return Guard(forbid=b if any_order else forbid, need=need, set=b | met,
-                         inc=int(counted), min_props=least, max_props=n_max, reserve=reserve,
+            return Guard(forbid=b if any_order else forbid, need=need, clauses=clauses,
+                         set=b | met, inc=int(counted), min_props=least, max_props=n_max,
+                         reserve=reserve,
                          cap=n_max if n_max is not None else n_min, item=item)
 
         def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
@@ -1933,9 +1940,9 @@ class _Compiler:
             return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
 
         def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None,
-                  met: int, keep: bool) -> Member:
+                  met: int, keep: bool, clauses: tuple) -> Member:
             rest = DfaTerminal(keys, f"keys at {where}", states=states)
-            guard = key_guard(0, met, KEY_OPEN if keep else 0)
+            guard = key_guard(0, met, KEY_OPEN if keep else 0, clauses=clauses)
             quote: StateMachine = Phrase('":' if not self.ws else '"')
             if keep:
                 # (the count saturates at every guard's cap: the same one as the others')
@@ -1945,20 +1952,31 @@ class _Compiler:
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
         # in schema order, a key whose dependentRequired names (and theirs) are listed
-        # before it needs them present already: none of them can come after it
+        # before it needs them present already: none of them can come after it; and a key
+        # is taken only where the names a present one needs are not passed over
+        order = {x: i for i, x in enumerate(values)}
         before = {n: 0 if any_order else sum(bit[d] for d in needs.get(n, ())
                                              if d in values and order[d] < order[n])
-                  for order in [{x: i for i, x in enumerate(values)}] for n in values}
+                  for n in values}
+
+        def passed(at: int) -> tuple:
+            """The clauses of a key at place `at`: a present name's needs placed before."""
+            if any_order:
+                return ()
+            out = ((bit[x], sum(bit[d] for d in needs[x] if d in values and order[d] < at))
+                   for x in needs if x in values and order[x] < at)
+            return tuple((x, ds) for x, ds in out if ds)
         if any(before.values()) and n_min > 1 and not other_kinds:
             self.fail(f"{pointer}/minProperties", "minProperties", "beside dependentRequired "
                       "on names listed before the key in schema order, with no other keys: "
                       "which keys may still follow depends on those taken, so generation "
                       "could reach a dead end; use property_order=\"any\"")
         members = [[named(n, m, key_guard(bit.get(n, 0), b, least=min_before(
-            len(values) - i - 1 + len(few_bit)), need=before[n])) for m, b in named_kinds[n]]
-            for i, n in enumerate(values)]
-        other_members = [other(*o, k) for o, k in zip(other_kinds, kept)] + [
-            named(n, m, key_guard(few_bit[n], b, forbid=few_bit[n],
+            len(values) - i - 1 + len(few_bit)), need=before[n], clauses=passed(i)))
+            for m, b in named_kinds[n]] for i, n in enumerate(values)]
+        last = passed(len(values))
+        other_members = [other(*o, k, last) for o, k in zip(other_kinds, kept)] + [
+            named(n, m, key_guard(few_bit[n], b, forbid=few_bit[n], clauses=last,
                                   least=min_before(len(few_bit) - 1))) for n, m, b in few]
         clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
                         if a in values and bs)
@@ -1993,6 +2011,34 @@ class _Compiler:
             return automaton.literal_dfa(b",")
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
         return compile_regex(f"{blank},{blank}")
+
+    def dependency_cases(self, node: dict, sources: list[str], needs: dict[str, set[str]],
+                         pointer: str) -> StateMachine | None:
+        """An object with maxProperties and dependentRequired, as one case per set of the
+        keys with dependencies present: their needs are required there, the others absent.
+        (Taken as they come, a key whose needs no longer fit under maxProperties, with
+        other keys taken meanwhile, would be a dead end: the register holds no debt.)"""
+        if len(sources) > MAX_DEPENDENCY_CASES:
+            self.fail(f"{pointer}/dependentRequired", "dependentRequired", "beside "
+                      f"maxProperties, on more than {MAX_DEPENDENCY_CASES} keys "
+                      "(MAX_DEPENDENCY_CASES): generation could reach a dead end where the "
+                      "names a key needs no longer fit")
+            return self.object({k: v for k, v in node.items() if k != "maxProperties"},
+                               pointer)
+        deps = {k: v for k, v in (node.get("dependencies") or {}).items()
+                if not isinstance(v, list)}
+        base = {k: v for k, v in node.items() if k not in ("dependentRequired", "dependencies")}
+        if deps:
+            base["dependencies"] = deps
+        cases = []
+        for k in range(1 << len(sources)):
+            present = [x for i, x in enumerate(sources) if k >> i & 1]
+            gone = [x for x in sources if x not in present]
+            cases.append({**base, "required": list(dict.fromkeys(
+                [*(node.get("required") or []), *present,
+                 *(d for x in present for d in sorted(needs[x]))])),
+                "properties": {**(node.get("properties") or {}), **{x: False for x in gone}}})
+        return self.compile({"anyOf": cases}, pointer)
 
     def ordered_members(self, members: list[tuple[list[Member], bool]],
                         others: list[Member]) -> StateMachine:

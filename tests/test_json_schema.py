@@ -1114,7 +1114,13 @@ def test_schema_order_takes_a_key_only_after_what_it_depends_on():
                 "dependentRequired": {"c": ["a"]}}
     m = JsonSchema(required)
     assert not m.matches('{"b":1', partial=True) and m.matches('{"a":1,"c":1}')
-    for schema in (two, chain, required):
+    # a name a present key needs is not passed over (found by fuzzing)
+    passing = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+               "additionalProperties": False, "dependentRequired": {"a": ["b"]}}
+    m = JsonSchema(passing)
+    assert not m.matches('{"a":1,"c":2', partial=True) and m.matches('{"a":1,"b":2,"c":3}')
+    assert m.matches('{"c":1}')
+    for schema in (two, chain, required, passing):
         assert_generations_validate(schema, "schema", seed=6)
     counted = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
                "additionalProperties": False, "minProperties": 2,
@@ -1123,6 +1129,25 @@ def test_schema_order_takes_a_key_only_after_what_it_depends_on():
         JsonSchema(counted)
     m = JsonSchema(counted, property_order="any")
     assert m.matches('{"c":1,"a":1}') and not m.matches('{"b":1,"c":1}')
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_max_properties_keeps_room_for_what_a_key_needs(order):
+    """Under maxProperties, a key taken with dependentRequired names still to come must
+    leave room for them, also when other keys come meanwhile: one case per set of keys with
+    dependencies present (it was a dead end)."""
+    schema = {"type": "object", "properties": {"a": {}, "b": {}, "d": {"type": "integer"}},
+              "additionalProperties": False, "dependentRequired": {"a": ["d"]},
+              "maxProperties": 2}
+    validator = jsonschema.Draft202012Validator(schema)
+    m = JsonSchema(schema, property_order=order)
+    assert not m.matches('{"a":1,"b":1', partial=True)
+    for value in [{"a": 1, "d": 2}, {"b": 1}, {"b": 1, "d": 2}, {"a": 1}, {"a": 1, "b": 1}]:
+        if validator.is_valid(value) or order == "any":
+            assert m.matches(compact(value)) == validator.is_valid(value), value
+    assert not JsonSchema({**schema, "maxProperties": 1}, property_order=order).matches(
+        '{"a":1', partial=True)
+    assert_generations_validate(schema, order, seed=7)
 
 
 def test_bounded_keys_that_must_not_repeat_are_refused_or_approximated():
