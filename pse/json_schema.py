@@ -2012,7 +2012,7 @@ class _Compiler:
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
         return compile_regex(f"{blank},{blank}")
 
-    def dependency_cases(self, node: dict, sources: list[str], needs: dict[str, set[str]],
+    def dependency_cases(self, node: dict, sources: list[str], needs: dict[str, list[str]],
                          pointer: str) -> StateMachine | None:
         """An object with maxProperties and dependentRequired, as one case per set of the
         keys with dependencies present: their needs are required there, the others absent.
@@ -2036,7 +2036,7 @@ class _Compiler:
             gone = [x for x in sources if x not in present]
             cases.append({**base, "required": list(dict.fromkeys(
                 [*(node.get("required") or []), *present,
-                 *(d for x in present for d in sorted(needs[x]))])),
+                 *(d for x in present for d in needs[x])])),
                 "properties": {**(node.get("properties") or {}), **{x: False for x in gone}}})
         return self.compile({"anyOf": cases}, pointer)
 
@@ -2719,16 +2719,16 @@ def _nonempty(dfa: automaton.DFA) -> bool:
     return dfa.accept[0] or bool(dfa.trans[0])
 
 
-def _needed_by(name: str, depends: dict[str, list[str]]) -> set[str]:
-    """The names dependentRequired brings with `name`, and those they bring, in turn."""
-    out: set[str] = set()
+def _needed_by(name: str, depends: dict[str, list[str]]) -> list[str]:
+    """The names dependentRequired brings with `name`, and those they bring, in turn (in the
+    order found: a schema compiles the same in every process)."""
+    out: list[str] = []
     todo = [name]
     while todo:
-        for b in depends.get(todo.pop(), ()):
-            if b not in out:
-                out.add(b)
+        for b in depends.get(todo.pop(0), ()):
+            if b not in out and b != name:
+                out.append(b)
                 todo.append(b)
-    out.discard(name)
     return out
 
 
