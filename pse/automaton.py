@@ -298,22 +298,27 @@ def literal_dfa(data: bytes) -> DFA:
     return DFA([[(b, b, i + 1)] for i, b in enumerate(data)] + [[]], [False] * n + [True])
 
 
-def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
-    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached.
-    `kept`, when given, receives the old number of each new state."""
-    n = dfa.n_states
-    rev: list[list[int]] = [[] for _ in range(n)]
+def live_states(dfa: DFA) -> list[bool]:
+    """Which states of `dfa` can reach an accepting state."""
+    rev: list[list[int]] = [[] for _ in range(dfa.n_states)]
     for s, row in enumerate(dfa.trans):
         for _, _, t in row:
             rev[t].append(s)
-    alive = {s for s in range(n) if dfa.accept[s]}
-    todo = list(alive)
+    live = [bool(a) for a in dfa.accept]
+    todo = [s for s, a in enumerate(live) if a]
     while todo:
-        s = todo.pop()
-        for p in rev[s]:
-            if p not in alive:
-                alive.add(p)
+        for p in rev[todo.pop()]:
+            if not live[p]:
+                live[p] = True
                 todo.append(p)
+    return live
+
+
+def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
+    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached.
+    `kept`, when given, receives the old number of each new state."""
+    live = live_states(dfa)
+    alive = {s for s, a in enumerate(live) if a}
     if 0 not in alive:
         return DFA([[]], [False])  # the empty language; callers check `accept`
     order = [0]

@@ -1860,15 +1860,19 @@ class _Compiler:
         meeting = {id(o[0]) for o in other_kinds if o[-1]}
         if other_kinds and (n_min > 1 or meeting):
             still = []
+            ends: dict[int, Any] = {}  # per key automaton (kinds of values share one)
             for o in other_kinds:
                 keys, m, where, _, met_by = o
                 if n_min <= 1 and id(keys) not in meeting:
                     still.append((o, False))
                     continue
-                if _every_state_loops(keys):
+                if id(keys) not in ends:
+                    ends[id(keys)] = True if _every_state_loops(keys) else \
+                        _few_names(keys, KEY_BITS)
+                names_ = ends[id(keys)]
+                if names_ is True:
                     still.append((o, True))
                     continue
-                names_ = _few_names(keys, KEY_BITS)
                 if names_ is None:
                     self.fail(where, "minProperties" if n_min > 1 else "not", "over keys "
                               "not listed that can end only a few ways: a key repeated in "
@@ -1945,9 +1949,7 @@ class _Compiler:
             guard = key_guard(0, met, KEY_OPEN if keep else 0, clauses=clauses)
             quote: StateMachine = Phrase('":' if not self.ws else '"')
             if keep:
-                # (the count saturates at every guard's cap: the same one as the others')
-                quote = Guarded(quote, Guard(item=KEY_CLOSE,
-                                             cap=n_max if n_max is not None else n_min))
+                quote = Guarded(quote, Guard(item=KEY_CLOSE))
             close = quote if not self.ws else Chain(quote, self.sep(":"))
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
@@ -2738,24 +2740,6 @@ def _bit(i: int) -> int:
     return 1 << i
 
 
-def _live(dfa: automaton.DFA) -> tuple[list[set[int]], list[list[int]], list[bool]]:
-    """`dfa`'s edges as successor sets and predecessor lists, and which states can reach an
-    accepting one."""
-    succ = [{t for _, _, t in row} for row in dfa.trans]
-    pred: list[list[int]] = [[] for _ in succ]
-    for q, ts in enumerate(succ):
-        for t in ts:
-            pred[t].append(q)
-    live = [bool(a) for a in dfa.accept]
-    todo = [q for q, a in enumerate(live) if a]
-    while todo:
-        for p in pred[todo.pop()]:
-            if not live[p]:
-                live[p] = True
-                todo.append(p)
-    return succ, pred, live
-
-
 def _union(a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
     nfa = automaton.NFA()
     return automaton.determinize(nfa, automaton.alternation(nfa, [
@@ -2821,12 +2805,13 @@ def _count(node: dict, key: str, pointer: str, default: int | None = None) -> in
 def _few_names(keys: automaton.DFA, limit: int) -> list[str] | None:
     """The key names whose JSON spellings `keys` (key contents) accepts, when they are at
     most `limit` spellings; else None."""
-    succ, _, live = _live(keys)
+    live = automaton.live_states(keys)
     if not live[0]:
         return []
-    ordered = set(automaton.peel_order([[t for t in ts if live[t]] if live[q] else []
-                                        for q, ts in enumerate(succ)]))
-    if any(live[q] and q not in ordered for q in range(len(succ))):
+    ordered = set(automaton.peel_order([
+        sorted({t for _, _, t in row if live[t]}) if live[q] else []
+        for q, row in enumerate(keys.trans)]))
+    if any(live[q] and q not in ordered for q in range(keys.n_states)):
         return None  # a cycle: endless spellings
     spellings: list[bytes] = []
     stack = [(0, b"")]

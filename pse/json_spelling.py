@@ -195,7 +195,7 @@ def _without_names_states(keys: automaton.DFA, names
     # a pair is `twinless` when, on some bytes its twin takes, it reaches a dead pair whose
     # twin lives (a name with nothing after it in a bounded key language): a token ending
     # there would be allowed by the twin's mask, so its mask is walked, not derived
-    k_live = _live_states(keys)
+    k_live = automaton.live_states(keys)
     twinless = [False] * len(pairs)
     for pid in post:
         node, state = pairs[pid]
@@ -238,22 +238,6 @@ def _without_names_states(keys: automaton.DFA, names
         if q in new_of and state in new_of and not twinless[pid]:
             derived[new_of[q]] = (new_of[state], node, False)
     return dfa, KeyStates(residual, derived, trie, is_name)
-
-
-def _live_states(dfa: automaton.DFA) -> list[bool]:
-    """Which states of `dfa` can reach an accepting state."""
-    rev: list[list[int]] = [[] for _ in range(dfa.n_states)]
-    for q, row in enumerate(dfa.trans):
-        for _, _, t in row:
-            rev[t].append(q)
-    live = list(dfa.accept)
-    todo = [q for q in range(dfa.n_states) if live[q]]
-    while todo:
-        for p in rev[todo.pop()]:
-            if not live[p]:
-                live[p] = True
-                todo.append(p)
-    return live
 
 
 def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:

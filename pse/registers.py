@@ -48,8 +48,8 @@ class Guard:
         max_props: the count after adding, plus the bits of `reserve` still clear (keys that
             must still come), must not exceed this (None: no limit).
         reserve: see max_props.
-        cap: the count saturates at this value, so states that no bound can tell apart
-            are equal.
+        cap: with `inc`, the count saturates at this value, so states that no bound can
+            tell apart are equal.
         item: ITEM_CLOSE and/or ITEM_OPEN, for the one-byte terminals of a unique array
             ("[" opens, "," closes and opens, "]" closes); its items must be rules of their
             own (a `Scope`), so that their ends are seen. Or KEY_OPEN or KEY_CLOSE, for the

@@ -281,7 +281,7 @@ cdef inline bint guard_pass(const Tables* t, int32_t g, PState* s) noexcept nogi
     if (t.guard_max[g] != UNBOUNDED
             and s.props + popcount64(t.guard_reserve[g] & ~k) > t.guard_max[g]):
         return False
-    if s.props > t.guard_cap[g]:
+    if t.guard_inc[g] and s.props > t.guard_cap[g]:  # (a guard that adds nothing keeps it)
         s.props = t.guard_cap[g]
     s.keys = k
     return True
