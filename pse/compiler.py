@@ -26,6 +26,7 @@ from pse import automaton, limits
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
+from pse.json_spelling import string_values
 from pse.registers import Guard, Guarded, Scope
 
 # Composite machines larger than this (in inlined nodes) become rules of their own.
@@ -404,11 +405,35 @@ class _Compiler:
             pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
                       [d.accept for d in dfas]),
             dfa_boundary=boundary, dfa_lens=lens, dfa_lens_tail=tail,
+            dfa_values=self.values_table(),
             term_counted=[t.kind for t in self.terminals],
             term_min=[t.min for t in self.terminals], term_max=[t.max for t in self.terminals],
             terminal_keys=[t.key for t in self.terminals],
             terminal_states=[t.states for t in self.terminals],
         )
+
+
+    def values_table(self) -> np.ndarray:
+        """With unique arrays (or kept keys), per DFA state of a terminal of whole JSON strings, how many
+        strings it can still complete to (json_spelling.string_values); -1 elsewhere. Empty
+        without unique arrays (the core reads none)."""
+        if not any(g is not None and g.item for g in self.guards):  # (as the core's has_unique)
+            return np.zeros(0, dtype=np.int64)
+        parts = []
+        for term in self.terminals:
+            values = None
+            if term.kind == TERM_PLAIN:
+                with _DFA_LOCK:
+                    values = _VALUES_CACHE.get(term.key, _NOT_CACHED)
+                if values is _NOT_CACHED:
+                    values = string_values(term.dfa)
+                    with _DFA_LOCK:
+                        _VALUES_CACHE[term.key] = values
+                        if len(_VALUES_CACHE) > _DFA_CACHE_SIZE:
+                            _VALUES_CACHE.popitem(last=False)
+            parts.append(np.full(term.dfa.n_states, -1, dtype=np.int64) if values is None
+                         else np.asarray(values, dtype=np.int64))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 class _Entries:
@@ -466,6 +491,9 @@ def _resolve(machine: StateMachine) -> StateMachine:
 _DFA_CACHE: OrderedDict = OrderedDict()
 _DFA_CACHE_SIZE = 4096
 _DFA_LOCK = threading.Lock()
+# Their string counts (see values_table), by the same keys.
+_VALUES_CACHE: OrderedDict = OrderedDict()
+_NOT_CACHED = object()
 
 
 def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int

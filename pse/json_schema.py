@@ -28,7 +28,7 @@ from pse import automaton, limits, schema_types
 from pse.compiler import share_rules
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json_names_dfa,
-                               without_names, without_names_states)
+                               quoted, string_values, without_names, without_names_states)
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
                           Phrase, StateMachine, Terminal, Whitespace)
@@ -1598,8 +1598,11 @@ class _Compiler:
             return None
         if not _unrolled_length(lo, hi):
             content = self.counted_content(dfa, lo, hi, pointer)
-            return None if content is None else Chain(Phrase('"'), content, Phrase('"'))
-        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+            if not isinstance(content, CharCountedTerminal):  # (None, or the bounds kept)
+                return None if content is None else DfaTerminal(quoted(dfa), content.name)
+            return Chain(Phrase('"'), content, Phrase('"'))
+        # quotes and contents one terminal: a unique array sees the item whole (string_values)
+        return DfaTerminal(quoted(dfa), f"string at {pointer}")
 
     def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
                         pointer: str) -> StateMachine | None:
@@ -2431,7 +2434,9 @@ class _Compiler:
 
     def check_unique(self, prefix: list, rest: Any, pointer: str) -> None:
         """uniqueItems over items of any kind is exact (a repeat is refused at its last
-        byte) where no item prefix can run out of new values; elsewhere a prefix whose every
+        byte) where no item prefix can run out of new values, or where the strings that can
+        are terminals whose states count their completions (counted_strings: the core
+        refuses a prefix whose strings were all seen); elsewhere a prefix whose every
         completion is an item already seen would be a dead end: refused in strict mode."""
         for i, sub in enumerate(prefix):
             if not self.open_ended(sub, f"{pointer}/prefixItems/{i}"):
@@ -2441,16 +2446,19 @@ class _Compiler:
                 return
         self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
                   "new values after a prefix (bounded numbers, integers (1. can only go on "
-                  "as 1.0), enums, closed objects, formats, patterns, maximum lengths, and "
-                  "with whitespace objects and arrays) is not supported: generation could "
-                  "reach a dead end there; supported: any value, strings, numbers without "
+                  "as 1.0), enums of other values than strings, closed objects, a maxLength "
+                  "without a pattern or past 64, and with whitespace objects, arrays and "
+                  "strings that run out) is not supported: generation could reach a dead end "
+                  "there; supported: any value, strings (with a pattern, format or enum too: "
+                  "their prefixes whose strings were all seen are refused), numbers without "
                   "bounds, booleans, null, open objects and arrays")
 
     def open_ended(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether every incomplete prefix of an instance of `sub` has completions of
         infinitely many values (so a finite set of items seen never exhausts them). Literals
         count: true, false and null are told at their first byte (a forced rest), a number
-        with zero digits and an exponent at the exponent. Objects and arrays do not when
+        with zero digits and an exponent at the exponent, and strings the core counts
+        (counted_strings) as their prefixes run out. Objects and arrays do not when
         whitespace is allowed: "{" and some blanks may be left only "}"."""
         sub = self.resolve_shallow(sub, pointer)
         if sub is True:
@@ -2467,6 +2475,12 @@ class _Compiler:
                         and all(self.open_ended({**rest, **b} if isinstance(b, dict) else b,
                                                 pointer, depth + 1) for b in sub[union]))
         types = sub.get("type")
+        if types is None and set(sub) <= {"enum", "const"}:
+            return self.counted_strings(sub, pointer)
+        if types is None and set(sub) <= {"minLength", "maxLength", "pattern", "format"}:
+            # a value of any type: the keywords bind strings only
+            return not self.ws and self.open_ended({**sub, "type": "string"}, pointer,
+                                                   depth + 1)
         types = [types] if isinstance(types, str) else types
         if not isinstance(types, list) or not types:
             return False
@@ -2476,7 +2490,7 @@ class _Compiler:
                 ok = keys <= {"minLength"} or (keys <= {"minLength", "format"} and sub.get(
                     "format") in ("uri", "uri-reference", "iri", "iri-reference")) or (
                     keys <= {"minLength", "pattern", "format"} and self.endless_strings(
-                        sub, pointer))
+                        sub, pointer)) or self.counted_strings(sub, pointer)
             elif t in ("number", "boolean", "null"):
                 ok = not keys
             elif t == "object":
@@ -2513,6 +2527,39 @@ class _Compiler:
         except SchemaError:
             return False  # the string itself reports it, where it is compiled
         return _every_state_loops(dfa)
+
+    def counted_strings(self, sub: dict, pointer: str) -> bool:
+        """Whether the strings `sub` allows compile to one terminal of whole strings whose
+        states count the strings they complete to (json_spelling.string_values): then the
+        core refuses a prefix that only items seen before complete. Patterns and formats
+        with lengths short enough to unroll, and enums of strings."""
+        keys = set(sub) - {"type"}
+        if self.ws:
+            return False  # (the core looks for a new item after the comma, not after blanks)
+        if keys and keys <= {"enum", "const"}:
+            values = [sub["const"]] if "const" in sub else sub["enum"]
+            if not isinstance(values, list) or not values or not all(
+                    isinstance(v, str) for v in values):
+                return False
+            texts = sorted({_dumps(v) for v in values})
+            return string_values(automaton.trie(texts, [], [])) is not None
+        if not keys <= {"minLength", "maxLength", "pattern", "format"}:
+            return False
+        fmt = sub.get("format")
+        lo, hi = sub.get("minLength", 0), sub.get("maxLength")
+        if fmt in UNSUPPORTED_FORMATS or not (isinstance(lo, int) and (
+                hi is None or isinstance(hi, int))) or not _unrolled_length(lo, hi):
+            return False
+        patterns = [(sub["pattern"], True, f"{pointer}/pattern")] if "pattern" in sub else []
+        if fmt in FORMATS:
+            patterns += _format_patterns(fmt, f"{pointer}/format")
+        if not patterns:
+            return False  # (plain strings with a maxLength are counted, not unrolled)
+        try:
+            dfa = self.content_dfa(sub, patterns, pointer, count_length=True)
+        except SchemaError:
+            return False  # the string itself reports it, where it is compiled
+        return string_values(quoted(dfa)) is not None
 
     def unbounded_values(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether `sub` (open-ended) has infinitely many values: not only booleans and null."""

@@ -94,6 +94,159 @@ def char_boundaries(dfa: automaton.DFA) -> tuple[bool, ...] | None:
     return tuple(bool(u == 0) for u in phase.tolist())
 
 
+def quoted(contents: automaton.DFA) -> automaton.DFA:
+    """The whole JSON strings (quote, contents, quote) whose contents `contents` accepts: one
+    terminal, so that the core sees a unique array's string item from its first byte to its
+    last (`string_values`). Contents never hold a raw quote, so the closing one is free."""
+    n = len(contents.trans)
+    trans = [((0x22, 0x22, 1),)]
+    for s, row in enumerate(contents.trans):
+        moved = [(lo, hi, t + 1) for lo, hi, t in row]
+        if contents.accept[s]:
+            moved = sorted(moved + [(0x22, 0x22, n + 1)])
+        trans.append(tuple(moved))
+    trans.append(())
+    return automaton.DFA(trans, [False] * (n + 1) + [True])
+
+
+# More different strings than a unique array can hold items (its counts are 32-bit).
+MANY_VALUES = 1 << 40
+# String automata larger than this are not counted (their strings are not kept apart).
+MAX_VALUE_STATES = 20000
+
+
+def string_values(dfa: automaton.DFA) -> list[int] | None:
+    """Per state of `dfa`, a terminal of whole JSON strings (as `quoted` builds, or a trie of
+    string enum values): how many different strings (values, not spellings: "\/" and "/"
+    are one) it can still complete to, MANY_VALUES when infinitely many or more. A state
+    inside an escape gets 0: its count depends on the bytes before it, so the core searches
+    on from there. None when `dfa` is not of that kind. A unique array refuses a prefix that
+    only items seen before complete (pse._core.structure: string_item_fresh)."""
+    dense = dfa.dense()
+    n = dfa.n_states
+    row0 = np.flatnonzero(dense[0] >= 0)
+    if row0.tolist() != [0x22] or n > MAX_VALUE_STATES:
+        return None
+    unit = JsonStringContent().unit_dfa()
+    unit_dense = unit.dense()
+    unit_done = np.asarray(unit.accept, dtype=bool)
+    # the phase of each state: the unit's state (0: between characters), whether inside an
+    # escape, or END (after the closing quote)
+    END = -2
+    phase = [-1] * n
+    escape = [False] * n
+    first = int(dense[0, 0x22])
+    phase[first] = 0
+    todo = [first]
+    while todo:
+        s = todo.pop()
+        for b in np.flatnonzero(dense[s] >= 0).tolist():
+            t = int(dense[s, b])
+            if phase[s] == END:
+                return None  # something after the closing quote
+            if phase[s] == 0 and b == 0x22:
+                u, esc = END, False
+                if not dfa.accept[t]:
+                    return None
+            else:
+                u = int(unit_dense[phase[s], b])
+                if u < 0:
+                    return None
+                esc = (escape[s] or (phase[s] == 0 and b == 0x5C)) and not unit_done[u]
+                if unit_done[u]:
+                    u = 0
+            if phase[t] == -1:
+                phase[t], escape[t] = u, esc
+                todo.append(t)
+            elif phase[t] != u or escape[t] != esc:
+                return None
+    for s in range(n):
+        if phase[s] != END and dfa.accept[s] and s != 0:
+            return None  # a string must end with its quote
+    # counts in an order where every state comes after those it goes to; states left out
+    # reach a loop: infinitely many strings
+    succ = [np.unique(dense[s][dense[s] >= 0]).tolist() for s in range(n)]
+    waiting = [len(x) for x in succ]
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in succ[s]:
+            preds[t].append(s)
+    ready = [s for s in range(n) if waiting[s] == 0]
+    values = [MANY_VALUES] * n
+    exact = [0] * n  # the count of a state inside an escape, for the states before it
+    while ready:
+        s = ready.pop()
+        if s != 0 and phase[s] != -1:
+            exact[s] = _count_values(dense, s, phase, escape, exact)
+            values[s] = 0 if escape[s] else exact[s]
+        for p in preds[s]:
+            waiting[p] -= 1
+            if waiting[p] == 0:
+                ready.append(p)
+    values[0] = values[first] if 0 < first else MANY_VALUES
+    return values
+
+
+def _count_values(dense: np.ndarray, s: int, phase: list[int], escape: list[bool],
+                  exact: list[int]) -> int:
+    """The strings state `s` completes to (see string_values), its successors counted."""
+    if phase[s] == -2:
+        return 1
+    total = 0
+    if phase[s] != 0 or escape[s]:  # inside a character: its bytes spell it one way on
+        if not escape[s]:
+            for b in np.flatnonzero(dense[s] >= 0).tolist():
+                total += exact[int(dense[s, b])]
+            return min(total, MANY_VALUES)
+        return 0  # (the state's own count is not used: see string_values)
+    by_char: dict[int, int] = {}  # the characters escapes spell, each counted once
+    for b in np.flatnonzero(dense[s] >= 0).tolist():
+        t = int(dense[s, b])
+        if b != 0x5C:
+            total += exact[t]
+            if b < 0x80 and b != 0x22:  # (a raw quote closes the string)
+                by_char[b] = -1  # spelled raw here: its escape adds nothing
+            continue
+        for spelling, end in _escapes_from(dense, t):
+            cp = _decode_escape(spelling)
+            if cp >= 0x80 and _reaches(dense, s, chr(cp).encode("utf-8", "surrogatepass")):
+                by_char[cp] = -1  # spelled raw here too
+            by_char.setdefault(cp, exact[end])
+    total += sum(v for v in by_char.values() if v > 0)
+    return min(total, MANY_VALUES)
+
+
+def _escapes_from(dense: np.ndarray, s: int) -> list[tuple[bytes, int]]:
+    """The escapes a state just after a backslash can complete (\n, \u000A, ...), each with
+    the state it ends in."""
+    out = []
+    todo = [(b"\\", s)]
+    while todo:
+        spelled, t = todo.pop()
+        done = len(spelled) == 2 and spelled[1:] != b"u" or len(spelled) == 6
+        if done:
+            out.append((spelled, t))
+            continue
+        for b in np.flatnonzero(dense[t] >= 0).tolist():
+            todo.append((spelled + bytes([b]), int(dense[t, b])))
+    return out
+
+
+def _reaches(dense: np.ndarray, s: int, spelled: bytes) -> bool:
+    for b in spelled:
+        s = int(dense[s, b])
+        if s < 0:
+            return False
+    return True
+
+
+def _decode_escape(spelled: bytes) -> int:
+    simple = {b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9}
+    if spelled[1:2] == b"u":
+        return int(spelled[2:], 16)
+    return simple.get(spelled[1:2], spelled[1])
+
+
 def json_names_dfa(names) -> automaton.DFA:
     """The minimal DFA of the contents of JSON strings that spell one of `names`, every
     character spelled as `json_char_class` spells it. Built directly as a trie over the

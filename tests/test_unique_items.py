@@ -3,20 +3,25 @@ with jsonschema, and masks equal to brute force (repeats refused at their last b
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import warnings
 
 import jsonschema
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
 from pse._core.stepper import consume_tokens
 from pse._core.structure import canonical_text
+from pse.json_spelling import MANY_VALUES, json_char_class, quoted, string_values
+from pse.regex import compile_regex
 from pse.errors import SchemaError
 from conftest import shared_vocab
 from test_engine import brute_force, check_along, mask_ids
+from test_json_schema import generate
 
 UNIQUE = jsonschema.Draft202012Validator({"uniqueItems": True})
 
@@ -146,19 +151,125 @@ def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
                   {"type": "object", "additionalProperties": False},
                   {"enum": list(range(100))}, {"type": "number", "maximum": 10},
                   {"type": "array", "items": {"type": "null"}, "uniqueItems": True},
-                  # "1x" has nothing left to choose but the closing quote
-                  {"type": "string", "pattern": "^[0-9]+x$"},
-                  {"type": "string", "format": "date"}):
+                  # a maxLength past what is unrolled: counted, not a string terminal
+                  {"type": "string", "pattern": "^[ab]*$", "maxLength": 100}):
         with pytest.raises(SchemaError, match="uniqueItems"):
             JsonSchema({"type": "array", "items": items, "uniqueItems": True})
-    # with whitespace, "{" and blanks may leave only "}"
-    with pytest.raises(SchemaError, match="uniqueItems"):
-        JsonSchema({"type": "array", "items": {"type": "object"}, "uniqueItems": True},
-                   whitespace=2)
+    # with whitespace, "{" and blanks may leave only "}"; blanks after a comma may leave no
+    # new string either (the core looks for one right after the comma)
+    for items in ({"type": "object"}, {"type": "string", "pattern": "^[0-9]+x$"}):
+        with pytest.raises(SchemaError, match="uniqueItems"):
+            JsonSchema({"type": "array", "items": items, "uniqueItems": True}, whitespace=2)
     with pytest.warns(UserWarning, match="uniqueItems"):
         m = JsonSchema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
                        strict=False)
     assert m.matches("[1,2]") and not m.matches("[1,1.0]")
+
+
+def _arrays(values: list, most: int | None) -> list[str]:
+    """Every array of distinct `values` (at most `most`), compact, as json.dumps spells it."""
+    out = []
+    for k in range(len(values) + 1 if most is None else min(most, len(values)) + 1):
+        out += ["[" + ",".join(json.dumps(v, ensure_ascii=False) for v in seq) + "]"
+                for seq in itertools.permutations(values, k)]
+    return out
+
+
+# string items of a few values (the second: every one of them), each a terminal whose states
+# count the strings they complete to
+COUNTED_STRINGS = [
+    ({"type": "string", "pattern": "^(a|b|ab)$"}, ["a", "b", "ab"], None),
+    ({"type": "string", "pattern": "^[ab]{1,2}$"}, ["a", "b", "aa", "ab", "ba", "bb"], 4),
+    ({"type": "string", "pattern": "^[ab]*$", "maxLength": 1}, ["", "a", "b"], None),
+    ({"type": "string", "pattern": "^[12]x$", "maxLength": 2}, ["1x", "2x"], None),
+    ({"enum": ["a", "ab", "a/b", "\n", 'b"']}, ["a", "ab", "a/b", "\n", 'b"'], None),
+    ({"type": "string", "enum": ["b", "ba", "x"], "$comment": "typed"}, ["b", "ba", "x"], None),
+    ({"anyOf": [{"type": "string", "pattern": "^a$"}, {"type": "string", "pattern": "^(a|b)$"}]},
+     ["a", "b"], None),
+]
+
+
+@pytest.mark.parametrize("items, values, most", COUNTED_STRINGS, ids=range(len(COUNTED_STRINGS)))
+def test_string_items_that_run_out_leave_no_dead_end(items, values, most):
+    """A prefix is taken exactly when some array of distinct items begins with it: brute force
+    over every such array, and every prefix of one followed by any byte."""
+    schema = {"type": "array", "items": items, "uniqueItems": True}
+    if most is not None:
+        schema["maxItems"] = most
+    m = JsonSchema(schema)
+    arrays = _arrays(values, most)
+    prefixes = {a[:i] for a in arrays for i in range(len(a) + 1)}
+    alphabet = sorted(set("".join(arrays)) | set("\\u0/ "))
+    for p in sorted(prefixes | {q + ch for q in prefixes for ch in alphabet}):
+        assert m.matches(p, partial=True) == (p in prefixes), p
+    assert all(m.matches(a) for a in arrays)
+
+
+@pytest.mark.parametrize("pattern", ["^(a|b|ab)$", "^[ab]{1,3}$", "^(a/b|\\n|\\\\|é|\"x)$",
+                                     "^[\\x00-\\x03/é]{0,2}$", "^a+$", "^a[0-9]*b?$"])
+def test_string_values_count_strings_not_spellings(pattern):
+    """string_values against brute force: every spelling of every completion of a shortest
+    prefix reaching each state, told apart by the string json.loads reads."""
+    dfa = quoted(compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True))
+    values = string_values(dfa)
+    assert values is not None
+    dense = dfa.dense()
+    prefix = {0: b""}
+    todo = [0]
+    while todo:  # a shortest spelling to each state
+        s = todo.pop(0)
+        for b in np.flatnonzero(dense[s] >= 0).tolist():
+            t = int(dense[s, b])
+            if t not in prefix:
+                prefix[t] = prefix[s] + bytes([b])
+                todo.append(t)
+    for s, spelled in prefix.items():
+        if s == 0:
+            continue
+        found, stack, infinite = set(), [(s, b"")], False
+        while stack:
+            t, rest = stack.pop()
+            if len(rest) > 24:
+                infinite = True
+                break
+            if dfa.accept[t]:
+                found.add(json.loads(spelled + rest))
+            stack += [(int(dense[t, b]), rest + bytes([b]))
+                      for b in np.flatnonzero(dense[t] >= 0).tolist()]
+        if infinite:
+            assert values[s] == MANY_VALUES, (pattern, spelled)
+        elif values[s] != 0:  # (0: inside an escape, the core searches on)
+            assert values[s] == len(found), (pattern, spelled, found)
+
+
+def test_string_items_in_any_spelling_run_out():
+    m = JsonSchema({"type": "array", "items": {"type": "string", "pattern": "^(a/b|\\n|x)$"},
+                    "uniqueItems": True})
+    # "a\/b" is "a/b"; "\u000A" is "\n": each a repeat however it is spelled
+    for seen, prefix in (('"a/b"', '"a\\/'), ('"a\\/b"', '"a/'), ('"\\n"', '"\\u000'),
+                         ('"\\u000a"', '"\\'), ('"\\n","x"', '"\\')):
+        assert not m.matches(f"[{seen},{prefix}", partial=True), (seen, prefix)
+    assert m.matches('["\\n",', partial=True) and m.matches('["a/b","\\u000A"]')
+    assert not m.matches('["\\n","x","a/b",', partial=True)
+    # a union with an item of another kind: the comma stays open for it
+    m = JsonSchema({"type": "array", "uniqueItems": True, "items": {
+        "anyOf": [{"enum": ["a"]}, {"type": "object"}]}})
+    assert m.matches('["a",', partial=True) and not m.matches('["a","', partial=True)
+
+
+def test_string_items_that_run_out_generate_without_dead_ends():
+    vocab = shared_vocab("llama3")
+    for items, values, _ in COUNTED_STRINGS:
+        schema = {"type": "array", "items": items, "uniqueItems": True,
+                  "minItems": len(values) - 1}
+        engine = StructuringEngine(vocab)
+        engine.configure(JsonSchema(schema))
+        rng = random.Random(0)
+        for _ in range(6):
+            engine.reset()
+            text = generate(engine, rng)  # (asserts that no mask is empty)
+            if text is not None:
+                jsonschema.validate(json.loads(text), schema)
 
 
 def test_values_with_one_spelling_of_their_own_are_refused_early():
@@ -209,6 +320,8 @@ MASK_SCHEMAS = [
     {"type": "array", "items": {"type": ["boolean", "null", "string"]}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "pattern": "^a[ab]*$"}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "enum": ["a", "b", 1]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^(a|b|ab|aab)$"},
+     "uniqueItems": True},
 ]
 
 

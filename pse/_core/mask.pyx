@@ -10,7 +10,7 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, Frame, LENGTH_BITS, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch,
+    CompiledStructure, Ctx, Frame, LENGTH_BITS, MAX_ITEMS_SEEN, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch,
     StateSet, TERM_CHARS, TERM_UNITS, Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes,
     expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, stateset_add,
     stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_done, term_step,
@@ -242,6 +242,8 @@ cdef class SliceCache:
                 # see structure.zero_exponent_fresh)
                 risky = (lvl_r[depth - 1] or done
                          or (not counted and t.dfa_forced[ps.dstate] >= 0)
+                         # a string item whose completions are few: see string_item_fresh
+                         or (not counted and 0 <= t.dfa_values[ps.dstate] <= MAX_ITEMS_SEEN)
                          or ((tr.node_byte[i] == 101 or tr.node_byte[i] == 69)
                              and (after_zero if depth == 1 else
                                   tr.node_byte[tr.node_parent[i]] == 48

@@ -35,6 +35,8 @@ cdef enum:
     SEEN_CHUNK = 1024
     MAX_SEEN_CHUNKS = 65536       # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
     SCRATCH_SEEN_CHUNKS = 1024
+    MAX_ITEMS_SEEN = 67108864     # MAX_SEEN_CHUNKS * SEEN_CHUNK: a prefix with more
+                                  # completions than this always has a new one
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
     TERM_PLAIN = 0                # term_counted: the DFA matched once
     TERM_UNITS = 1                # its unit repeated min..max times (count: units done)
@@ -106,6 +108,9 @@ ctypedef struct Tables:
     bint has_unique           # some guard does: steps need the text (Ctx.text)
     int32_t* dfa_forced       # with has_unique: per DFA state, its only byte (-1: none, several,
                               # or accepting)
+    int64_t* dfa_values       # with has_unique: per DFA state of a terminal of whole strings,
+                              # the strings it can still complete to (-1: not such a terminal;
+                              # 0: inside an escape, search on)
     int32_t root_node
 
 ctypedef struct Arena:

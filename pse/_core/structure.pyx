@@ -290,10 +290,48 @@ cdef int hex4(Canon* k, uint32_t* cp) noexcept nogil:
     return 0
 
 
-cdef int canon_string(Canon* k) noexcept nogil:
-    cdef uint8_t b, e
-    cdef uint32_t cp, lo
+cdef int escape_code_point(Canon* k, uint32_t* cp, bint cut) noexcept nogil:
+    """The code point of the escape whose backslash k.i has just passed (a surrogate pair as
+    one), k.i moved past it: -1 when the text ends within it (or is no escape), and with
+    `cut` (a text cut short) where a high surrogate's low half may still follow."""
+    cdef uint8_t e
+    cdef uint32_t lo
     cdef int64_t back
+    if k.i >= k.n:
+        return -1
+    e = k.s[k.i]
+    k.i += 1
+    if e == 117:  # u
+        if hex4(k, cp) < 0:
+            return -1
+        if 0xD800 <= cp[0] < 0xDC00:
+            if cut and k.i + 6 > k.n:
+                return -1
+            if k.i + 6 <= k.n and k.s[k.i] == 92 and k.s[k.i + 1] == 117:
+                back = k.i
+                k.i += 2
+                if hex4(k, &lo) == 0 and 0xDC00 <= lo < 0xE000:
+                    cp[0] = 0x10000 + ((cp[0] - 0xD800) << 10) + (lo - 0xDC00)
+                else:
+                    k.i = back
+    elif e == 98:
+        cp[0] = 8
+    elif e == 102:
+        cp[0] = 12
+    elif e == 110:
+        cp[0] = 10
+    elif e == 114:
+        cp[0] = 13
+    elif e == 116:
+        cp[0] = 9
+    else:  # " \ /
+        cp[0] = e
+    return 0
+
+
+cdef int canon_string(Canon* k) noexcept nogil:
+    cdef uint8_t b
+    cdef uint32_t cp
     k.i += 1
     if put(k, 34) < 0:
         return -1
@@ -306,33 +344,7 @@ cdef int canon_string(Canon* k) noexcept nogil:
             if put(k, b) < 0:
                 return -1
             continue
-        if k.i >= k.n:
-            return -1
-        e = k.s[k.i]
-        k.i += 1
-        if e == 117:  # u
-            if hex4(k, &cp) < 0:
-                return -1
-            if 0xD800 <= cp < 0xDC00 and k.i + 6 <= k.n and k.s[k.i] == 92 and k.s[k.i + 1] == 117:
-                back = k.i
-                k.i += 2
-                if hex4(k, &lo) == 0 and 0xDC00 <= lo < 0xE000:
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
-                else:
-                    k.i = back
-        elif e == 98:
-            cp = 8
-        elif e == 102:
-            cp = 12
-        elif e == 110:
-            cp = 10
-        elif e == 114:
-            cp = 13
-        elif e == 116:
-            cp = 9
-        else:  # " \ /
-            cp = e
-        if put_code_point(k, cp) < 0:
+        if escape_code_point(k, &cp, False) < 0 or put_code_point(k, cp) < 0:
             return -1
     return -1
 
@@ -801,6 +813,106 @@ cdef int forced_rest_fresh(Ctx* c, const PState* s) except -1 nogil:
     return item_close(c, &reg, c.pos + 1, rest, n)
 
 
+cdef int string_item_fresh(Ctx* c, const PState* s) except -1 nogil:
+    """For a state inside a terminal of whole strings (dfa_values): 0 when it is inside a
+    string item of a unique array and every string it can complete to is an item seen
+    before. Those strings are counted (dfa_values): while they outnumber the items seen
+    that begin as this one does, one is new; else the search goes on byte by byte."""
+    cdef PState reg
+    cdef Frame* fr
+    cdef int32_t frame = s.frame
+    cdef int64_t start, n, cap
+    cdef uint8_t* buf
+    cdef int found
+    if c.t.dfa_values[s.dstate] > MAX_ITEMS_SEEN:
+        return 1
+    copy_register(&reg, s)
+    while reg.item == 0 and frame != NO_FRAME:  # the innermost register with an item open
+        fr = get_frame(c, frame)
+        load_register(&reg, fr)
+        frame = fr.parent
+    if reg.item < 2:
+        return 1  # no unique array's item (a kept key: never a whole string item)
+    start = reg.item - 2
+    while start <= c.pos and (c.text[start] == 32 or c.text[start] == 9
+                              or c.text[start] == 10 or c.text[start] == 13):
+        start += 1
+    if start > c.pos or c.text[start] != QUOTE:
+        return 1  # the item is not this string: one holding it
+    n = c.pos + 1 - start
+    cap = n + c.t.n_dfa_states + 8  # (a search never revisits a state: no loop is counted)
+    buf = <uint8_t*>malloc(cap + 4 * cap + 64)
+    if buf == NULL:
+        with gil:
+            raise MemoryError()
+    memcpy(buf, c.text + start, n)
+    try:
+        found = fresh_from(c, &reg, s.dstate, buf, n, c.pos + 1 - start, buf + cap,
+                           4 * cap + 64)
+    finally:
+        free(buf)
+    return found
+
+
+cdef int fresh_from(Ctx* c, PState* reg, int32_t d, uint8_t* buf, int64_t n, int64_t n_text,
+                    uint8_t* canon, int64_t canon_cap) except -1 nogil:
+    """Whether DFA state d, reached by the string item spelled buf[:n] (its first n_text
+    bytes in the text, the rest a search's), can complete to a string not seen in `reg`."""
+    cdef int64_t v = c.t.dfa_values[d], m = 0, length
+    cdef int32_t id, nd
+    cdef int b
+    cdef SeenNode* node
+    if c.t.dfa_final[d]:
+        return item_close(c, reg, c.pos + 1, buf + n_text, n - n_text)
+    if v > MAX_ITEMS_SEEN:
+        return 1
+    if v > 0:
+        length = string_prefix(buf, n, canon, canon_cap)
+        id = reg.seen
+        while id != 0 and m < v:
+            node = seen_node(c, id)
+            if node.length >= length and memcmp(node.data, canon, length) == 0:
+                m += 1
+            id = node.parent
+        if m < v:
+            return 1
+    for b in range(256):
+        nd = dfa_next(c.t, d, <uint8_t>b)
+        if nd < 0:
+            continue
+        buf[n] = <uint8_t>b
+        if fresh_from(c, reg, nd, buf, n + 1, n_text, canon, canon_cap):
+            return 1
+    return 0
+
+
+cdef int64_t string_prefix(const uint8_t* s, int64_t n, uint8_t* out, int64_t cap
+                           ) noexcept nogil:
+    """The canonical form (see canon_string) of the characters complete in s[:n], the start
+    of a string (s[0] is its quote): an escape cut short, or a high surrogate whose low half
+    may follow, is left out. -1 if `out` is too small."""
+    cdef Canon k
+    cdef uint32_t cp
+    k.s = s
+    k.n = n
+    k.i = 1
+    k.out = out
+    k.o = 0
+    k.cap = cap
+    if put(&k, QUOTE) < 0:
+        return -1
+    while k.i < n:
+        k.i += 1
+        if s[k.i - 1] != 92:
+            if put(&k, s[k.i - 1]) < 0:
+                return -1
+        elif escape_code_point(&k, &cp, True) < 0:
+            break
+        elif put_code_point(&k, cp) < 0:
+            return -1
+    return k.o
+
+
 cdef bint ends_item(Ctx* c, const PState* s, PState* reg) noexcept nogil:
     """Whether the item of a unique array ends with the terminal `s` is in (nothing of the item
     can follow it); `reg` is then that array's register."""
@@ -879,8 +991,40 @@ cdef int settle(Ctx* c, PState* s) except -1 nogil:
         s.frame = fr.parent
         load_register(s, fr)
     if s.item >= 2:
-        return item_close(c, s, c.pos + 1)
+        if not item_close(c, s, c.pos + 1):
+            return 0
+        if s.item >= 2 and s.seen != 0:  # still open, so not begun: a comma just opened it
+            return item_start_fresh(c, s)
     return 1
+
+
+cdef int item_start_fresh(Ctx* c, PState* s) except -1 nogil:
+    """For a unique array whose item has just been opened at `s`'s node: 0 when every item
+    that can begin there is a string of a counted terminal (dfa_values) and each of those
+    can only complete to items seen before."""
+    cdef const Tables* t = c.t
+    cdef int32_t e, d
+    cdef uint8_t* space
+    cdef int64_t cap = t.n_dfa_states + 8
+    for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
+        d = t.term_start[t.entry_term[e]]
+        if t.dfa_values[d] < 0:
+            return 1  # an item of another kind (open-ended, JsonSchema checked)
+    for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
+        d = dfa_next(t, t.term_start[t.entry_term[e]], QUOTE)
+        if d < 0:
+            continue
+        space = <uint8_t*>malloc(cap + 4 * cap + 64)
+        if space == NULL:
+            with gil:
+                raise MemoryError()
+        space[0] = QUOTE
+        try:
+            if fresh_from(c, s, d, space, 1, 0, space + cap, 4 * cap + 64):
+                return 1
+        finally:
+            free(space)
+    return 0
 
 
 cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
@@ -889,6 +1033,8 @@ cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
     cdef uint8_t b
     if s.term < 0:
         return settle(c, s)
+    if c.t.dfa_values[s.dstate] >= 0:
+        return string_item_fresh(c, s)
     if c.t.dfa_forced[s.dstate] >= 0:
         return forced_rest_fresh(c, s)
     b = c.text[c.pos]
@@ -1095,7 +1241,7 @@ cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
 _TABLE_FIELDS = {
     "dfa_trans": np.int32, "dfa_accept": np.uint8, "dfa_final": np.uint8,
     "dfa_boundary": np.uint8, "dfa_lens": np.uint64, "dfa_lens_tail": np.uint8,
-    "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
+    "dfa_values": np.int64, "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
     "node_end": np.uint8, "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
@@ -1288,6 +1434,7 @@ cdef class CompiledStructure:
         bufs["dfa_forced"] = dfa_forced_table(bufs, classes, self.t.n_dfa_states,
                                               self.t.n_classes, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
+        self.t.dfa_values = <int64_t*>_ptr(bufs, "dfa_values")
         arena_init(&self.arena)
         seen_init(&self.seen, MAX_SEEN_CHUNKS)
 
