@@ -173,6 +173,8 @@ _NOT_FOUND = "not found"
 # unrolled length automaton; above this bound their characters are counted at run time (key
 # names: refused).
 MAX_UNROLLED_LENGTH = 64
+# A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
+WHOLE_STRINGS = "pse:whole strings"
 # minItems/maxItems are unrolled, one parser state per item, up to this bound; larger bounds
 # are counted in the register for items of one kind, and refused beside prefixItems.
 MAX_UNROLLED_ITEMS = 256
@@ -1598,11 +1600,14 @@ class _Compiler:
             return None
         if not _unrolled_length(lo, hi):
             content = self.counted_content(dfa, lo, hi, pointer)
-            if not isinstance(content, CharCountedTerminal):  # (None, or the bounds kept)
-                return None if content is None else DfaTerminal(quoted(dfa), content.name)
+            if content is None:
+                return None
+            if self.whole_strings() and not isinstance(content, CharCountedTerminal):
+                return DfaTerminal(quoted(dfa), content.name)
             return Chain(Phrase('"'), content, Phrase('"'))
-        # quotes and contents one terminal: a unique array sees the item whole (string_values)
-        return DfaTerminal(quoted(dfa), f"string at {pointer}")
+        if self.whole_strings():  # a unique array sees the item whole (string_values)
+            return DfaTerminal(quoted(dfa), f"string at {pointer}")
+        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
 
     def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
                         pointer: str) -> StateMachine | None:
@@ -2258,6 +2263,12 @@ class _Compiler:
             raise SchemaError(f"{where}: {e}") from None
 
     # -- arrays ------------------------------------------------------------------------------
+    def whole_strings(self) -> bool:
+        """Whether strings compile to one terminal from quote to quote (inside a unique
+        array's items: see counted_strings), not quotes around a terminal of contents (which
+        the strings of all schemas share, and so their masks)."""
+        return any(name == WHOLE_STRINGS for name, _ in self.bound[-1])
+
     def array(self, node: dict, pointer: str) -> StateMachine | None:
         unevaluated = node.get("unevaluatedItems", True)
         items = node.get("items", unevaluated)
@@ -2272,6 +2283,14 @@ class _Compiler:
         lo = _count(node, "minItems", pointer, 0)
         hi = _count(node, "maxItems", pointer)
         unique = node.get("uniqueItems") is True
+        if unique and not self.whole_strings():
+            # the items' strings compile whole (see `string`): a binding of the dynamic scope,
+            # so that the machines compiled for other places are kept apart from these
+            self.bound.append(tuple(sorted({**dict(self.bound[-1]), WHOLE_STRINGS: ""}.items())))
+            try:
+                return self.array(node, pointer)
+            finally:
+                self.bound.pop()
         if unique:
             values = None if prefix else _literal_values(self.resolve_shallow(rest, pointer))
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
@@ -2447,8 +2466,8 @@ class _Compiler:
         self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
                   "new values after a prefix (bounded numbers, integers (1. can only go on "
                   "as 1.0), enums of other values than strings, closed objects, a maxLength "
-                  "without a pattern or past 64, and with whitespace objects, arrays and "
-                  "strings that run out) is not supported: generation could reach a dead end "
+                  "without a pattern or past 64, and with whitespace objects and arrays) "
+                  "is not supported: generation could reach a dead end "
                   "there; supported: any value, strings (with a pattern, format or enum too: "
                   "their prefixes whose strings were all seen are refused), numbers without "
                   "bounds, booleans, null, open objects and arrays")
@@ -2534,8 +2553,6 @@ class _Compiler:
         core refuses a prefix that only items seen before complete. Patterns and formats
         with lengths short enough to unroll, and enums of strings."""
         keys = set(sub) - {"type"}
-        if self.ws:
-            return False  # (the core looks for a new item after the comma, not after blanks)
         if keys and keys <= {"enum", "const"}:
             values = [sub["const"]] if "const" in sub else sub["enum"]
             if not isinstance(values, list) or not values or not all(

@@ -998,6 +998,20 @@ cdef int settle(Ctx* c, PState* s) except -1 nogil:
     return 1
 
 
+cdef bint blank_only(const Tables* t, int32_t term) noexcept nogil:
+    """Whether terminal `term` begins only with whitespace bytes."""
+    cdef const uint32_t* first = &t.term_first[8 * term]
+    cdef int k
+    if first[0] & ~((<uint32_t>1 << 9) | (<uint32_t>1 << 10) | (<uint32_t>1 << 13)):
+        return False
+    if first[1] & ~(<uint32_t>1):  # (byte 32 is bit 0 of the second word)
+        return False
+    for k in range(2, 8):
+        if first[k]:
+            return False
+    return True
+
+
 cdef int item_start_fresh(Ctx* c, PState* s) except -1 nogil:
     """For a unique array whose item has just been opened at `s`'s node: 0 when every item
     that can begin there is a string of a counted terminal (dfa_values) and each of those
@@ -1008,9 +1022,10 @@ cdef int item_start_fresh(Ctx* c, PState* s) except -1 nogil:
     cdef int64_t cap = t.n_dfa_states + 8
     for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
         d = t.term_start[t.entry_term[e]]
-        if t.dfa_values[d] < 0:
+        if t.dfa_values[d] < 0 and not blank_only(t, t.entry_term[e]):
             return 1  # an item of another kind (open-ended, JsonSchema checked)
     for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
+        # (blanks lead to the items that are entries here too, through the empty path)
         d = dfa_next(t, t.term_start[t.entry_term[e]], QUOTE)
         if d < 0:
             continue
