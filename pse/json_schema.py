@@ -28,7 +28,8 @@ from pse import automaton, limits, schema_types
 from pse.compiler import share_rules
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json_names_dfa,
-                               quoted, string_values, without_names, without_names_states)
+                               MANY_VALUES, quoted, string_values, without_names,
+                               without_names_states)
 from pse.json_value import Json, JsonNumber, JsonStringContent
 from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
                           Phrase, StateMachine, Terminal, Whitespace)
@@ -2296,6 +2297,8 @@ class _Compiler:
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
                 return self.unique_literals(values, lo, hi, pointer)
             self.check_unique(prefix, rest, pointer)
+            if not self.unique_room(prefix, rest, lo, pointer):
+                return None
         counted = []  # (contains, minContains, maxContains): this node's, and those merged
         # beside it (see _merge)
         for part in [node, *node.get("allOf", ())]:
@@ -2472,13 +2475,15 @@ class _Compiler:
                   "their prefixes whose strings were all seen are refused), numbers without "
                   "bounds, booleans, null, open objects and arrays")
 
-    def open_ended(self, sub: Any, pointer: str, depth: int = 0) -> bool:
+    def open_ended(self, sub: Any, pointer: str, depth: int = 0,
+                   counted: bool = True) -> bool:
         """Whether every incomplete prefix of an instance of `sub` has completions of
         infinitely many values (so a finite set of items seen never exhausts them). Literals
         count: true, false and null are told at their first byte (a forced rest), a number
         with zero digits and an exponent at the exponent, and strings the core counts
-        (counted_strings) as their prefixes run out. Objects and arrays do not when
-        whitespace is allowed: "{" and some blanks may be left only "}"."""
+        (counted_strings) as their prefixes run out, unless not `counted` (they still have
+        only so many values). Objects and arrays do not when whitespace is allowed: "{" and
+        some blanks may be left only "}"."""
         sub = self.resolve_shallow(sub, pointer)
         if sub is True:
             return not self.ws
@@ -2492,14 +2497,15 @@ class _Compiler:
                 rest = {k: v for k, v in sub.items() if k != union}
                 return (isinstance(sub[union], list) and bool(sub[union])
                         and all(self.open_ended({**rest, **b} if isinstance(b, dict) else b,
-                                                pointer, depth + 1) for b in sub[union]))
+                                                pointer, depth + 1, counted)
+                                for b in sub[union]))
         types = sub.get("type")
         if types is None and set(sub) <= {"enum", "const"}:
-            return self.counted_strings(sub, pointer)
+            return counted and self.counted_strings(sub, pointer)
         if types is None and set(sub) <= {"minLength", "maxLength", "pattern", "format"}:
             # a value of any type: the keywords bind strings only
             return not self.ws and self.open_ended({**sub, "type": "string"}, pointer,
-                                                   depth + 1)
+                                                   depth + 1, counted)
         types = [types] if isinstance(types, str) else types
         if not isinstance(types, list) or not types:
             return False
@@ -2509,7 +2515,7 @@ class _Compiler:
                 ok = keys <= {"minLength"} or (keys <= {"minLength", "format"} and sub.get(
                     "format") in ("uri", "uri-reference", "iri", "iri-reference")) or (
                     keys <= {"minLength", "pattern", "format"} and self.endless_strings(
-                        sub, pointer)) or self.counted_strings(sub, pointer)
+                        sub, pointer)) or (counted and self.counted_strings(sub, pointer))
             elif t in ("number", "boolean", "null"):
                 ok = not keys
             elif t == "object":
@@ -2521,7 +2527,8 @@ class _Compiler:
                 items = sub.get("items", True)
                 ok = (not self.ws and keys <= {"items", "minItems", "uniqueItems"}
                       and (items is True or items == {}
-                           or self.open_ended(items, pointer, depth + 1))
+                           or self.open_ended(items, pointer, depth + 1,
+                                              counted and sub.get("uniqueItems") is not True))
                       and (sub.get("uniqueItems") is not True
                            or self.unbounded_values(items, pointer, depth + 1)))
             else:
@@ -2552,31 +2559,97 @@ class _Compiler:
         states count the strings they complete to (json_spelling.string_values): then the
         core refuses a prefix that only items seen before complete. Patterns and formats
         with lengths short enough to unroll, and enums of strings."""
+        return self.string_count(sub, pointer) is not None
+
+    def string_count(self, sub: dict, pointer: str) -> int | None:
+        """How many strings `sub` allows (MANY_VALUES: infinitely many), where they are
+        counted_strings; else None."""
         keys = set(sub) - {"type"}
         if keys and keys <= {"enum", "const"}:
             values = [sub["const"]] if "const" in sub else sub["enum"]
             if not isinstance(values, list) or not values or not all(
                     isinstance(v, str) for v in values):
-                return False
+                return None
             texts = sorted({_dumps(v) for v in values})
-            return string_values(automaton.trie(texts, [], [])) is not None
+            counts = string_values(automaton.trie(texts, [], []))
+            return None if counts is None else counts[0]
         if not keys <= {"minLength", "maxLength", "pattern", "format"}:
-            return False
+            return None
         fmt = sub.get("format")
         lo, hi = sub.get("minLength", 0), sub.get("maxLength")
         if fmt in UNSUPPORTED_FORMATS or not (isinstance(lo, int) and (
                 hi is None or isinstance(hi, int))) or not _unrolled_length(lo, hi):
-            return False
+            return None
         patterns = [(sub["pattern"], True, f"{pointer}/pattern")] if "pattern" in sub else []
         if fmt in FORMATS:
             patterns += _format_patterns(fmt, f"{pointer}/format")
         if not patterns:
-            return False  # (plain strings with a maxLength are counted, not unrolled)
+            return None  # (plain strings with a maxLength are counted, not unrolled)
         try:
             dfa = self.content_dfa(sub, patterns, pointer, count_length=True)
         except SchemaError:
-            return False  # the string itself reports it, where it is compiled
-        return string_values(quoted(dfa)) is not None
+            return None  # the string itself reports it, where it is compiled
+        if not dfa.accept[0] and not dfa.trans[0]:
+            return 0
+        counts = string_values(quoted(dfa))
+        return None if counts is None else counts[0]
+
+    def value_count(self, sub: Any, pointer: str, depth: int = 0) -> tuple[int | None, bool]:
+        """At least how many values the items `sub` (which passed check_unique) have, None
+        for infinitely many, and whether exactly that many: a unique array's minItems needs
+        room (the core sees to it that a new item remains, not that enough do)."""
+        sub = self.resolve_shallow(sub, pointer)
+        if not isinstance(sub, dict) or depth > 8:
+            return None, False  # (true: any value; false has no items, counted elsewhere)
+        sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
+        for union in ("anyOf", "oneOf"):
+            if isinstance(sub.get(union), list) and sub[union]:
+                rest = {k: v for k, v in sub.items() if k != union}
+                counts = [self.value_count({**rest, **b} if isinstance(b, dict) else b,
+                                           pointer, depth + 1) for b in sub[union]]
+                if any(n is None for n, _ in counts):
+                    return None, False
+                kinds = [{**rest, **b}.get("type") if isinstance(b, dict) else None
+                         for b in sub[union]]
+                if all(isinstance(k, str) for k in kinds) and len(set(kinds)) == len(kinds):
+                    return sum(n for n, _ in counts), all(e for _, e in counts)  # apart
+                # overlapping branches share values: the largest is a bound from below
+                return max(n for n, _ in counts), len(counts) == 1 and counts[0][1]
+        types = sub.get("type")
+        keys = set(sub) - {"type"}
+        if (types is None and keys and keys <= {"enum", "const"}) or types == "string":
+            n = self.string_count(sub, pointer)
+            if n is not None:
+                return (None if n >= MANY_VALUES else n), True
+        types = [types] if isinstance(types, str) else types
+        if isinstance(types, list) and types and set(types) <= {"boolean", "null"} and not keys:
+            return sum(2 if t == "boolean" else 1 for t in set(types)), True
+        if self.open_ended(sub, pointer, counted=False) and self.unbounded_values(sub, pointer):
+            return None, False
+        return 0, False
+
+    def unique_room(self, prefix: list, rest: Any, lo: int, pointer: str) -> bool:
+        """Whether a unique array's first `lo` items always find new values, so that no
+        prefix is a dead end for its minItems; False when they never can (nothing is
+        valid). Beside prefixItems whose items can run out, refused in strict mode."""
+        if lo <= 0:
+            return True
+        if prefix:
+            ahead = prefix[:lo] + ([rest] if lo > len(prefix) else [])
+            if any(self.value_count(sub, pointer)[0] is not None for sub in ahead):
+                self.fail(f"{pointer}/minItems", "minItems", "beside prefixItems, with items "
+                          "that can run out of new values (uniqueItems), is not supported: "
+                          "generation could reach a dead end")
+            return True
+        n, exact = self.value_count(rest, pointer)
+        if n is None or lo <= n:
+            return True
+        if exact:
+            return False
+        self.fail(f"{pointer}/minItems", "minItems", f"{lo} items all different, of items "
+                  "that can run out of new values (uniqueItems) and whose number of values "
+                  "is not known, is not supported: generation could reach a dead end")
+        return True
 
     def unbounded_values(self, sub: Any, pointer: str, depth: int = 0) -> bool:
         """Whether `sub` (open-ended) has infinitely many values: not only booleans and null."""

@@ -262,6 +262,62 @@ def test_string_items_in_any_spelling_run_out():
     assert m.matches('["a",', partial=True) and not m.matches('["a","', partial=True)
 
 
+def test_the_search_for_a_new_string_is_not_one_per_spelling():
+    # "/" is spelled "/" or "\\/": 2**64 spellings of the one string, searched as one
+    m = JsonSchema({"type": "array", "uniqueItems": True,
+                    "items": {"type": "string", "pattern": "^/{64}$"}})
+    assert not m.matches('["' + "/" * 64 + '",', partial=True)
+    assert m.matches('["' + "\\/" * 64 + '"]')
+
+
+def test_literals_beside_strings_that_run_out_leave_no_dead_end():
+    # true, false and null run out as well: a comma is taken only where a new item follows
+    for schema, full in (
+            ({"type": "array", "uniqueItems": True, "items": {
+                "anyOf": [{"type": "string", "pattern": "^a$"}, {"type": "boolean"}]}},
+             '["a",true,false'),
+            ({"type": "array", "prefixItems": [{}], "items": {"type": "boolean"},
+              "uniqueItems": True}, "[1,true,false"),
+            ({"type": "array", "items": {"type": ["boolean", "null"]}, "uniqueItems": True,
+              "prefixItems": [{"type": "number"}]}, "[1,true,null,false")):
+        m = JsonSchema(schema)
+        assert m.matches(full + "]") and not m.matches(full + ",", partial=True)
+        assert m.matches(full[:full.rindex(",") + 1], partial=True)
+
+
+def test_unique_arrays_of_items_with_few_values_need_room_for_min_items():
+    def array(items, **more):
+        return {"type": "array", "items": items, "uniqueItems": True, **more}
+    pattern = {"type": "string", "pattern": "^(a|b)$"}
+    # two strings cannot fill three places: nothing is valid
+    assert JsonSchema({"properties": {"x": array(pattern, minItems=3)}}).matches("{}")
+    assert not JsonSchema({"properties": {"x": array(pattern, minItems=3)}}).matches(
+        '{"x":[', partial=True)
+    m = JsonSchema(array(pattern, minItems=2))
+    assert m.matches('["b","a"]') and not m.matches('["a"]')
+    # strings and booleans are apart: three values
+    both = {"anyOf": [{"type": "string", "pattern": "^a$"}, {"type": "boolean"}]}
+    assert JsonSchema(array(both, minItems=3)).matches('[false,"a",true]')
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema(array(both, minItems=4))
+    # where the count is not known, or prefixItems take some of the values: refused
+    overlap = {"anyOf": [{"type": "string", "pattern": "^a$"},
+                         {"type": "string", "pattern": "^(a|b)$"}]}
+    for schema in (array(overlap, minItems=3),
+                   array({"pattern": "^a$", "type": "string"}, minItems=2,
+                         prefixItems=[pattern])):
+        with pytest.raises(SchemaError, match="minItems"):
+            JsonSchema(schema)
+
+
+def test_unique_arrays_of_unique_arrays_of_few_strings_are_refused():
+    # [[], ["a"]] holds every such array: a dead end after the comma
+    for items in ({"type": "string", "pattern": "^a$"}, {"enum": ["a"]}):
+        with pytest.raises(SchemaError, match="uniqueItems"):
+            JsonSchema({"type": "array", "uniqueItems": True,
+                        "items": {"type": "array", "uniqueItems": True, "items": items}})
+
+
 def test_a_string_schema_used_inside_and_outside_a_unique_array():
     """The machines of a referenced string are kept apart: whole inside the unique array
     (counted), quotes around shared contents elsewhere, whichever is compiled first."""

@@ -881,7 +881,45 @@ cdef int fresh_from(Ctx* c, PState* reg, int32_t d, uint8_t* buf, int64_t n, int
         if nd < 0:
             continue
         buf[n] = <uint8_t>b
-        if fresh_from(c, reg, nd, buf, n + 1, n_text, canon, canon_cap):
+        if b == 92 and v > 0:
+            # a character begins: each one escaped in one spelling (as json.dumps writes it),
+            # never in each of its spellings (those would be searched once per spelling)
+            if fresh_escapes(c, reg, nd, buf, n + 1, n_text, canon, canon_cap):
+                return 1
+        elif fresh_from(c, reg, nd, buf, n + 1, n_text, canon, canon_cap):
+            return 1
+    return 0
+
+
+cdef int fresh_escapes(Ctx* c, PState* reg, int32_t d, uint8_t* buf, int64_t n,
+                       int64_t n_text, uint8_t* canon, int64_t canon_cap) except -1 nogil:
+    """`fresh_from` after a backslash that begins a character (DFA state d): the quote, the
+    backslash and each control character, in the one spelling json.dumps gives it."""
+    cdef int i, cp, j, k
+    cdef int32_t x
+    cdef uint8_t spelled[5]
+    cdef const char* hexdigits = b"0123456789abcdef"
+    for i in range(34):
+        cp = i if i < 32 else (34 if i == 32 else 92)
+        k = 1
+        if cp == 34 or cp == 92:
+            spelled[0] = <uint8_t>cp
+        elif cp == 8 or cp == 9 or cp == 10 or cp == 12 or cp == 13:
+            spelled[0] = b"btn?fr"[cp - 8]
+        else:
+            spelled[0] = 117  # u00XX
+            spelled[1] = 48
+            spelled[2] = 48
+            spelled[3] = <uint8_t>hexdigits[cp >> 4]
+            spelled[4] = <uint8_t>hexdigits[cp & 15]
+            k = 5
+        x = d
+        for j in range(k):
+            x = dfa_next(c.t, x, spelled[j])
+            if x < 0:
+                break
+            buf[n + j] = spelled[j]
+        if x >= 0 and fresh_from(c, reg, x, buf, n + k, n_text, canon, canon_cap):
             return 1
     return 0
 
@@ -1013,33 +1051,40 @@ cdef bint blank_only(const Tables* t, int32_t term) noexcept nogil:
 
 
 cdef int item_start_fresh(Ctx* c, PState* s) except -1 nogil:
-    """For a unique array whose item has just been opened at `s`'s node: 0 when every item
-    that can begin there is a string of a counted terminal (dfa_values) and each of those
-    can only complete to items seen before."""
-    cdef const Tables* t = c.t
-    cdef int32_t e, d
+    """For a unique array whose item has just been opened at `s` (by a comma): 0 when no new
+    item can begin there. The items that can run out are strings of a counted terminal
+    (dfa_values) and literals whose terminal forces every byte (true, false, null); any
+    other item is open-ended (JsonSchema checked) and blanks lead to the same items."""
+    cdef StateSet starts
+    cdef PState* ns
+    cdef int32_t i, d
+    cdef int64_t cap = c.t.n_dfa_states + 8
     cdef uint8_t* space
-    cdef int64_t cap = t.n_dfa_states + 8
-    for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
-        d = t.term_start[t.entry_term[e]]
-        if t.dfa_values[d] < 0 and not blank_only(t, t.entry_term[e]):
-            return 1  # an item of another kind (open-ended, JsonSchema checked)
-    for e in range(t.node_entry_off[s.node], t.node_entry_off[s.node + 1]):
-        # (blanks lead to the items that are entries here too, through the empty path)
-        d = dfa_next(t, t.term_start[t.entry_term[e]], QUOTE)
-        if d < 0:
-            continue
-        space = <uint8_t*>malloc(cap + 4 * cap + 64)
-        if space == NULL:
-            with gil:
-                raise MemoryError()
-        space[0] = QUOTE
-        try:
-            if fresh_from(c, s, d, space, 1, 0, space + cap, 4 * cap + 64):
-                return 1
-        finally:
-            free(space)
-    return 0
+    cdef int found = 0
+    stateset_init(&starts, 8)
+    space = <uint8_t*>malloc(cap + 4 * cap + 64)
+    if space == NULL:
+        stateset_free(&starts)
+        with gil:
+            raise MemoryError()
+    space[0] = QUOTE
+    try:
+        expand(c, s, NO_BYTE, &starts)
+        for i in range(starts.n):
+            ns = &starts.items[i]
+            if blank_only(c.t, ns.term):
+                continue
+            if c.t.dfa_values[ns.dstate] >= 0:
+                d = dfa_next(c.t, ns.dstate, QUOTE)
+                found = d >= 0 and fresh_from(c, s, d, space, 1, 0, space + cap, 4 * cap + 64)
+            else:
+                found = forced_rest_fresh(c, ns)
+            if found:
+                break
+    finally:
+        free(space)
+        stateset_free(&starts)
+    return found
 
 
 cdef inline int unique_live(Ctx* c, PState* s) except -1 nogil:
