@@ -2567,6 +2567,8 @@ class _Compiler:
         keys = set(sub) - {"type"}
         if keys and keys <= {"enum", "const"}:
             values = [sub["const"]] if "const" in sub else sub["enum"]
+            if isinstance(values, list) and sub.get("type") == "string":
+                values = [v for v in values if isinstance(v, str)]  # (as `literals` keeps)
             if not isinstance(values, list) or not values or not all(
                     isinstance(v, str) for v in values):
                 return None

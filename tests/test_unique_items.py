@@ -165,14 +165,16 @@ def test_items_that_can_run_out_of_new_values_are_refused_in_strict_mode():
     assert m.matches("[1,2]") and not m.matches("[1,1.0]")
 
 
-def _arrays(values: list, most: int | None, spaced: bool = False) -> list[str]:
+def _arrays(values: list, most: int | None, spaced: bool = False, lead: list = ()) -> list[str]:
     """Every array of distinct `values` (at most `most`), compact, as json.dumps spells it;
-    `spaced`: with or without a blank after each comma too."""
-    out = []
+    `spaced`: with or without a blank after each comma too; `lead`: these values first
+    (and the empty array)."""
+    out = ["[]"] if lead else []
     for k in range(len(values) + 1 if most is None else min(most, len(values)) + 1):
         for seq in itertools.permutations(values, k):
-            items = [json.dumps(v, ensure_ascii=False) for v in seq]
-            for seps in itertools.product([",", ", "] if spaced else [","], repeat=max(k - 1, 0)):
+            items = [json.dumps(v, ensure_ascii=False) for v in [*lead, *seq]]
+            for seps in itertools.product([",", ", "] if spaced else [","],
+                                          repeat=max(len(items) - 1, 0)):
                 out.append("[" + "".join(a + b for a, b in zip(items, seps + ("",))) + "]")
     return out
 
@@ -185,23 +187,29 @@ COUNTED_STRINGS = [
     ({"type": "string", "pattern": "^[ab]*$", "maxLength": 1}, ["", "a", "b"], None),
     ({"type": "string", "pattern": "^[12]x$", "maxLength": 2}, ["1x", "2x"], None),
     ({"enum": ["a", "ab", "a/b", "\n", 'b"']}, ["a", "ab", "a/b", "\n", 'b"'], None),
-    ({"type": "string", "enum": ["b", "ba", "x"], "$comment": "typed"}, ["b", "ba", "x"], None),
+    ({"type": "string", "enum": ["b", "ba", "x", 1], "$comment": "typed"}, ["b", "ba", "x"],
+     None),
     ({"anyOf": [{"type": "string", "pattern": "^a$"}, {"type": "string", "pattern": "^(a|b)$"}]},
      ["a", "b"], None),
 ]
 
 
+@pytest.mark.parametrize("lead", [False, True])
 @pytest.mark.parametrize("spaced", [False, True])
 @pytest.mark.parametrize("items, values, most", COUNTED_STRINGS, ids=range(len(COUNTED_STRINGS)))
-def test_string_items_that_run_out_leave_no_dead_end(items, values, most, spaced):
+def test_string_items_that_run_out_leave_no_dead_end(items, values, most, spaced, lead):
     """A prefix is taken exactly when some array of distinct items begins with it: brute force
     over every such array, and every prefix of one followed by any byte (with whitespace,
-    a blank only after a comma: the arrays are spelled with those alone)."""
+    a blank only after a comma: the arrays are spelled with those alone). With `lead`, a
+    first item "z" of its own (prefixItems): so a few literals are not key bits
+    (unique_literals) but strings counted like the others."""
     schema = {"type": "array", "items": items, "uniqueItems": True}
     if most is not None:
-        schema["maxItems"] = most
+        schema["maxItems"] = most + lead
+    if lead:
+        schema["prefixItems"] = [{"const": "z"}]
     m = JsonSchema(schema, whitespace=1 if spaced else None)
-    arrays = _arrays(values, most, spaced)
+    arrays = _arrays(values, most, spaced, ["z"] if lead else [])
     prefixes = {a[:i] for a in arrays for i in range(len(a) + 1)}
     alphabet = sorted(set("".join(arrays)) | set("\\u0/ "))
     for p in sorted(prefixes | {q + ch for q in prefixes for ch in alphabet
