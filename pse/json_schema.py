@@ -2297,7 +2297,9 @@ class _Compiler:
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
                 return self.unique_literals(values, lo, hi, pointer)
             self.check_unique(prefix, rest, pointer)
-            if not self.unique_room(prefix, rest, lo, pointer):
+            contains = any(isinstance(part, dict) and "contains" in part
+                           for part in [node, *node.get("allOf", ())])
+            if not self.unique_room(prefix, rest, lo, contains, pointer):
                 return None
         counted = []  # (contains, minContains, maxContains): this node's, and those merged
         # beside it (see _merge)
@@ -2495,10 +2497,11 @@ class _Compiler:
         for union in ("anyOf", "oneOf"):
             if union in sub:
                 rest = {k: v for k, v in sub.items() if k != union}
-                return (isinstance(sub[union], list) and bool(sub[union])
-                        and all(self.open_ended({**rest, **b} if isinstance(b, dict) else b,
-                                                pointer, depth + 1, counted)
-                                for b in sub[union]))
+                branches = [_with_siblings(rest, b) for b in sub[union]] \
+                    if isinstance(sub[union], list) else []
+                return (bool(branches) and None not in branches
+                        and all(self.open_ended(b, pointer, depth + 1, counted)
+                                for b in branches))
         types = sub.get("type")
         if types is None and set(sub) <= {"enum", "const"}:
             return counted and self.counted_strings(sub, pointer)
@@ -2607,16 +2610,19 @@ class _Compiler:
         for union in ("anyOf", "oneOf"):
             if isinstance(sub.get(union), list) and sub[union]:
                 rest = {k: v for k, v in sub.items() if k != union}
-                counts = [self.value_count({**rest, **b} if isinstance(b, dict) else b,
-                                           pointer, depth + 1) for b in sub[union]]
+                branches = [_with_siblings(rest, b) for b in sub[union]]
+                counts = [(0, False) if b is None else self.value_count(b, pointer, depth + 1)
+                          for b in branches]
                 if any(n is None for n, _ in counts):
                     return None, False
-                kinds = [{**rest, **b}.get("type") if isinstance(b, dict) else None
-                         for b in sub[union]]
+                kinds = [b.get("type") if isinstance(b, dict) else None for b in branches]
                 if all(isinstance(k, str) for k in kinds) and len(set(kinds)) == len(kinds):
                     return sum(n for n, _ in counts), all(e for _, e in counts)  # apart
-                # overlapping branches share values: the largest is a bound from below
-                return max(n for n, _ in counts), len(counts) == 1 and counts[0][1]
+                if len(counts) == 1:
+                    return counts[0]
+                # anyOf: overlapping branches share values, so the largest is a bound from
+                # below; oneOf: the values two branches share are left out, so none is
+                return (max(n for n, _ in counts) if union == "anyOf" else 0), False
         types = sub.get("type")
         keys = set(sub) - {"type"}
         if (types is None and keys and keys <= {"enum", "const"}) or types == "string":
@@ -2630,10 +2636,17 @@ class _Compiler:
             return None, False
         return 0, False
 
-    def unique_room(self, prefix: list, rest: Any, lo: int, pointer: str) -> bool:
+    def unique_room(self, prefix: list, rest: Any, lo: int, contains: bool,
+                    pointer: str) -> bool:
         """Whether a unique array's first `lo` items always find new values, so that no
         prefix is a dead end for its minItems; False when they never can (nothing is
-        valid). Beside prefixItems whose items can run out, refused in strict mode."""
+        valid). Beside prefixItems or `contains`, with items that can run out, refused in
+        strict mode."""
+        if contains and any(self.value_count(sub, pointer)[0] is not None
+                            for sub in [*prefix, rest]):
+            self.fail(f"{pointer}/contains", "contains", "beside uniqueItems over items that "
+                      "can run out of new values is not supported: the items it counts "
+                      "could run out first, a dead end")
         if lo <= 0:
             return True
         if prefix:
@@ -2691,6 +2704,16 @@ def _any_value(ws: int) -> StateMachine:
     and this one (recursive, so a reference cycle) would otherwise be garbage the collector
     has to find after every schema that does not use it. Its rules are compiled once too."""
     return share_rules(Json(whitespace=ws).value)
+
+
+def _with_siblings(siblings: dict, branch: Any) -> Any:
+    """A union's branch with the keywords beside the union, which apply too; None where a
+    keyword is in both with different values (the two are not merged here)."""
+    if not isinstance(branch, dict):
+        return branch
+    if any(k in siblings and siblings[k] != v for k, v in branch.items()):
+        return None
+    return {**siblings, **branch}
 
 
 def _literal_values(schema: Any) -> list | None:

@@ -122,11 +122,10 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
     inside an escape gets 0: its count depends on the bytes before it, so the core searches
     on from there. None when `dfa` is not of that kind. A unique array refuses a prefix that
     only items seen before complete (pse._core.structure: string_item_fresh)."""
-    dense = dfa.dense()
     n = dfa.n_states
-    row0 = np.flatnonzero(dense[0] >= 0)
-    if row0.tolist() != [0x22] or n > MAX_VALUE_STATES:
+    if n > MAX_VALUE_STATES or [(lo, hi) for lo, hi, _ in dfa.trans[0]] != [(0x22, 0x22)]:
         return None
+    dense = dfa.dense()
     unit = JsonStringContent().unit_dfa()
     unit_dense = unit.dense()
     unit_done = np.asarray(unit.accept, dtype=bool)

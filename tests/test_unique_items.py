@@ -318,6 +318,26 @@ def test_unique_arrays_of_items_with_few_values_need_room_for_min_items():
             JsonSchema(schema)
 
 
+def test_what_few_values_may_count_is_not_overstated():
+    """Schemas whose items have fewer values than they seem to: refused, never a dead end.
+    (A union branch's keywords beside the union's; oneOf leaves out what branches share;
+    contains counts items that could run out first.)"""
+    def array(items, **more):
+        return {"type": "array", "items": items, "uniqueItems": True, **more}
+    for schema in (
+            array({"type": "string", "anyOf": [{"type": "null"},
+                                               {"type": "string", "pattern": "^a$"}]},
+                  minItems=2),
+            array({"oneOf": [{"type": "string", "pattern": "^(a|b)$"},
+                             {"type": "string", "pattern": "^b$"}]}, minItems=2),
+            array({"type": "string", "pattern": "^(a|b|c)$"}, contains={"enum": ["a", "b"]},
+                  minContains=3),
+            # (older) only 1.0... can follow 1, a repeat: the branch's type is not the item's
+            array({"type": "integer", "anyOf": [{"type": "number"}]})):
+        with pytest.raises(SchemaError):
+            JsonSchema(schema)
+
+
 def test_unique_arrays_of_unique_arrays_of_few_strings_are_refused():
     # [[], ["a"]] holds every such array: a dead end after the comma
     for items in ({"type": "string", "pattern": "^a$"}, {"enum": ["a"]}):

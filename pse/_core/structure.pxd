@@ -127,6 +127,7 @@ ctypedef struct Scratch:
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
     int32_t length
+    int32_t count             # the items of the set: this one and those before it
     uint64_t hash
     uint8_t* data             # its canonical text (owned by the store)
 

@@ -702,6 +702,7 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
         with gil:
             raise MemoryError()
     memcpy(nd.data, data, n)
+    nd.count = 1 + (seen_node(c, parent).count if parent != 0 else 0)
     nd.parent = parent
     nd.length = n
     nd.hash = h
@@ -864,13 +865,15 @@ cdef int fresh_from(Ctx* c, PState* reg, int32_t d, uint8_t* buf, int64_t n, int
     cdef SeenNode* node
     if c.t.dfa_final[d]:
         return item_close(c, reg, c.pos + 1, buf + n_text, n - n_text)
-    if v > MAX_ITEMS_SEEN:
-        return 1
+    if v > MAX_ITEMS_SEEN or (v > 0 and (reg.seen == 0 or v > seen_node(c, reg.seen).count)):
+        return 1  # more strings than items seen
     if v > 0:
         length = string_prefix(buf, n, canon, canon_cap)
         id = reg.seen
         while id != 0 and m < v:
             node = seen_node(c, id)
+            if m + node.count < v:
+                break  # too few items left to reach v
             if node.length >= length and memcmp(node.data, canon, length) == 0:
                 m += 1
             id = node.parent
