@@ -2707,11 +2707,14 @@ def _any_value(ws: int) -> StateMachine:
 
 
 def _with_siblings(siblings: dict, branch: Any) -> Any:
-    """A union's branch with the keywords beside the union, which apply too; None where a
-    keyword is in both with different values (the two are not merged here)."""
+    """A union's branch with the keywords beside the union, which apply too, for
+    open_ended and value_count; None where a keyword is in both with different values (the
+    two are not merged here), but for an object's properties and required names, which
+    those do not read."""
     if not isinstance(branch, dict):
         return branch
-    if any(k in siblings and siblings[k] != v for k, v in branch.items()):
+    if any(k in siblings and siblings[k] != v and k not in ("properties", "required")
+           for k, v in branch.items()):
         return None
     return {**siblings, **branch}
 

@@ -336,6 +336,10 @@ def test_what_few_values_may_count_is_not_overstated():
             array({"type": "integer", "anyOf": [{"type": "number"}]})):
         with pytest.raises(SchemaError):
             JsonSchema(schema)
+    # properties beside a union of open objects' properties: still open objects
+    m = JsonSchema(array({"type": "object", "properties": {"a": {}},
+                          "anyOf": [{"properties": {"b": {}}}, {"properties": {"c": {}}}]}))
+    assert m.matches('[{},{"a":1}]') and not m.matches('[{},{}]')
 
 
 def test_unique_arrays_of_unique_arrays_of_few_strings_are_refused():
