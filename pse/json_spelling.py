@@ -71,27 +71,50 @@ def char_boundaries(dfa: automaton.DFA) -> tuple[bool, ...] | None:
     """Per state of `dfa` (string contents, as JSON spells them), whether it sits between two
     characters as JSON Schema counts them (JsonStringContent's units); None when some state
     is reached both between characters and inside one, or a byte leaves the JSON spellings."""
+    phases = _unit_phases(dfa, 0, closes=False)
+    return None if phases is None else tuple(u == 0 for u in phases[0])
+
+
+_END = -2  # the phase after a string's closing quote (see _unit_phases)
+
+
+def _unit_phases(dfa: automaton.DFA, start: int, closes: bool
+                 ) -> tuple[list[int], list[bool]] | None:
+    """Per state of `dfa` (JSON spellings, `start` between two characters): the state of
+    JsonStringContent's unit automaton reached there (0: between characters, -1: not
+    reached), and whether that is inside an escape. With `closes`, a raw quote between
+    characters ends the string (_END after it). None when a state is reached in two ways,
+    or a byte leaves the JSON spellings."""
     unit = JsonStringContent().unit_dfa()
     unit_dense = unit.dense()
-    unit_done = np.asarray(unit.accept, dtype=bool)
+    unit_done = unit.accept
     dense = dfa.dense()
-    phase = np.full(dfa.n_states, -1, dtype=np.int64)  # the unit's state reached there
-    phase[0] = 0
-    todo = [0]
+    phase = [-1] * dfa.n_states
+    escape = [False] * dfa.n_states
+    phase[start] = 0
+    todo = [start]
     while todo:
         s = todo.pop()
         moves = np.flatnonzero(dense[s] >= 0)
-        inner = unit_dense[phase[s], moves]
-        if (inner < 0).any():
-            return None
-        inner = np.where(unit_done[inner], 0, inner)  # a character complete: the next starts
-        for t, u in zip(dense[s, moves].tolist(), inner.tolist()):
-            if phase[t] < 0:
-                phase[t] = u
-                todo.append(t)
-            elif phase[t] != u:
+        if phase[s] == _END:
+            if len(moves):
+                return None  # something after the closing quote
+            continue
+        inner = unit_dense[phase[s], moves].tolist()
+        for b, t, u in zip(moves.tolist(), dense[s, moves].tolist(), inner):
+            if closes and phase[s] == 0 and b == 0x22:
+                u, esc = _END, False
+            elif u < 0:
                 return None
-    return tuple(bool(u == 0) for u in phase.tolist())
+            else:
+                esc = (escape[s] or (phase[s] == 0 and b == 0x5C)) and not unit_done[u]
+                u = 0 if unit_done[u] else u  # a character complete: the next starts
+            if phase[t] == -1:
+                phase[t], escape[t] = u, esc
+                todo.append(t)
+            elif phase[t] != u or escape[t] != esc:
+                return None
+    return phase, escape
 
 
 def quoted(contents: automaton.DFA) -> automaton.DFA:
@@ -126,42 +149,13 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
     if n > MAX_VALUE_STATES or [(lo, hi) for lo, hi, _ in dfa.trans[0]] != [(0x22, 0x22)]:
         return None
     dense = dfa.dense()
-    unit = JsonStringContent().unit_dfa()
-    unit_dense = unit.dense()
-    unit_done = np.asarray(unit.accept, dtype=bool)
-    # the phase of each state: the unit's state (0: between characters), whether inside an
-    # escape, or END (after the closing quote)
-    END = -2
-    phase = [-1] * n
-    escape = [False] * n
     first = int(dense[0, 0x22])
-    phase[first] = 0
-    todo = [first]
-    while todo:
-        s = todo.pop()
-        for b in np.flatnonzero(dense[s] >= 0).tolist():
-            t = int(dense[s, b])
-            if phase[s] == END:
-                return None  # something after the closing quote
-            if phase[s] == 0 and b == 0x22:
-                u, esc = END, False
-                if not dfa.accept[t]:
-                    return None
-            else:
-                u = int(unit_dense[phase[s], b])
-                if u < 0:
-                    return None
-                esc = (escape[s] or (phase[s] == 0 and b == 0x5C)) and not unit_done[u]
-                if unit_done[u]:
-                    u = 0
-            if phase[t] == -1:
-                phase[t], escape[t] = u, esc
-                todo.append(t)
-            elif phase[t] != u or escape[t] != esc:
-                return None
-    for s in range(n):
-        if phase[s] != END and dfa.accept[s] and s != 0:
-            return None  # a string must end with its quote
+    phases = _unit_phases(dfa, first, closes=True)
+    if phases is None:
+        return None
+    phase, escape = phases
+    if any((phase[s] == _END) != dfa.accept[s] for s in range(1, n)):
+        return None  # a string ends with its quote, and only there
     # counts in an order where every state comes after those it goes to; states left out
     # reach a loop: infinitely many strings
     succ = [np.unique(dense[s][dense[s] >= 0]).tolist() for s in range(n)]
@@ -182,14 +176,14 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
             waiting[p] -= 1
             if waiting[p] == 0:
                 ready.append(p)
-    values[0] = values[first] if 0 < first else MANY_VALUES
+    values[0] = values[first]
     return values
 
 
 def _count_values(dense: np.ndarray, s: int, phase: list[int], escape: list[bool],
                   exact: list[int]) -> int:
     """The strings state `s` completes to (see string_values), its successors counted."""
-    if phase[s] == -2:
+    if phase[s] == _END:
         return 1
     total = 0
     if phase[s] != 0 or escape[s]:  # inside a character: its bytes spell it one way on
@@ -240,10 +234,9 @@ def _reaches(dense: np.ndarray, s: int, spelled: bytes) -> bool:
 
 
 def _decode_escape(spelled: bytes) -> int:
-    simple = {b"b": 8, b"f": 12, b"n": 10, b"r": 13, b"t": 9}
     if spelled[1:2] == b"u":
         return int(spelled[2:], 16)
-    return simple.get(spelled[1:2], spelled[1])
+    return {v: k for k, v in _SHORT_ESCAPES.items()}.get(spelled[1:2], spelled[1])
 
 
 def json_names_dfa(names) -> automaton.DFA:

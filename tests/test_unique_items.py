@@ -270,6 +270,19 @@ def test_string_items_in_any_spelling_run_out():
     assert m.matches('["a",', partial=True) and not m.matches('["a","', partial=True)
 
 
+def test_patterns_and_formats_that_run_out_compile_and_refuse_the_repeat_early():
+    # "1x" has nothing left to choose but the closing quote; a date's last digit may be all
+    # that is left to choose
+    m = JsonSchema({"type": "array", "items": {"type": "string", "pattern": "^[0-9]+x$"},
+                    "uniqueItems": True})
+    assert m.matches('["1x","1', partial=True) and not m.matches('["1x","1x', partial=True)
+    assert m.matches('["1x","11x"]')
+    m = JsonSchema({"type": "array", "items": {"type": "string", "format": "date"},
+                    "uniqueItems": True})
+    assert not m.matches('["2024-01-01","2024-01-01', partial=True)
+    assert m.matches('["2024-01-01","2024-01-02"]')
+
+
 def test_the_search_for_a_new_string_is_not_one_per_spelling():
     # "/" is spelled "/" or "\\/": 2**64 spellings of the one string, searched as one
     m = JsonSchema({"type": "array", "uniqueItems": True,
