@@ -31,8 +31,8 @@ from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json
                                MANY_VALUES, quoted, string_values, without_names,
                                without_names_states)
 from pse.json_value import Json, JsonNumber, JsonStringContent
-from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Optional,
-                          Phrase, StateMachine, Terminal, Whitespace)
+from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Phrase,
+                          StateMachine, Terminal, Whitespace)
 from pse.registers import (ITEM_CLOSE, ITEM_OPEN, KEY_BITS, KEY_CLOSE, KEY_OPEN, Guard, Guarded,
                            Scope)
 from pse.regex import compile_regex, search_for_all
@@ -179,6 +179,7 @@ WHOLE_STRINGS = "pse:whole strings"
 # minItems/maxItems are unrolled, one parser state per item, up to this bound; larger bounds
 # are counted in the register for items of one kind, and refused beside prefixItems.
 MAX_UNROLLED_ITEMS = 256
+_CLOSED = ("closed",)  # the state after an object's or array's close (see bracketed)
 # Regions a key space is cut into by overlapping patternProperties (2**patterns at worst).
 MAX_KEY_REGIONS = 32
 # The largest count the core keeps (its counters are 32-bit; -1 means unbounded).
@@ -653,6 +654,20 @@ class _Compiler:
 
     def sep(self, text: str) -> StateMachine:
         return Chain(*self.wsp(), Phrase(text), *self.wsp())
+
+    def bracketed(self, opening: StateMachine, body: StateMachine, close: StateMachine,
+                  empty: Any = None) -> StateMachine:
+        """`opening`, `body`, `close`, with the blanks allowed after the opening and before
+        the close; where the body ends empty (in its end state `empty`), the blanks come
+        once, so that "[ ]" has no more of them than any two tokens."""
+        if not self.ws:
+            return Chain(opening, body, close)
+        after = Chain(*self.wsp(), close)
+        graph = {state: list(edges) for state, edges in body.state_graph.items()}
+        for end in body.end_states:
+            graph.setdefault(end, []).append((close if end == empty else after, _CLOSED))
+        return Chain(opening, *self.wsp(),
+                     StateMachine(graph, start_state=body.start_state, end_states=[_CLOSED]))
 
     # -- dispatch --------------------------------------------------------------------------
     @_depth_limited
@@ -2003,10 +2018,11 @@ class _Compiler:
                 graph["more"].append((open_(False), ("member", i)))
                 graph[("member", i)] = [(tail, "more")]
             body = StateMachine(graph, start_state="first", end_states=["first", "more"])
+            empty: Any = "first"
         else:
-            body = self.ordered_members(
+            body, empty = self.ordered_members(
                 [(ks, n in required) for ks, n in zip(members, values)], other_members)
-        machine = Chain(Phrase("{"), *self.wsp(), body, *self.wsp(), close)
+        machine = self.bracketed(Phrase("{"), body, close, empty)
         return Scope(machine) if bit or counted or any_order or some else machine
 
     def comma_then(self, text: str) -> Terminal:
@@ -2052,11 +2068,12 @@ class _Compiler:
         return self.compile({"anyOf": cases}, pointer)
 
     def ordered_members(self, members: list[tuple[list[Member], bool]],
-                        others: list[Member]) -> StateMachine:
-        """Named members in schema order (optional ones skippable), then other keys. A
-        member's opening is made for its place (first in the object, or after a comma); the
-        rest of the member (its value) is one copy whatever the place. A named member may
-        come in kinds (see SOME_PROPERTY), each a member of its own at the same place."""
+                        others: list[Member]) -> tuple[StateMachine, Any]:
+        """Named members in schema order (optional ones skippable), then other keys, and
+        the end state of an empty object. A member's opening is made for its place (first
+        in the object, or after a comma); the rest of the member (its value) is one copy
+        whatever the place. A named member may come in kinds (see SOME_PROPERTY), each a
+        member of its own at the same place."""
         graph: dict = {}
         n = len(members)
         empty = Phrase("")
@@ -2080,7 +2097,7 @@ class _Compiler:
             for end in ends:
                 graph[end].append((open_(end[1]), ("other", j)))
             graph[("other", j)] = [(tail, (n, False))]
-        return StateMachine(graph, start_state=(0, True), end_states=ends)
+        return StateMachine(graph, start_state=(0, True), end_states=ends), (n, True)
 
     def other_keys(self, node: dict, names: list[str], allowed: automaton.DFA | None,
                    pointer: str
@@ -2365,7 +2382,7 @@ class _Compiler:
         if lo > last:
             return None
         body = StateMachine(graph, start_state=0, end_states=range(lo, last + 1))
-        array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
+        array = self.bracketed(opening, body, closing, empty=0)
         return Scope(array) if unique else array
 
     def array_parts(self, unique: bool) -> tuple:
@@ -2390,14 +2407,13 @@ class _Compiler:
                                            cap=cap, item=flags))
         items = StateMachine({0: [(item, 1)],
                               1: [(Chain(*self.wsp(), comma, *self.wsp(), item), 1)]},
-                             start_state=0, end_states=[1])
+                             start_state=0, end_states=[0, 1] if lo == 0 else [1])
         close = Guarded(Phrase("]"), Guard(min_props=max(lo - 1, 0), cap=cap,
                                            item=flags & ITEM_CLOSE))
         if lo <= 1 and not unique:
             close = Phrase("]")
         opening = Guarded(Phrase("["), Guard(item=ITEM_OPEN)) if unique else Phrase("[")
-        body = Optional(items) if lo == 0 else items
-        return Scope(Chain(opening, *self.wsp(), body, *self.wsp(), close))
+        return Scope(self.bracketed(opening, items, close, empty=0))
 
     def containing(self, node: dict, counted: list[tuple[Any, int, int | None]], lo: int,
                    hi: int | None, unique: bool, pointer: str) -> StateMachine | None:
@@ -2452,8 +2468,9 @@ class _Compiler:
         ends = [s for s in graph if s[0] == full and s[1] >= lo]
         if not ends or not matches:
             return None
-        body = StateMachine(graph, start_state=((0,) * len(needs), 0, True), end_states=ends)
-        array = Chain(opening, *self.wsp(), body, *self.wsp(), closing)
+        start = ((0,) * len(needs), 0, True)
+        array = self.bracketed(opening, StateMachine(graph, start_state=start, end_states=ends),
+                               closing, empty=start)
         return Scope(array) if unique else array
 
     def check_unique(self, prefix: list, rest: Any, pointer: str) -> None:
@@ -2695,7 +2712,7 @@ class _Compiler:
             Guard(forbid=1 << i, set=1 << i)) for i, v in enumerate(values)])
         graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
         body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
-        return Scope(Chain(Phrase("["), *self.wsp(), body, *self.wsp(), Phrase("]")))
+        return Scope(self.bracketed(Phrase("["), body, Phrase("]"), empty=0))
 
 
 @functools.lru_cache(maxsize=16)

@@ -39,3 +39,23 @@ def check_boundaries(machine: StateMachine, text: str | bytes) -> None:
     data = text.encode() if isinstance(text, str) else text
     if data:
         assert accepts_tokens(machine, [bytes([b]) for b in data]) == expected
+
+
+def longest_blank_run(text: str) -> int:
+    """The longest run of JSON whitespace outside strings in `text`."""
+    run = longest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        run = run + 1 if ch in " \t\n\r" else 0
+        longest = max(longest, run)
+    return longest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import warnings
@@ -1621,6 +1622,55 @@ def test_item_counts_in_the_register_agree_with_jsonschema(monkeypatch, lo, hi, 
             ok = jsonschema.Draft202012Validator(schema).is_valid(value)
             assert machine.matches(json.dumps(value, separators=sep)) == ok, (n, outer)
     assert not machine.matches("[[{}]]")
+
+
+def _token_gaps(text: str) -> list[int]:
+    """The places between two tokens of compact JSON `text` (outside strings)."""
+    gaps, in_string, escaped = [], False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            escaped = not escaped and ch == "\\"
+            in_string = escaped or ch != '"'
+            continue
+        if i and (text[i - 1] in "[{,:" or ch in "]},:"):
+            gaps.append(i)
+        in_string = ch == '"'
+    return gaps
+
+
+@pytest.mark.parametrize("schema, values", [
+    ({"type": "array", "items": {"type": "integer"}}, [[], [1], [1, 2]]),
+    ({"type": "array", "items": {"type": "integer"}, "maxItems": 300}, [[], [1], [1, 2]]),
+    ({"type": "array", "items": {"type": "number"}, "uniqueItems": True}, [[], [1], [1, 1]]),
+    ({"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": True}, [[], [1], [2, 1]]),
+    ({"type": "array", "contains": {"const": 1}, "minContains": 2}, [[1], [1, 1], [2, 1]]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}}, [{}, {"a": 1}, {"b": 1}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+     [{}, {"a": 1}]),
+    ({"type": "object", "maxProperties": 1}, [{}, {"a": 1}]),
+])
+@pytest.mark.parametrize("whitespace", [1, 2])
+def test_whitespace_bound_holds_in_empty_and_full_brackets(schema, values, whitespace):
+    """whitespace=n allows at most n blanks between two tokens, "[" and "]" of an empty
+    array too (blanks after the opening and before the close come once there): every
+    placement of 0 to n + 1 blanks between the tokens of a few values, against jsonschema and
+    the longest run of blanks."""
+    from helpers import longest_blank_run
+
+    machine = JsonSchema(schema, whitespace=whitespace)
+    valid = jsonschema.Draft202012Validator(schema).is_valid
+    checked = 0
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"))
+        gaps = _token_gaps(text)
+        for runs in itertools.product(range(whitespace + 2), repeat=len(gaps)):
+            spaced = text
+            for at, k in sorted(zip(gaps, runs), reverse=True):
+                spaced = spaced[:at] + " " * k + spaced[at:]
+            expected = valid(value) and longest_blank_run(spaced) <= whitespace
+            assert machine.matches(spaced) == expected, spaced
+            checked += expected
+    assert checked > len(values)
 
 
 def test_large_item_bounds_compile_without_unrolling():

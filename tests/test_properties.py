@@ -7,7 +7,7 @@ import re
 
 from hypothesis import assume, given, strategies as st
 
-from helpers import accepts_tokens
+from helpers import accepts_tokens, longest_blank_run
 from pse import AnyOf, Chain, Character, GrammarError, Json, Loop, Optional, Phrase
 from pse.regex import compile_regex
 
@@ -146,22 +146,7 @@ def json_oracle(text: str, whitespace: int) -> bool:
     blanks = " \t\n\r"
     if text[:1] in set(blanks) or text[-1:] in set(blanks):
         return False
-    run = longest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        run = run + 1 if ch in blanks else 0
-        longest = max(longest, run)
-    return longest <= whitespace
+    return longest_blank_run(text) <= whitespace
 
 
 @given(json_values, st.booleans())
