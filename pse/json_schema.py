@@ -1413,6 +1413,7 @@ class _Compiler:
     def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
         rest = {k: v for k, v in node.items() if k != key}
         branches = node[key]
+        self.check_evaluation(rest, branches, key, pointer)
         if key == "oneOf" and len(branches) > 1:
             branches = self.exclusive(branches, rest, pointer)
         machines = []
@@ -1427,13 +1428,37 @@ class _Compiler:
             return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
+    def check_evaluation(self, rest: dict, branches: list, key: str, pointer: str) -> None:
+        """Each branch is compiled with the keywords beside the union, unevaluated ones too:
+        exact where one branch at most matches (the keys or items it evaluates are those
+        the union does), and for unevaluatedItems beside anyOf (its branches evaluate
+        leading items: the one evaluating most decides). Where branches may overlap,
+        unevaluatedProperties beside anyOf would need the keys of every branch that
+        matches, and oneOf's branches get opposites (see exclusive) whose keys and items
+        would count as evaluated though they are not: refused."""
+        if not _reads_evaluation(rest) or len(branches) < 2:
+            return
+        word = "unevaluatedProperties" if rest.get("unevaluatedProperties", True) not in (
+            True, {}) else "unevaluatedItems"
+        if key == "anyOf" and word == "unevaluatedItems":
+            return
+        resolved = self.resolved_branches(branches, rest, pointer)
+        if all(_pair_disjoint(a, b) for a, b in itertools.combinations(resolved, 2)):
+            return
+        self.fail(f"{pointer}/{word}", word, f"beside {key} whose branches may overlap is "
+                  "not supported: what a branch evaluates counts only where it matches")
+
+    def resolved_branches(self, branches: list, rest: dict, pointer: str) -> list:
+        """A union's branches with the keywords beside it, resolved (see resolve_shallow)."""
+        return [self.resolve_shallow(
+            {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
+            else rest if rest and b is True else b, pointer) for b in branches]
+
     def exclusive(self, branches: list, rest: dict, pointer: str) -> list:
         """oneOf's branches as anyOf branches: each one also fails the branches it may
         overlap with (their opposites, see `opposite`); branches that provably share no value
         are left as they are."""
-        resolved = [self.resolve_shallow(
-            {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
-            else rest if rest and b is True else b, pointer) for b in branches]
+        resolved = self.resolved_branches(branches, rest, pointer)
         alone = [self.resolve_shallow(b, pointer) for b in branches]  # (`rest` holds anyway)
         out = []
         for i, branch in enumerate(branches):
@@ -1808,7 +1833,8 @@ class _Compiler:
         if len(wanted) > KEY_BITS:
             self.fail(f"{pointer}/properties", "properties",
                       f"more than {KEY_BITS} properties (KEY_BITS) to tell apart in any order; "
-                      "the rest may repeat")
+                      "the rest may repeat" + (", and are not required" if sum(
+                          n in required for n in wanted) > KEY_BITS else ""))
         bit = {n: 1 << i for i, n in enumerate(wanted[:KEY_BITS])}
         for a, bs in depends.items():
             if a in values and any(b not in bit for b in bs):
@@ -2006,7 +2032,7 @@ class _Compiler:
                                   least=min_before(len(few_bit) - 1))) for n, m, b in few]
         clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
                         if a in values and bs)
-        need = (sum(bit[n] for n in required) if any_order else 0) | sum(some_bit)
+        need = (sum(bit.get(n, 0) for n in required) if any_order else 0) | sum(some_bit)
         close: StateMachine = Phrase("}")
         if need or n_min or clauses:
             close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))

@@ -738,6 +738,60 @@ def test_listed_objects_beside_more_properties_than_key_bits():
     assert m.matches('{"p1":1,"p2":2}') and not m.matches('{"p1":"x"}')
 
 
+def test_more_required_properties_than_key_bits_not_strict():
+    """strict=False, any order, over KEY_BITS required names: the ones past the bits are
+    neither told apart nor required, and the warning says so (it raised KeyError)."""
+    props = {f"p{i}": {"type": "integer"} for i in range(70)}
+    schema = {"type": "object", "properties": props, "required": list(props)}
+    with pytest.warns(UserWarning, match="not required"):
+        m = JsonSchema(schema, property_order="any", strict=False)
+    assert m.matches(compact({k: 1 for k in props}))
+    assert not m.matches(compact({"p0": 1}))  # a required name with a key bit
+    with pytest.raises(SchemaError, match="KEY_BITS"):
+        JsonSchema(schema, property_order="any")
+
+
+_TAGGED = [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+           {"properties": {"b": {}}, "required": ["b"]}]
+
+
+@pytest.mark.parametrize("key", ["anyOf", "oneOf"])
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_unevaluated_properties_beside_overlapping_unions_refused(key, order):
+    """Branches compiled with unevaluatedProperties beside them are exact only where one
+    branch at most matches: anyOf's keys evaluated are those of every branch that matches,
+    and oneOf's opposites (see exclusive) would count as evaluating keys they only test
+    ({"a":"x","b":1} was accepted beside oneOf: only the second branch matches, so "a" is
+    unevaluated)."""
+    schema = {"type": "object", key: _TAGGED, "unevaluatedProperties": False}
+    with pytest.raises(SchemaError, match=f"#/unevaluatedProperties.*beside {key}"):
+        JsonSchema(schema, property_order=order)
+    with pytest.warns(UserWarning, match="unevaluatedProperties"):
+        JsonSchema(schema, property_order=order, strict=False)
+
+
+@pytest.mark.parametrize("key", ["anyOf", "oneOf"])
+def test_unevaluated_properties_beside_disjoint_unions(key):
+    """Branches no value matches twice (a tag of different constants on objects): the keys
+    the matching branch evaluates are the union's, so each branch compiles with
+    unevaluatedProperties beside it, exactly; and unevaluatedItems beside anyOf, whose
+    branches evaluate leading items (the branch evaluating most decides)."""
+    tagged = [{"properties": {"t": {"const": t}, t: {"type": "integer"}}, "required": ["t"]}
+              for t in ("x", "y")]
+    schema = {"type": "object", key: tagged, "properties": {"n": {}},
+              "unevaluatedProperties": False}
+    items = {"type": "array", "anyOf": [{"prefixItems": [{}]}, {"prefixItems": [{}, {}]}],
+             "unevaluatedItems": False}
+    values = [{"t": "x"}, {"t": "x", "x": 1}, {"t": "x", "y": 1}, {"n": 0, "t": "y", "y": 1},
+              {"t": "y", "x": 1}, {"t": "x", "x": "a"}, {"t": "z"}, {}]
+    for s, vs in ((schema, values), (items, [[], [1], [1, 2], [1, 2, 3]])):
+        validator = jsonschema.Draft202012Validator(s)
+        for order in ("schema", "any"):
+            m = JsonSchema(s, property_order=order)
+            for value in vs:
+                assert m.matches(compact(value)) == validator.is_valid(value), (order, value)
+
+
 @pytest.mark.parametrize("schema, values", [
     ({"$schema": "http://json-schema.org/draft-04/schema#", "enum": ["a", "b"],
       "not": {"const": "a"}}, ["a", "b"]),  # draft 4: `not {}`, nothing valid
