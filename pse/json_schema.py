@@ -161,6 +161,9 @@ FORMATS = {
 # What a format's regex matches but the format does not allow: labels with "--" in the 3rd
 # and 4th place are reserved for IDNA (xn--), whose rules no automaton checks, so refused.
 FORMAT_EXCLUDED = {"hostname": r"(.*\.)?[A-Za-z0-9]{2}--.*"}
+# the most characters a string of the format has (a host name: 253, RFC 1034 and 1123), counted
+# as maxLength is (see _format_length)
+FORMAT_MAX_LENGTH = {"hostname": 253}
 
 # Formats the specification defines that no automaton can check exactly (a regex is nested,
 # IDNs need more than this): strict=True refuses them, as it would any keyword it cannot
@@ -1607,6 +1610,7 @@ class _Compiler:
                banned_patterns: list[str] = ()) -> StateMachine | None:
         """A string as `node` says, other than the `banned` ones and those the
         `banned_patterns` find a match in."""
+        node = _format_length(node)
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
         if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int)
@@ -2252,6 +2256,7 @@ class _Compiler:
                 inner = self.property_names_dfa({"propertyNames": rest}, pointer, depth + 1)
                 names = [n for n in names if inner is None or inner.matches(_content(n))]
             return json_names_dfa(names)
+        sub = _format_length(sub)
         unknown = set(sub) - {"type", "pattern", "format", "minLength", "maxLength"}
         if unknown:
             self.fail(where, "propertyNames", f"{sorted(unknown)} on key names not supported")
@@ -2587,6 +2592,7 @@ class _Compiler:
         """Whether every state of the string contents `sub`'s pattern and format allow can
         reach a loop: then every prefix goes on to infinitely many strings (no final state,
         where the contents would end with nothing left to choose)."""
+        sub = _format_length(sub)
         fmt = sub.get("format")
         if fmt in UNSUPPORTED_FORMATS or not isinstance(sub.get("minLength", 0), int) \
                 or sub.get("minLength", 0) > MAX_UNROLLED_LENGTH:
@@ -2623,6 +2629,7 @@ class _Compiler:
             return None if counts is None else counts[0]
         if not keys <= {"minLength", "maxLength", "pattern", "format"}:
             return None
+        sub = _format_length(sub)
         fmt = sub.get("format")
         lo, hi = sub.get("minLength", 0), sub.get("maxLength")
         if fmt in UNSUPPORTED_FORMATS or not (isinstance(lo, int) and (
@@ -2973,7 +2980,20 @@ def _format_opposite(fmt: str) -> Any:
     wrong = [{"type": "string", "not": {"type": "string", "pattern": f"^(?:{FORMATS[fmt]})$"}}]
     if fmt in FORMAT_EXCLUDED:
         wrong.append({"type": "string", "pattern": f"^(?:{FORMAT_EXCLUDED[fmt]})$"})
+    if fmt in FORMAT_MAX_LENGTH:
+        wrong.append({"type": "string", "minLength": FORMAT_MAX_LENGTH[fmt] + 1})
     return wrong[0] if len(wrong) == 1 else {"anyOf": wrong}
+
+
+def _format_length(node: dict) -> dict:
+    """`node` with the most characters its format allows as its maxLength, where that is
+    fewer than its own (a bad maxLength is left for the caller to report)."""
+    fmt, hi = node.get("format"), node.get("maxLength")
+    most = FORMAT_MAX_LENGTH.get(fmt) if isinstance(fmt, str) else None
+    if most is None or (hi is not None and (isinstance(hi, bool) or not isinstance(
+            hi, (int, float)) or hi <= most)):
+        return node
+    return {**node, "maxLength": most}
 
 
 def _numeric_bounds(node: dict) -> dict:

@@ -137,6 +137,9 @@ class _Builder:
 
     def anchor(self, at, flags: int) -> automaton.Fragment:
         """^ or $ inside the pattern: an edge taken only at the start or end of the text."""
+        if at in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
+            raise GrammarError(f"regex {self.pattern!r}: word boundaries (\\b, \\B) are not "
+                               "supported: they read the characters on both sides")
         start = at in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
         # (Python's $ also matches before a final newline: a lookahead, not an edge)
         exact = at is _c.AT_BEGINNING_STRING or at is _c.AT_END_STRING or (

@@ -235,6 +235,12 @@ def test_a_lookahead_not_at_the_start_is_refused_by_name():
         JsonSchema({"type": "string", "allOf": [{"pattern": "^(?!a)|b"}, {"pattern": "c"}]})
 
 
+@pytest.mark.parametrize("pattern", [r"\bfoo", r"foo\b", r"a\Bb"])
+def test_word_boundaries_are_refused_by_name(pattern):
+    with pytest.raises(SchemaError, match=r"word boundaries \(\\b, \\B\) are not supported"):
+        JsonSchema({"type": "string", "pattern": pattern})
+
+
 def test_schema_from_text_and_bad_schemas():
     assert JsonSchema('{"type": "integer"}').matches("12")
     with pytest.raises(SchemaError, match="not valid JSON"):
@@ -263,6 +269,22 @@ def test_not_strict_approximates_with_a_warning():
 def test_standard_formats_no_automaton_checks_are_refused():
     with pytest.raises(SchemaError, match="regex"):
         JsonSchema({"type": "string", "format": "regex"})
+
+
+def test_hostname_has_at_most_253_characters():
+    """RFC 1034/1123: a host name is at most 253 characters, counted as maxLength is (a
+    smaller maxLength beside it holds); its opposite (`not`) takes the longer ones; as a key
+    name the bound is one no key automaton counts: refused by name."""
+    name = ".".join(["a" * 63] * 4)  # 255 characters, labels of 63
+    assert len(name[:253]) == 253 and not name[:253].endswith(".")
+    m = JsonSchema({"type": "string", "format": "hostname"})
+    assert m.matches(json.dumps(name[:253])) and not m.matches(json.dumps(name[:254]))
+    m = JsonSchema({"type": "string", "format": "hostname", "maxLength": 10})
+    assert m.matches('"abcdefghij"') and not m.matches('"abcdefghijk"')
+    m = JsonSchema({"type": "string", "not": {"format": "hostname"}})
+    assert m.matches(json.dumps(name[:254])) and m.matches('"-x"') and not m.matches('"ab"')
+    with pytest.raises(SchemaError, match="propertyNames: maxLength"):
+        JsonSchema({"type": "object", "propertyNames": {"format": "hostname"}})
 
 
 def test_unknown_format_is_ignored_with_a_warning():

@@ -20,10 +20,6 @@ ACCEPTED_INVALID = {
     **{f"draft7/optional/content.json#{g}/1": "content keywords are annotations"
        for g in range(3)},
     "draft7/optional/content.json#2/2": "content keywords are annotations",
-    # a hostname's labels are checked; its total length (253) would need a product automaton
-    # of about 16,000 states
-    "draft2020-12/optional/format/hostname.json#0/20": "total length over 253",
-    "draft7/optional/format/hostname.json#0/20": "total length over 253",
 }
 
 
