@@ -65,7 +65,7 @@ def test_inside_a_chain():
 @pytest.mark.parametrize("pattern, needle", [
     (r"(a)\1", "backreferences"), (r"a(?=b)", "lookaround"), (r"a(?!b)", "lookaround"),
     (r"(?<=a)b", "lookaround"), (r"(?:(?!a).)*", "lookaround"),
-    (r"a\bb", "anchor"), (r"a$b?", "anchor"),  # (Python's $ inside: before a final newline)
+    (r"a\bb", "word boundaries"), (r"a$b?", "anchor"),  # (Python's $ inside: before a final newline)
     (r"a^b", "matches no text"), ("(", "malformed"), ("a{2,1}", "malformed"),
 ])
 def test_unsupported_and_malformed(pattern, needle):
