@@ -30,7 +30,7 @@ from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import (KeyStates, char_boundaries, json_char_class, json_names_dfa,
                                MANY_VALUES, quoted, string_values, without_names,
                                without_names_states)
-from pse.json_value import Json, JsonNumber, JsonStringContent
+from pse.json_value import Json, JsonNumber, JsonStringContent, whitespace_bound
 from pse.machines import (AnyOf, Chain, CharCountedTerminal, DfaTerminal, Forward, Phrase,
                           StateMachine, Terminal, Whitespace)
 from pse.registers import (ITEM_CLOSE, ITEM_OPEN, KEY_BITS, KEY_CLOSE, KEY_OPEN, Guard, Guarded,
@@ -432,7 +432,8 @@ class JsonSchema(StateMachine):
         property_order: "schema" — listed properties in schema order (optional ones
             skippable), additional properties after them; "any" — the exact JSON Schema
             meaning: any order, each key at most once.
-        whitespace: None (compact JSON) or the most blanks allowed between two tokens.
+        whitespace: None (compact JSON), the most blanks allowed between two tokens, or
+            "flexible" for FLEXIBLE_WHITESPACE (20) of them.
         retrieve: `retrieve(uri) -> schema` for remote `$ref`s.
         strict: raise SchemaError for what cannot be expressed exactly (else approximate it
             and warn).
@@ -442,7 +443,7 @@ class JsonSchema(StateMachine):
     """
 
     def __init__(self, schema: Any, property_order: str = "schema",
-                 whitespace: int | None = None, retrieve: Callable[[str], Any] | None = None,
+                 whitespace: int | str | None = None, retrieve: Callable[[str], Any] | None = None,
                  strict: bool = True) -> None:
         if isinstance(schema, (str, bytes)):
             try:
@@ -454,13 +455,14 @@ class JsonSchema(StateMachine):
         if property_order not in ("schema", "any"):
             raise SchemaError(f"property_order must be 'schema' or 'any', got "
                               f"{property_order!r}")
-        if whitespace is not None and (isinstance(whitespace, bool)
-                                       or not isinstance(whitespace, int) or whitespace < 0):
-            raise SchemaError(f"whitespace must be None or an int >= 0, got {whitespace!r}")
+        try:
+            whitespace = whitespace_bound(whitespace)
+        except GrammarError as e:
+            raise SchemaError(str(e)) from None
         self.schema = schema
         self.strict = strict
         self.property_order = property_order
-        compiler = _Compiler(schema, whitespace or 0, retrieve, strict, property_order)
+        compiler = _Compiler(schema, whitespace, retrieve, strict, property_order)
         try:
             with limits.compile_budget("a JSON Schema"):
                 root = compiler.compile(compiler.root, "#")

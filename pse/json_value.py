@@ -115,20 +115,43 @@ def json_string(min_length: int = 0, max_length: int | None = None) -> StateMach
     return Chain(Phrase('"'), JsonStringContent(min_length, max_length), Phrase('"'))
 
 
+# whitespace="flexible": the most blanks between two tokens (a newline and the indentation of
+# json.dumps(v, indent=2) nine levels deep)
+FLEXIBLE_WHITESPACE = 20
+
+
+def whitespace_bound(whitespace: int | str | None) -> int:
+    """The most blanks between two tokens that `whitespace` allows: None or 0 compact,
+    "flexible" FLEXIBLE_WHITESPACE, an int that many.
+
+    Raises:
+        GrammarError: anything else.
+    """
+    if whitespace is None:
+        return 0
+    if whitespace == "flexible":
+        return FLEXIBLE_WHITESPACE
+    if isinstance(whitespace, str):
+        raise GrammarError(f"whitespace must be None, \"flexible\" or an int >= 0, got "
+                           f"{whitespace!r}")
+    return _count(whitespace, "whitespace")
+
+
 class Json(StateMachine):
     """Any JSON value: object, array, string (every escape and `\\uXXXX`), number, true,
     false or null.
 
     Args:
         whitespace: the most whitespace characters allowed between two tokens; 0 (the
-            default) means compact JSON, the form `json.dumps(v, separators=(",", ":"))` makes.
+            default) means compact JSON, the form `json.dumps(v, separators=(",", ":"))` makes;
+            "flexible" means FLEXIBLE_WHITESPACE (20).
 
     Raises:
-        GrammarError: `whitespace` is negative or not an int.
+        GrammarError: `whitespace` is negative or not an int or "flexible".
     """
 
-    def __init__(self, whitespace: int = 0) -> None:
-        self.whitespace = _count(whitespace, "whitespace")
+    def __init__(self, whitespace: int | str = 0) -> None:
+        self.whitespace = whitespace_bound(whitespace)
         value = Forward(name="json value")
         ws: list[StateMachine] = [Whitespace(0, self.whitespace)] if self.whitespace else []
 

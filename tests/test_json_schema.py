@@ -1757,3 +1757,18 @@ def test_large_item_bounds_compile_without_unrolling():
     for n in (0, 299, 300, 1000):
         text = json.dumps(list(range(n)), separators=(",", ":"))
         assert m.matches(text) == (n >= 300)
+
+
+def test_flexible_whitespace():
+    """whitespace="flexible" (the issue's name for bounded whitespace) is 20 blanks between
+    two tokens, in JsonSchema and Json; other strings are refused by name."""
+    from pse import Json
+    from pse.json_value import FLEXIBLE_WHITESPACE
+
+    text = json.dumps({"a": [1, {"b": [[[[[["x"]]]]]]}]}, indent=2)  # nine levels deep
+    for m in (JsonSchema({}, whitespace="flexible"), Json("flexible")):
+        assert m.matches(text)
+        assert m.matches("[" + " " * FLEXIBLE_WHITESPACE + "]")
+        assert not m.matches("[" + " " * (FLEXIBLE_WHITESPACE + 1) + "]")
+    with pytest.raises(SchemaError, match='"flexible"'):
+        JsonSchema({}, whitespace="loose")
