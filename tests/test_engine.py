@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Character, Forward, Json, JsonSchema, Loop, Phrase,
-                 StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
+from pse import (AnyOf, Chain, Character, Forward, Json, JsonSchema, Loop, Optional,
+                 Phrase, StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
 
@@ -135,6 +135,28 @@ def test_recursive_structure_llama3(llama):
     engine.configure(expr)
     check_along(engine, llama.encode("(1+(22 * 3))*((4))+567"), every=2)
     assert engine.is_accepting()
+
+
+def test_frames_and_items_seen_across_chunks():
+    """Stack frames and the items a unique array has seen live in chunks that double in size
+    (4,096 frames, then 8,192, ...; 1,024 items, then 2,048, ...). A parse that fills the
+    first two chunks of each and goes into the third reads them back (a stack unwinding, an
+    item repeating one from any chunk) and answers as the direct checks do."""
+    nest = Forward()
+    nest.set(Optional(Chain(Phrase("("), nest, Phrase(")"))))
+    depth = 4096 + 8192 + 100
+    assert nest.matches("(" * depth + ")" * depth)
+    assert nest.compile().n_frames > 4096 + 8192
+    assert not nest.matches("(" * depth + ")" * (depth - 1))
+    assert not nest.matches("(" * depth + ")" * (depth + 1))
+
+    unique = JsonSchema({"type": "array", "uniqueItems": True, "items": {"type": "number"}})
+    items = list(range(1024 + 2048 + 100))
+    assert unique.matches(json.dumps(items, separators=(",", ":")))
+    for repeated in (0, 1500, len(items) - 1):  # seen in the first, second and third chunk
+        text = json.dumps(items + [repeated], separators=(",", ":"))
+        assert not unique.matches(text), repeated
+    assert unique.matches(json.dumps(items + [len(items)], separators=(",", ":")))
 
 
 def test_counted_run_near_its_bounds(llama):

@@ -501,7 +501,7 @@ cdef class Matcher:
         self.w.risky_bits = NULL
         self.w.risky_nodes = NULL
         self.w.n_risky = NULL
-        self.w.seen.chunks = NULL
+        self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
         self.live.items = NULL
         self.w.roots.items = NULL

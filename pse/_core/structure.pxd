@@ -24,18 +24,18 @@ cdef enum:
     NO_FRAME = -1
     SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
     CHUNK_BITS = 12
-    CHUNK_SIZE = 4096             # frames per arena chunk; chunks never move once allocated
-    MAX_CHUNKS = 65536
+    CHUNK_SIZE = 4096             # frames in the arena's first chunk; chunk k holds CHUNK_SIZE << k
+    MAX_CHUNKS = 16               # so at most (CHUNK_SIZE << 16) - CHUNK_SIZE frames
     UNBOUNDED = -1
     ITEM_CLOSE = 1                # guard_item flags
     ITEM_OPEN = 2
     KEY_OPEN = 4                  # an object's key starts with this terminal ...
     KEY_CLOSE = 8                 # ... and ends with this byte: a repeated key is refused
     SEEN_CHUNK_BITS = 10
-    SEEN_CHUNK = 1024
-    MAX_SEEN_CHUNKS = 65536       # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
-    SCRATCH_SEEN_CHUNKS = 1024
-    MAX_ITEMS_SEEN = 67108864     # MAX_SEEN_CHUNKS * SEEN_CHUNK: a prefix with more
+    SEEN_CHUNK = 1024             # nodes in a store's first chunk; chunk k holds SEEN_CHUNK << k
+    MAX_SEEN_CHUNKS = 16          # the structure's store (a walk's: SCRATCH_SEEN_CHUNKS)
+    SCRATCH_SEEN_CHUNKS = 10
+    MAX_ITEMS_SEEN = 67107840     # (SEEN_CHUNK << MAX_SEEN_CHUNKS) - SEEN_CHUNK: a prefix with more
                                   # completions than this always has a new one
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
     TERM_PLAIN = 0                # term_counted: the DFA matched once
@@ -114,7 +114,8 @@ ctypedef struct Tables:
     int32_t root_node
 
 ctypedef struct Arena:
-    Frame** chunks
+    Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
+    int32_t n_chunks
     int32_t n_frames
     int32_t* hash_slots       # open addressing over frame ids, -1 = empty
     int64_t hash_mask
@@ -132,8 +133,9 @@ ctypedef struct SeenNode:     # one item of a unique array, and the items before
     uint8_t* data             # its canonical text (owned by the store)
 
 ctypedef struct SeenStore:    # nodes in chunks that never move (walks in threads read them)
-    SeenNode** chunks         # max_chunks slots
+    SeenNode* chunks[MAX_SEEN_CHUNKS]  # the first n_chunks allocated (see chunk_of)
     int32_t max_chunks
+    int32_t n_chunks
     int32_t n
     int32_t* slots            # open addressing over nodes (-1: empty): equal sets, equal ids
     int64_t mask
@@ -154,10 +156,37 @@ cdef struct Ctx:
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline int pse_log2(uint32_t x) { unsigned long i; _BitScanReverse(&i, x); return (int)i; }
+    #else
+    static inline int pse_log2(uint32_t x) { return 31 - __builtin_clz(x); }
+    #endif
+    """
+    int pse_log2(uint32_t x) noexcept nogil  # x > 0
+
+
+# Arena frames and seen items live in chunks that double in size (chunk k holds 2^(bits + k)
+# of them) and never move once allocated, since walks in threads read them: a few pointers
+# address them all, and a new structure allocates no table of chunks.
+cdef inline int32_t chunk_of(int32_t i, int32_t bits) noexcept nogil:
+    """The chunk holding element i."""
+    return pse_log2(<uint32_t>(i >> bits) + 1)
+
+
+cdef inline int32_t in_chunk(int32_t i, int32_t k, int32_t bits) noexcept nogil:
+    """Element i's place in its chunk k."""
+    return i + (1 << bits) - ((1 << bits) << k)
+
+
 cdef inline Frame* get_frame(Ctx* c, int32_t f) noexcept nogil:
+    cdef int32_t k
     if f & SCRATCH_BIT:
         return &c.scratch.frames[f & ~SCRATCH_BIT]
-    return &c.arena.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+    k = chunk_of(f, CHUNK_BITS)
+    return &c.arena.chunks[k][in_chunk(f, k, CHUNK_BITS)]
 
 
 cdef inline int32_t dfa_next(const Tables* t, int32_t d, uint8_t b) noexcept nogil:

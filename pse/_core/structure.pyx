@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled structures: flat tables, the frame arena and the byte step of the parser."""
 
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcmp, memset, memcpy
 
 import numpy as np
@@ -102,9 +102,7 @@ cdef int32_t* empty_slots(int64_t size) except NULL nogil:
 
 
 cdef int arena_init(Arena* a) except -1:
-    a.chunks = <Frame**>calloc(MAX_CHUNKS, sizeof(Frame*))
-    if a.chunks == NULL:
-        raise MemoryError()
+    a.n_chunks = 0
     a.hash_slots = empty_slots(1024)
     a.hash_mask = 1023
     a.n_frames = 0
@@ -113,14 +111,10 @@ cdef int arena_init(Arena* a) except -1:
 
 cdef void arena_free(Arena* a) noexcept:
     cdef int32_t i = 0
-    if a.chunks != NULL:
-        # chunks are taken in order, so the allocated ones are a prefix (the rest of the
-        # table was never touched: reading it would fault its pages in)
-        while i < MAX_CHUNKS and a.chunks[i] != NULL:
-            free(a.chunks[i])
-            i += 1
-        free(a.chunks)
-        a.chunks = NULL
+    while i < a.n_chunks:
+        free(a.chunks[i])
+        i += 1
+    a.n_chunks = 0
     free(a.hash_slots)
     a.hash_slots = NULL
 
@@ -131,8 +125,10 @@ cdef int arena_grow_hash(Arena* a) except -1 nogil:
     cdef int32_t i
     cdef int64_t h
     cdef Frame* fr
+    cdef int32_t k
     for i in range(a.n_frames):
-        fr = &a.chunks[i >> CHUNK_BITS][i & (CHUNK_SIZE - 1)]
+        k = chunk_of(i, CHUNK_BITS)
+        fr = &a.chunks[k][in_chunk(i, k, CHUNK_BITS)]
         h = frame_hash(fr.node, fr.parent, fr) & (size - 1)
         while slots[h] >= 0:
             h = (h + 1) & (size - 1)
@@ -150,27 +146,30 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
     cdef Frame want
     set_frame(&want, node, parent, reg)
     cdef int64_t h = frame_hash(node, parent, &want) & a.hash_mask
-    cdef int32_t f
+    cdef int32_t f, k
     cdef Frame* fr
     while True:
         f = a.hash_slots[h]
         if f < 0:
             break
-        fr = &a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)]
+        k = chunk_of(f, CHUNK_BITS)
+        fr = &a.chunks[k][in_chunk(f, k, CHUNK_BITS)]
         if (fr.node == node and fr.parent == parent and fr.props == reg.props
                 and fr.keys == reg.keys and fr.seen == reg.seen and fr.item == reg.item):
             return f
         h = (h + 1) & a.hash_mask
     f = a.n_frames
-    if (f >> CHUNK_BITS) >= MAX_CHUNKS:
+    k = chunk_of(f, CHUNK_BITS)
+    if k >= MAX_CHUNKS:
         with gil:
             raise MemoryError("pse: the parser's stack arena is full")
-    if a.chunks[f >> CHUNK_BITS] == NULL:
-        a.chunks[f >> CHUNK_BITS] = <Frame*>malloc(CHUNK_SIZE * sizeof(Frame))
-        if a.chunks[f >> CHUNK_BITS] == NULL:
+    if k == a.n_chunks:  # frames are numbered in order: the next chunk is needed
+        a.chunks[k] = <Frame*>malloc((<size_t>CHUNK_SIZE << k) * sizeof(Frame))
+        if a.chunks[k] == NULL:
             with gil:
                 raise MemoryError()
-    a.chunks[f >> CHUNK_BITS][f & (CHUNK_SIZE - 1)] = want
+        a.n_chunks += 1
+    a.chunks[k][in_chunk(f, k, CHUNK_BITS)] = want
     a.n_frames = f + 1
     a.hash_slots[h] = f
     if 2 * a.n_frames > a.hash_mask:
@@ -606,10 +605,7 @@ def canonical_text(bytes text) -> bytes:
 
 
 cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil:
-    s.chunks = <SeenNode**>calloc(max_chunks, sizeof(SeenNode*))
-    if s.chunks == NULL:
-        with gil:
-            raise MemoryError()
+    s.n_chunks = 0
     s.slots = empty_slots(1024)
     s.mask = 1023
     s.max_chunks = max_chunks
@@ -621,7 +617,7 @@ cdef void seen_reset(SeenStore* s) noexcept nogil:
     """Drop every node (the chunks stay, for the next ones)."""
     cdef int32_t i
     for i in range(s.n):
-        free(s.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)].data)
+        free(store_node(s, i).data)
     if s.n:
         memset(s.slots, 0xFF, (s.mask + 1) * sizeof(int32_t))
     s.n = 0
@@ -629,20 +625,20 @@ cdef void seen_reset(SeenStore* s) noexcept nogil:
 
 cdef void seen_free(SeenStore* s) noexcept nogil:
     cdef int32_t i = 0
-    if s.chunks == NULL:
+    if s.slots == NULL:  # never initialized
         return
     seen_reset(s)
-    while i < s.max_chunks and s.chunks[i] != NULL:  # a prefix, as in arena_free
+    while i < s.n_chunks:
         free(s.chunks[i])
         i += 1
-    free(s.chunks)
     free(s.slots)
-    s.chunks = NULL
+    s.n_chunks = 0
     s.slots = NULL
 
 
 cdef inline SeenNode* store_node(SeenStore* st, int32_t i) noexcept nogil:
-    return &st.chunks[i >> SEEN_CHUNK_BITS][i & (SEEN_CHUNK - 1)]
+    cdef int32_t k = chunk_of(i, SEEN_CHUNK_BITS)
+    return &st.chunks[k][in_chunk(i, k, SEEN_CHUNK_BITS)]
 
 
 cdef inline SeenNode* seen_node(Ctx* c, int32_t id) noexcept nogil:
@@ -677,7 +673,7 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
     """The seen set of `parent`'s items and this one, made once: parses that agree on the
     items get one id, so their states merge."""
     cdef SeenStore* st = c.seen_scratch if c.seen_scratch != NULL else c.seen
-    cdef int32_t i
+    cdef int32_t i, k
     cdef int64_t p = seen_slot(parent, h, st.mask)
     cdef SeenNode* nd
     while st.slots[p] >= 0:
@@ -688,14 +684,16 @@ cdef int32_t seen_add(Ctx* c, int32_t parent, const uint8_t* data, int32_t n, ui
             return (i | SCRATCH_BIT) if st == c.seen_scratch else i + 1
         p = (p + 1) & st.mask
     i = st.n
-    if (i >> SEEN_CHUNK_BITS) >= st.max_chunks:
+    k = chunk_of(i, SEEN_CHUNK_BITS)
+    if k >= st.max_chunks:
         with gil:
             raise MemoryError("pse: the store of unique items seen is full")
-    if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
-        st.chunks[i >> SEEN_CHUNK_BITS] = <SeenNode*>malloc(SEEN_CHUNK * sizeof(SeenNode))
-        if st.chunks[i >> SEEN_CHUNK_BITS] == NULL:
+    if k == st.n_chunks:  # nodes are numbered in order (a reset keeps the chunks for the next)
+        st.chunks[k] = <SeenNode*>malloc((<size_t>SEEN_CHUNK << k) * sizeof(SeenNode))
+        if st.chunks[k] == NULL:
             with gil:
                 raise MemoryError()
+        st.n_chunks += 1
     nd = store_node(st, i)
     nd.data = <uint8_t*>malloc(n + 1)
     if nd.data == NULL:
@@ -1426,9 +1424,9 @@ cdef class CompiledStructure:
     """
 
     def __cinit__(self):
-        self.arena.chunks = NULL
+        self.arena.n_chunks = 0
         self.arena.hash_slots = NULL
-        self.seen.chunks = NULL
+        self.seen.n_chunks = 0
         self.seen.slots = NULL
 
     def __init__(self, machine, dict tables, int n_rules):
@@ -1438,10 +1436,13 @@ cdef class CompiledStructure:
         for name, dtype in _TABLE_FIELDS.items():
             # one extra element keeps empty tables addressable
             value = tables[name]
-            n = len(value)
-            arr = np.empty(n + 1, dtype=dtype)
-            arr[:n] = value
-            arr[n] = 0
+            if type(value) is list:  # (numpy reads a list faster whole than into a slice)
+                arr = np.array(value + [0], dtype=dtype)
+            else:
+                n = len(value)
+                arr = np.empty(n + 1, dtype=dtype)
+                arr[:n] = value
+                arr[n] = 0
             bufs[name] = arr
         self._buffers = bufs
         self.machine = machine
@@ -1450,9 +1451,10 @@ cdef class CompiledStructure:
         self.terminal_states = list(tables.get("terminal_states") or
                                     [None] * len(self.terminal_keys))
         self.slice_caches = {}
-        classes = np.asarray(tables["byte_class"], dtype=np.uint8)
+        classes = np.ascontiguousarray(tables["byte_class"], dtype=np.uint8)
+        cdef const uint8_t[::1] class_of = classes
         for i in range(256):
-            self.t.byte_class[i] = classes[i]
+            self.t.byte_class[i] = class_of[i]
         self.t.n_classes = int(tables["n_classes"])
         self.t.n_dfa_states = len(tables["dfa_accept"])
         self.t.n_terms = len(tables["term_start"])
