@@ -287,11 +287,74 @@ def without_names_states(keys: automaton.DFA, names
     return found
 
 
+class _KeyTables:
+    """What every `without_names_states` over one key automaton starts from: its states
+    numbered from 1 (0 is the product's start), as rows, transition table and the map that
+    finds a state by its row and acceptance; built once per automaton."""
+
+    __slots__ = ("rows", "accept", "dense", "table", "by_row", "live", "reach", "wide",
+                 "residual")
+
+    def __init__(self, keys: automaton.DFA, digest: bytes) -> None:
+        self.rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
+        self.accept = keys.accept
+        dense = keys.dense()
+        self.dense = np.where(dense >= 0, dense + 1, -1).astype(np.int32)
+        self.table = dense.tolist()  # keys' own numbers, for the product's walk
+        self.by_row: dict[tuple, int] = {}
+        for q, (a, row) in enumerate(zip(self.accept, self.rows)):
+            self.by_row.setdefault((a, row), q + 1)
+        self.live = automaton.live_states(keys)
+        # per state (numbered from 1), the states it reaches, as bits
+        self.reach = [0]
+        for q in range(keys.n_states):
+            seen = {q}
+            todo = [q]
+            while todo:
+                for _, _, t in keys.trans[todo.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
+            self.reach.append(sum(1 << (t + 1) for t in seen))
+        # per state, what it surely still reaches in a pair's row, where at most WIDE of its
+        # bytes lead elsewhere: the states it reaches on more bytes than that, as bits
+        self.wide = []
+        for row in keys.trans:
+            width: dict[int, int] = {}
+            for lo, hi, t in row:
+                width[t] = width.get(t, 0) + hi - lo + 1
+            bits = 0
+            for t, n in width.items():
+                if n > _WIDE:
+                    bits |= self.reach[t + 1]
+            self.wide.append(bits)
+        self.residual = {q + 1: (digest, q) for q in range(keys.n_states)}
+
+
+_WIDE = 16
+_KEY_TABLES: OrderedDict = OrderedDict()
+_KEY_TABLES_SIZE = 64
+
+
+def _key_tables(keys: automaton.DFA) -> tuple[bytes, _KeyTables]:
+    digest = _dfa_digest(keys)
+    with _WITHOUT_NAMES_LOCK:
+        found = _KEY_TABLES.get(digest)
+    if found is None:
+        found = _KeyTables(keys, digest)
+        with _WITHOUT_NAMES_LOCK:
+            _KEY_TABLES[digest] = found
+            if len(_KEY_TABLES) > _KEY_TABLES_SIZE:
+                _KEY_TABLES.popitem(last=False)
+    return digest, found
+
+
 def _without_names_states(keys: automaton.DFA, names
                           ) -> tuple[automaton.DFA, KeyStates | None]:
     trie, is_name = _spelling_trie(names)
+    digest, kt = _key_tables(keys)
     n_keys = keys.n_states
-    k_trans, k_accept, k_dense = keys.trans, keys.accept, keys.dense()
+    table = kt.table
     # the product: pairs (trie node, state of `keys`) from the start, each pair's edges to
     # other pairs (on the trie's bytes), listed children before parents (the trie is acyclic)
     pair_id = {(0, 0): 0}
@@ -310,8 +373,9 @@ def _without_names_states(keys: automaton.DFA, names
         entered[pid] = True
         stack.append((pid, True))
         node, state = pairs[pid]
+        row = table[state]
         for b, child in sorted(trie[node].items()):
-            target = int(k_dense[state, b])
+            target = row[b]
             if target < 0:
                 continue
             pair = (child, target)
@@ -327,61 +391,89 @@ def _without_names_states(keys: automaton.DFA, names
                 stack.append((cid, False))
             edges[pid].append((b, cid))
     # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
-    # `keys`' own states keep their numbers (two alike, in a `keys` not minimized, become
-    # one); each pair, children first, is a state of its own unless one with the same row
-    # and acceptance exists (-1: dead)
-    rows: list[tuple] = list(k_trans)
-    accept: list[bool] = list(k_accept)
-    seen: dict[tuple, int] = {}
-    for q, (a, row) in enumerate(zip(k_accept, k_trans)):
-        seen.setdefault((a, row), q)
+    # the start is state 0 and `keys`' own states are 1..n_keys (two alike, in a `keys` not
+    # minimized, become one); each other pair, children first, is a state of its own unless
+    # one with the same row and acceptance exists (-1: dead)
+    first_new = n_keys + 1
+    rows: list[tuple] = [()]
+    rows.extend(kt.rows)
+    accept: list[bool] = [False]
+    accept.extend(kt.accept)
+    by_row = dict(kt.by_row)
     canon = [0] * len(pairs)
     rep: dict[int, int] = {}  # a product state -> the pair that made it
     # a pair is `twinless` when, on some bytes its twin takes, it reaches a dead pair whose
     # twin lives (a name with nothing after it in a bounded key language): a token ending
     # there would be allowed by the twin's mask, so its mask is walked, not derived
-    k_live = automaton.live_states(keys)
+    k_live = kt.live
     twinless = [False] * len(pairs)
+    reached = 1  # (bits) states that surely are reachable, see below
     for pid in post:
         node, state = pairs[pid]
-        twinless[pid] = any(twinless[c] or (canon[c] < 0 and k_live[pairs[c][1]])
-                            for _, c in edges[pid])
-        row = _punched(k_trans[state], [(b, canon[c]) for b, c in edges[pid]], n_keys)
-        acc = k_accept[state] and not is_name[node]
+        kids = []
+        for b, c in edges[pid]:
+            kids.append((b, canon[c]))
+            if twinless[c] or (canon[c] < 0 and k_live[pairs[c][1]]):
+                twinless[pid] = True
+        row = _punched(kt.rows[state], kids, first_new)
+        acc = kt.accept[state] and not is_name[node]
         if not row and not acc:
             canon[pid] = -1
             continue
-        q = seen.get((acc, row))
-        if q is None:
-            q = seen[acc, row] = len(rows)
-            rows.append(row)
-            accept.append(acc)
-            rep[q] = pid
-        canon[pid] = q
-    start = canon[0]
-    if start < 0:
+        if len(kids) <= _WIDE:
+            reached |= kt.wide[state]
+        if pid == 0:  # (the last of `post`)
+            rows[0], accept[0], rep[0] = row, acc, 0
+        else:
+            q = by_row.setdefault((acc, row), len(rows))
+            if q == len(rows):
+                rows.append(row)
+                accept.append(acc)
+                rep[q] = pid
+            canon[pid] = q
+    if canon[0] < 0:
         return automaton.DFA([[]], [False]), None
-    # numbered from the start, in the order reached (what the start cannot reach goes)
-    order = [start]
-    new_of = {start: 0}
-    for q in order:
-        for _, _, t in rows[q]:
-            if t not in new_of:
-                new_of[t] = len(order)
-                order.append(t)
-    trans = [tuple((lo, hi, new_of[t]) for lo, hi, t in rows[q]) for q in order]
-    dfa = automaton.DFA(trans, [accept[q] for q in order],
-                        dense=_product_dense(k_dense, order, new_of, pairs, edges, rep, canon,
-                                             n_keys))
-
-    digest = _dfa_digest(keys)
-    residual: dict[int, Hashable] = {new_of[q]: (digest, q) for q in range(n_keys)
-                                     if q in new_of}
+    # the table: each state's row is its keys state's, with the trie's bytes sent to its pairs
+    dense = kt.dense[[pairs[rep[0]][1]] + list(range(n_keys))
+                     + [pairs[rep[q]][1] for q in range(first_new, len(rows))]]
+    at_state, at_byte, to = [], [], []
+    for q, pid in rep.items():
+        for b, c in edges[pid]:
+            at_state.append(q)
+            at_byte.append(b)
+            to.append(canon[c])
+    dense[at_state, at_byte] = to
     derived: dict[int, tuple[int, int, bool]] = {}
     for q, pid in rep.items():
         node, state = pairs[pid]
-        if q in new_of and state in new_of and not twinless[pid]:
-            derived[new_of[q]] = (new_of[state], node, False)
+        if not twinless[pid]:
+            derived[q] = (state + 1, node, False)
+    residual = kt.residual
+    # numbered from the start, in the order reached: a start like another state is that
+    # state, and what the start cannot reach goes. For most key automata nothing goes and the
+    # numbers stay: every live pair was reached from the start, so only `keys`' own states
+    # may be unreachable, and `reached` (what the pairs' rows surely lead to, through the
+    # targets of many bytes) mostly shows they are not
+    begin = by_row.get((accept[0], rows[0]), 0)
+    if begin or reached != (1 << first_new) - 1:
+        order = [begin]
+        new_of = {begin: 0}
+        for q in order:
+            for _, _, t in rows[q]:
+                if t not in new_of:
+                    new_of[t] = len(order)
+                    order.append(t)
+        renumber = np.full(len(rows) + 1, -1, dtype=np.int32)  # (-1 indexes the last: -1)
+        for q, new in new_of.items():
+            renumber[q] = new
+        rows = [tuple((lo, hi, new_of[t]) for lo, hi, t in rows[q]) for q in order]
+        accept = [accept[q] for q in order]
+        dense = renumber[dense[order]]
+        residual = {new_of[q]: key for q, key in residual.items() if q in new_of}
+        derived = {new_of[q]: (new_of[twin], node, at) for q, (twin, node, at) in derived.items()
+                   if q in new_of and twin in new_of}
+    dense.setflags(write=False)
+    dfa = automaton.DFA(rows, accept, dense=dense)
     return dfa, KeyStates(residual, derived, trie, is_name)
 
 
@@ -422,23 +514,6 @@ def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:
         else:
             joined.append((lo, hi, t))
     return tuple(joined)
-
-
-def _product_dense(k_dense, order: list[int], new_of: dict[int, int], pairs, edges, rep,
-                   canon: list[int], n_keys: int):
-    """The transition table of `without_names_states`' automaton from `keys`' own: each
-    state's row is its keys state's, renumbered, with the trie's bytes sent to its pairs."""
-    renumber = np.full(n_keys + 1, -1, dtype=np.int32)  # keys state -> its new number
-    for q in range(n_keys):
-        renumber[q] = new_of.get(q, -1)
-    source = [q if q < n_keys else pairs[rep[q]][1] for q in order]
-    dense = renumber[k_dense[source]]  # -1 (no edge) indexes the last entry, -1 too
-    for row, q in enumerate(order):
-        if q >= n_keys:
-            for b, c in edges[rep[q]]:
-                dense[row, b] = new_of[canon[c]] if canon[c] >= 0 else -1
-    dense.setflags(write=False)
-    return dense
 
 
 class KeyStates:
@@ -519,6 +594,18 @@ def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:
     accept = [False]
     for name in dict.fromkeys(names):
         ends = [0]
+        if (name.isascii() and name.isprintable()
+                and '"' not in name and "/" not in name and "\\" not in name):
+            s = 0  # (each character spelled one way: its byte)
+            for b in name.encode():
+                t = trans[s].get(b)
+                if t is None:
+                    t = trans[s][b] = len(trans)
+                    trans.append({})
+                    accept.append(False)
+                s = t
+            accept[s] = True
+            continue
         for ch in name:
             nxt: list[int] = []
             for spelling in _char_spellings(ord(ch)):
