@@ -163,11 +163,18 @@ class DFA:
             trans = self.trans
             n = len(trans)
             counts = list(map(len, trans))
-            if sum(counts) < 64:  # a few ranges: one slice each
+            if sum(counts) < 64:  # a few ranges: single bytes at once, the others a slice each
                 dense = np.full((n, 256), -1, dtype=np.int32)
+                at, to = [], []
                 for s, row in enumerate(trans):
                     for lo, hi, t in row:
-                        dense[s, lo:hi + 1] = t
+                        if lo == hi:
+                            at.append(256 * s + lo)
+                            to.append(t)
+                        else:
+                            dense[s, lo:hi + 1] = t
+                if at:
+                    dense.reshape(-1)[at] = to
             else:  # many: every range's bytes at once
                 flat = np.fromiter(chain.from_iterable(chain.from_iterable(trans)),
                                    dtype=np.int64).reshape(-1, 3)
@@ -187,10 +194,24 @@ class DFA:
         """Bool per byte: some state's target changes from the byte before to this one (the
         bytes where a byte class must start), built once."""
         if self._cuts is None:
-            dense = self.dense()
-            cuts = np.zeros(256, dtype=bool)
-            cuts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
-            cuts.setflags(write=False)
+            if sum(map(len, self.trans)) < 64:  # a few ranges: where each row's target changes
+                marks = bytearray(257)
+                for row in self.trans:
+                    end, last = -1, -1  # the byte before the range, and its target (-1: none)
+                    for lo, hi, t in row:
+                        if end != lo - 1 or last != t:  # a change at lo ...
+                            marks[lo] = 1
+                            if end != lo - 1:  # ... after a gap, which began with one too
+                                marks[end + 1] = 1
+                        end, last = hi, t
+                    marks[end + 1] = 1
+                marks[0] = 0
+                cuts = np.frombuffer(bytes(marks[:256]), dtype=bool)  # (read-only)
+            else:
+                dense = self.dense()
+                cuts = np.zeros(256, dtype=bool)
+                cuts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
+                cuts.setflags(write=False)
             self._cuts = cuts
         return self._cuts
 
