@@ -347,7 +347,8 @@ class _Compiler:
                                    f"at {rule.name}")
             for s in range(len(rule.eps)):
                 guarded = False
-                for tid, target, push, guard in entries.at(rid, s):
+                reach = _nullable_reach(rule, s, nullable)
+                for tid, target, push, guard in entries.at(rid, s, reach):
                     entry_term.append(tid)
                     entry_target.append(target)
                     pushes.extend(push)
@@ -356,7 +357,7 @@ class _Compiler:
                     guarded |= guard != 0
                 node_entry_off.append(len(entry_term))
                 node_guarded.append(guarded)
-                node_end.append(bool(rule.ends & _nullable_reach(rule, s, nullable)))
+                node_end.append(bool(rule.ends & reach))
 
         tables = self.dfa_tables()
         tables.update(
@@ -446,17 +447,22 @@ class _Entries:
         self.first_of_rule: dict[int, list[tuple[int, int, tuple[int, ...], int]]] = {}
         self.in_progress: set[int] = set()
 
-    def at(self, rid: int, s: int) -> list[tuple[int, int, tuple[int, ...], int]]:
+    def at(self, rid: int, s: int, reach: set[int] | None = None
+           ) -> list[tuple[int, int, tuple[int, ...], int]]:
+        """The entries of node s of rule `rid` (`reach`: its `_nullable_reach`, if known)."""
         rule = self.rules[rid]
         base = self.base[rid]
+        if reach is None:
+            reach = _nullable_reach(rule, s, self.nullable)
         out = []
-        for k in sorted(_nullable_reach(rule, s, self.nullable)):
+        for k in sorted(reach):
             for tid, target, guard in rule.terms[k]:
                 out.append((tid, base + target, (), guard))
             for callee, ret in rule.calls[k]:
                 for tid, target, pushes, guard in self.first(callee):
                     out.append((tid, target, (base + ret,) + pushes, guard))
-        return list(dict.fromkeys(out))
+        # (a node's own edges and calls are sets: only more nodes can repeat an entry)
+        return out if len(reach) == 1 else list(dict.fromkeys(out))
 
     def first(self, rid: int) -> list[tuple[int, int, tuple[int, ...], int]]:
         """The entries at the start of rule `rid`."""
@@ -645,9 +651,10 @@ def _keep_live_nodes(rule: _Rule) -> None:
 
 def _merge_equivalent_nodes(rule: _Rule) -> None:
     """Merge bisimilar nodes (same end flag, same edges into the same classes), so that
-    copies made by inlining do not keep equivalent parser states apart. Moore's refinement
-    takes one round per step of the longest chain, so very large rules are left as they are
-    (merging only saves work; it never changes the language)."""
+    copies made by inlining do not keep equivalent parser states apart. The classes are
+    refined until stable, each time only those holding a node whose edge leads into a class
+    that just split. Very large rules are left as they are (merging only saves work; it never
+    changes the language)."""
     n = len(rule.terms)
     if n > MERGE_LIMIT:
         return
@@ -657,31 +664,36 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
                                 frozenset((tid, g) for tid, _, g in rule.terms[s]),
                                 frozenset(r for r, _ in rule.calls[s])), len(labels))
              for s in range(n)]
-    n_blocks = len(labels)
-    # a node alone in its block stays alone: only the others are signed again each round
-    size = [0] * n_blocks
-    for b in block:
-        size[b] += 1
-    active = [s for s in range(n) if size[block[s]] > 1]
-    while active:
-        groups: dict[tuple, list[int]] = {}
-        for s in active:
-            sig = (block[s],
-                   frozenset((tid, block[t], g) for tid, t, g in rule.terms[s]),
-                   frozenset((r, block[t]) for r, t in rule.calls[s]))
-            groups.setdefault(sig, []).append(s)
-        before = len({block[s] for s in active})
-        if len(groups) == before:
-            break
-        n_blocks += len(groups) - before
-        active = []
-        for members in groups.values():  # fresh block ids, above every id in use
-            fresh = len(size)
-            size.append(len(members))
-            for s in members:
-                block[s] = fresh
-            if len(members) > 1:
-                active.extend(members)
+    members: list[list[int]] = [[] for _ in labels]
+    for s in range(n):
+        members[block[s]].append(s)
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for _, t, _ in rule.terms[s]:
+            pred[t].append(s)
+        for _, t in rule.calls[s]:
+            pred[t].append(s)
+    todo = {b for b, nodes in enumerate(members) if len(nodes) > 1}
+    while todo:
+        moved: list[int] = []
+        for b in todo:
+            groups: dict[tuple, list[int]] = {}
+            for s in members[b]:
+                sig = (frozenset((tid, block[t], g) for tid, t, g in rule.terms[s]),
+                       frozenset((r, block[t]) for r, t in rule.calls[s]))
+                groups.setdefault(sig, []).append(s)
+            if len(groups) == 1:
+                continue
+            parts = iter(groups.values())
+            members[b] = next(parts)  # the first part keeps the class; the others are new
+            for part in parts:
+                fresh = len(members)
+                members.append(part)
+                for s in part:
+                    block[s] = fresh
+                moved.extend(part)
+        todo = {block[p] for s in moved for p in pred[s] if len(members[block[p]]) > 1}
+    n_blocks = len(members)
     if n_blocks == n:
         return
     # renumber blocks so that the start's block is 0
@@ -703,6 +715,8 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
 def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:
     """Nodes reachable from s through calls of rules that can match the empty string."""
     seen = {s}
+    if not nullable:
+        return seen
     todo = [s]
     while todo:
         k = todo.pop()
