@@ -17,12 +17,12 @@ Steps:
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Hashable, Iterable
 
 import numpy as np
 
 from pse import automaton, limits
+from pse.bounded_cache import BoundedCache
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
@@ -424,14 +424,10 @@ class _Compiler:
         for term in self.terminals:
             values = None
             if term.kind == TERM_PLAIN:
-                with _DFA_LOCK:
-                    values = _VALUES_CACHE.get(term.key, _NOT_CACHED)
+                values = _VALUES_CACHE.get(term.key, _NOT_CACHED)
                 if values is _NOT_CACHED:
                     values = string_values(term.dfa)
-                    with _DFA_LOCK:
-                        _VALUES_CACHE[term.key] = values
-                        if len(_VALUES_CACHE) > _DFA_CACHE_SIZE:
-                            _VALUES_CACHE.popitem(last=False)
+                    _VALUES_CACHE.put(term.key, values)
             parts.append(np.full(term.dfa.n_states, -1, dtype=np.int64) if values is None
                          else np.asarray(values, dtype=np.int64))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
@@ -494,11 +490,9 @@ def _resolve(machine: StateMachine) -> StateMachine:
 
 # The DFAs of terminals seen lately, by key: structures built from the same pieces (every
 # schema's strings, numbers and punctuation) determinize them once.
-_DFA_CACHE: OrderedDict = OrderedDict()
-_DFA_CACHE_SIZE = 4096
-_DFA_LOCK = threading.Lock()
+_DFA_CACHE = BoundedCache(4096)
 # Their string counts (see values_table), by the same keys.
-_VALUES_CACHE: OrderedDict = OrderedDict()
+_VALUES_CACHE = BoundedCache(4096)
 _NOT_CACHED = object()
 
 
@@ -506,10 +500,9 @@ def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
                   ) -> tuple[automaton.DFA, tuple | None] | None:
     """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' boundary flags
     and lengths (see CharCountedTerminal); None: it matches only the empty string."""
-    with _DFA_LOCK:
-        if key in _DFA_CACHE:
-            _DFA_CACHE.move_to_end(key)
-            return _DFA_CACHE[key]
+    found = _DFA_CACHE.get(key, _NOT_CACHED)
+    if found is not _NOT_CACHED:
+        return found
     dfa = m.unit_dfa()
     lengths = None
     if kind == TERM_CHARS:
@@ -531,10 +524,7 @@ def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
                 raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
             dfa = _without_reentry(dfa)
         found = (dfa, lengths)
-    with _DFA_LOCK:
-        _DFA_CACHE[key] = found
-        if len(_DFA_CACHE) > _DFA_CACHE_SIZE:
-            _DFA_CACHE.popitem(last=False)
+    _DFA_CACHE.put(key, found)
     return found
 
 

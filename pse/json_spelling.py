@@ -12,13 +12,12 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
-import threading
-from collections import OrderedDict
 from typing import Hashable
 
 import numpy as np
 
 from pse import automaton, limits
+from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
 
 _SHORT_ESCAPES = {0x08: b"b", 0x09: b"t", 0x0A: b"n", 0x0C: b"f", 0x0D: b"r"}
@@ -262,9 +261,7 @@ MAX_NAME_SUFFIXES = 256
 
 # Key automata less names, by the key automaton's digest and the names: objects that list the
 # same names (in one schema, through several references, or in others) build theirs once.
-_WITHOUT_NAMES: OrderedDict = OrderedDict()
-_WITHOUT_NAMES_SIZE = 1024
-_WITHOUT_NAMES_LOCK = threading.Lock()
+_WITHOUT_NAMES = BoundedCache(1024)
 
 
 def without_names_states(keys: automaton.DFA, names
@@ -274,16 +271,10 @@ def without_names_states(keys: automaton.DFA, names
     derives), so the result is shared."""
     names = tuple(sorted(set(names)))  # the language depends on the set, not the order
     key = (_dfa_digest(keys), names)
-    with _WITHOUT_NAMES_LOCK:
-        found = _WITHOUT_NAMES.get(key)
-        if found is not None:
-            _WITHOUT_NAMES.move_to_end(key)
-            return found
-    found = _without_names_states(keys, names)
-    with _WITHOUT_NAMES_LOCK:
-        _WITHOUT_NAMES[key] = found
-        if len(_WITHOUT_NAMES) > _WITHOUT_NAMES_SIZE:
-            _WITHOUT_NAMES.popitem(last=False)
+    found = _WITHOUT_NAMES.get(key)
+    if found is None:
+        found = _without_names_states(keys, names)
+        _WITHOUT_NAMES.put(key, found)
     return found
 
 
@@ -332,20 +323,15 @@ class _KeyTables:
 
 
 _WIDE = 16
-_KEY_TABLES: OrderedDict = OrderedDict()
-_KEY_TABLES_SIZE = 64
+_KEY_TABLES = BoundedCache(64)
 
 
 def _key_tables(keys: automaton.DFA) -> tuple[bytes, _KeyTables]:
     digest = _dfa_digest(keys)
-    with _WITHOUT_NAMES_LOCK:
-        found = _KEY_TABLES.get(digest)
+    found = _KEY_TABLES.get(digest)
     if found is None:
         found = _KeyTables(keys, digest)
-        with _WITHOUT_NAMES_LOCK:
-            _KEY_TABLES[digest] = found
-            if len(_KEY_TABLES) > _KEY_TABLES_SIZE:
-                _KEY_TABLES.popitem(last=False)
+        _KEY_TABLES.put(digest, found)
     return digest, found
 
 

@@ -8,11 +8,13 @@ import gc
 import os
 
 import numpy as np
+import pytest
 
 import pse
 from conftest import shared_vocab
 from pse import compiler, regex
 from pse._core import mask as core_mask
+from pse.bounded_cache import BoundedCache
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 try:
@@ -113,7 +115,7 @@ def test_configure_generate_drop_is_flat():
     growth = rss_mb() - before
     assert growth < GROWTH_LIMIT_MB, f"resident memory grew by {growth:.1f} MB"
     # the caches that outlive structures are bounded
-    assert len(compiler._DFA_CACHE) <= compiler._DFA_CACHE_SIZE
+    assert len(compiler._DFA_CACHE) <= compiler._DFA_CACHE.size
     assert regex.compile_regex.cache_info().currsize <= 1024
     assert len(vocab.trie.shared_slices) <= core_mask.MAX_SHARED_SLICES
 
@@ -136,3 +138,21 @@ def test_llama3_engines_are_freed():
         one(i)
     growth = rss_mb() - before
     assert growth < GROWTH_LIMIT_MB, f"resident memory grew by {growth:.1f} MB"
+
+
+def test_bounded_cache_keeps_the_most_recently_used():
+    """The caches that outlive structures: past `size` entries, the least recently used one
+    goes (a read counts as a use), so a long-running process holds at most `size`."""
+    cache = BoundedCache(3)
+    for k in "abc":
+        cache.put(k, k.upper())
+    assert cache.get("a") == "A"  # now the most recent: "b" is the oldest
+    cache.put("d", "D")
+    assert [cache.get(k, "-") for k in "abcd"] == ["A", "-", "C", "D"]
+    cache.put("c", None)  # a stored None is found, told apart from a missing key by default
+    assert cache.get("c", "-") is None and len(cache) == 3
+    for i in range(100):
+        cache.put(i, i)
+    assert len(cache) == 3 and [cache.get(i) for i in (97, 98, 99)] == [97, 98, 99]
+    with pytest.raises(ValueError, match="at least 1"):
+        BoundedCache(0)

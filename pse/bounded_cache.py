@@ -1,0 +1,43 @@
+"""A thread-safe cache that keeps only its most recently used entries: for what compiling one
+structure builds and later structures reuse (terminal automata, key-name automata), so that
+memory stays bounded however many structures a process compiles."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Hashable
+
+
+class BoundedCache:
+    """At most `size` entries; past that, the least recently used one goes. Values are
+    shared by every caller, so they must be immutable (or only fill caches of their own).
+    Two threads that miss the same key both build it; the last one stored wins."""
+
+    __slots__ = ("size", "_entries", "_lock")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"size must be at least 1, got {size}")
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The value stored under `key` (now the most recently used), else `default`."""
+        with self._lock:
+            if key not in self._entries:
+                return default
+            self._entries.move_to_end(key)
+            return self._entries[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Stores `value` under `key`, dropping the least recently used entry past `size`."""
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
