@@ -188,17 +188,20 @@ def make_engine(name: str, vocab: pse.Vocabulary, tok_path: Path, mask_memo: int
 
 
 def new_stats() -> dict:
-    return {"times": [], "compile": [], "valid_rejected": 0, "invalid_accepted": 0,
-            "instances": 0, "errors": {}, "passing": 0, "schemas": 0, "crashes": [],
-            "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0, "runtime_errors": {}}
+    # "steps": per file replayed, (its name, the tokens timed per instance), in the order of
+    # "times": what same_streams lines up between engines
+    return {"times": [], "steps": [], "compile": [], "valid_rejected": 0,
+            "invalid_accepted": 0, "instances": 0, "errors": {}, "passing": 0, "schemas": 0,
+            "crashes": [], "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0,
+            "runtime_errors": {}}
 
 
 def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, checker=None,
              diffs=None, diff_examples=None) -> dict:
     """One file's schema on one engine: compile (once per key), then replay each instance
     token by token. Returns that file's numbers (see `merge`)."""
-    out = {"times": [], "compile": None, "error": None, "instances": 0, "valid_rejected": 0,
-           "invalid_accepted": 0, "passing": False, "runtime_errors": {}}
+    out = {"times": [], "steps": [], "compile": None, "error": None, "instances": 0,
+           "valid_rejected": 0, "invalid_accepted": 0, "passing": False, "runtime_errors": {}}
     key = "json" if grammar == "json" else name
     if key not in compiled:
         t0 = time.perf_counter()
@@ -216,6 +219,7 @@ def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, ch
     try:
         for valid, text, tokens in tests:
             out["instances"] += 1
+            before = len(times)
             check_m = checker.start(compiled[("checker", "json")]) if checker else None
             m = e.start(c)
             ok = True
@@ -238,6 +242,7 @@ def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, ch
                 cause = _cause(exc)
                 out["runtime_errors"][cause] = out["runtime_errors"].get(cause, 0) + 1
                 accepted = False
+            out["steps"].append(len(times) - before)
             if valid and not accepted:
                 out["valid_rejected"] += 1
                 file_ok = False
@@ -250,9 +255,11 @@ def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, ch
     return out
 
 
-def merge(st: dict, res: dict) -> None:
+def merge(st: dict, res: dict, name: str) -> None:
     st["schemas"] += 1
     st["times"].extend(res["times"])
+    if res["steps"]:
+        st["steps"].append((name, res["steps"]))
     if res["compile"] is not None:
         st["compile"].append(res["compile"])
     if res["error"] is not None:
@@ -412,7 +419,7 @@ def main() -> None:
                                streams, use, diffs, diff_examples)
                 if args.grammar != "json":
                     compiled[n].pop(name, None)
-            merge(st, res)
+            merge(st, res, name)
         if k % 50 == 0 or k == len(files) - 1:
             print(f"\r{k + 1}/{len(files)} files, {n_instances} instances, "
                   f"{time.time() - t_start:.0f}s", end="", file=sys.stderr, flush=True)
@@ -501,7 +508,7 @@ def combine(paths: list[str]) -> None:
     for part in parts:
         for n in names:
             st, add = stats[n], part["stats"][n]
-            for k in ("times", "compile", "crashes", "hangs"):
+            for k in ("times", "steps", "compile", "crashes", "hangs"):
                 st[k].extend(add[k])
             for k in ("valid_rejected", "invalid_accepted", "instances", "passing", "schemas"):
                 st[k] += add[k]
@@ -574,13 +581,52 @@ def report(title: str, names, stats) -> None:
                 print(f"  {count:5}  {cause}")
     if len(names) > 1 and stats["pse"]["times"]:
         tb = np.array(stats["pse"]["times"])
-        print("\nratios (other engine / pse; above 1 means pse is faster):")
+        print("\nratios (other engine / pse; above 1 means pse is faster), over each "
+              "engine's own tokens:")
         for n in names[1:]:
             to = np.array(stats[n]["times"])
             if len(to):
-                print(f"  {n}: mean {to.mean() / tb.mean():.2f}x, "
-                      f"p50 {np.percentile(to, 50) / np.percentile(tb, 50):.2f}x, "
-                      f"p99 {np.percentile(to, 99) / np.percentile(tb, 99):.2f}x")
+                print(f"  {n}: {_ratios(to, tb)}")
+        print("over the same token streams (the instances both engines replayed, each up to "
+              "the token where either stopped):")
+        for n in names[1:]:
+            to, tb = same_streams(stats[n], stats["pse"])
+            if len(to):
+                print(f"  {n}: {len(to):,} tokens, pse mean {tb.mean() * 1e6:.1f} / p50 "
+                      f"{np.percentile(tb, 50) * 1e6:.1f} / p99 {np.percentile(tb, 99) * 1e6:.1f}"
+                      f" us, {n} {to.mean() * 1e6:.1f} / {np.percentile(to, 50) * 1e6:.1f} / "
+                      f"{np.percentile(to, 99) * 1e6:.1f} us: {_ratios(to, tb)}")
+
+
+def _ratios(other: np.ndarray, ours: np.ndarray) -> str:
+    return (f"mean {other.mean() / ours.mean():.2f}x, "
+            f"p50 {np.percentile(other, 50) / np.percentile(ours, 50):.2f}x, "
+            f"p99 {np.percentile(other, 99) / np.percentile(ours, 99):.2f}x")
+
+
+def same_streams(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The per-token times of engines `a` and `b` (their stats) over the same tokens: the
+    instances of the files both compiled, each cut to the tokens both replayed (one engine
+    may refuse a token the other takes)."""
+    def spans(st: dict) -> dict:
+        at, out = 0, {}
+        for name, steps in st["steps"]:
+            for i, n in enumerate(steps):
+                out[(name, i)] = (at, n)
+                at += n
+        return out
+    sa, sb = spans(a), spans(b)
+    ta, tb = np.asarray(a["times"]), np.asarray(b["times"])
+    pick_a, pick_b = [], []
+    for key, (at_a, n_a) in sa.items():
+        if key in sb:
+            at_b, n_b = sb[key]
+            n = min(n_a, n_b)
+            pick_a.append(np.arange(at_a, at_a + n))
+            pick_b.append(np.arange(at_b, at_b + n))
+    if not pick_a:
+        return np.zeros(0), np.zeros(0)
+    return ta[np.concatenate(pick_a)], tb[np.concatenate(pick_b)]
 
 
 if __name__ == "__main__":
