@@ -326,19 +326,19 @@ _WIDE = 16
 _KEY_TABLES = BoundedCache(64)
 
 
-def _key_tables(keys: automaton.DFA) -> tuple[bytes, _KeyTables]:
+def _key_tables(keys: automaton.DFA) -> _KeyTables:
     digest = _dfa_digest(keys)
     found = _KEY_TABLES.get(digest)
     if found is None:
         found = _KeyTables(keys, digest)
         _KEY_TABLES.put(digest, found)
-    return digest, found
+    return found
 
 
 def _without_names_states(keys: automaton.DFA, names
                           ) -> tuple[automaton.DFA, KeyStates | None]:
     trie, is_name = _spelling_trie(names)
-    digest, kt = _key_tables(keys)
+    kt = _key_tables(keys)
     n_keys = keys.n_states
     table = kt.table
     # the product: pairs (trie node, state of `keys`) from the start, each pair's edges to

@@ -12,7 +12,7 @@ import pytest
 
 import pse
 from conftest import shared_vocab
-from pse import compiler, regex
+from pse import compiler, json_spelling, regex
 from pse._core import mask as core_mask
 from pse.bounded_cache import BoundedCache
 
@@ -114,8 +114,10 @@ def test_configure_generate_drop_is_flat():
     cycles.run(2_000, 10_000)
     growth = rss_mb() - before
     assert growth < GROWTH_LIMIT_MB, f"resident memory grew by {growth:.1f} MB"
-    # the caches that outlive structures are bounded
-    assert len(compiler._DFA_CACHE) <= compiler._DFA_CACHE.size
+    # the caches that outlive structures are bounded (BoundedCache: tested below)
+    for cache in (compiler._DFA_CACHE, compiler._VALUES_CACHE, json_spelling._WITHOUT_NAMES,
+                  json_spelling._KEY_TABLES):
+        assert isinstance(cache, BoundedCache) and len(cache) <= cache.size
     assert regex.compile_regex.cache_info().currsize <= 1024
     assert len(vocab.trie.shared_slices) <= core_mask.MAX_SHARED_SLICES
 
@@ -149,7 +151,7 @@ def test_bounded_cache_keeps_the_most_recently_used():
     assert cache.get("a") == "A"  # now the most recent: "b" is the oldest
     cache.put("d", "D")
     assert [cache.get(k, "-") for k in "abcd"] == ["A", "-", "C", "D"]
-    cache.put("c", None)  # a stored None is found, told apart from a missing key by default
+    cache.put("c", None)  # a stored None is found: only a missing key gives the default
     assert cache.get("c", "-") is None and len(cache) == 3
     for i in range(100):
         cache.put(i, i)
