@@ -22,10 +22,14 @@ from pse.machines import (
     Loop,
     Optional,
     Phrase,
+    SpecialToken,
     StateMachine,
     Terminal,
     Whitespace,
 )
+from pse.text import Encapsulated, Freeform, Reasoning, WaitFor
+from pse.tool_schema import tool_schema
+from pse.tools import ToolCalls
 
 from pse.regex import Regex
 from pse.vocabulary import Vocabulary
@@ -45,7 +49,9 @@ __all__ = [
     "AnyOf",
     "Chain",
     "Character",
+    "Encapsulated",
     "Forward",
+    "Freeform",
     "Generation",
     "GenerationStats",
     "Grammar",
@@ -56,16 +62,21 @@ __all__ = [
     "Optional",
     "PSEError",
     "Phrase",
+    "Reasoning",
     "Regex",
     "SchemaError",
+    "SpecialToken",
     "StateMachine",
     "StructuringEngine",
     "Stepper",
     "StepperDelta",
     "Terminal",
+    "ToolCalls",
     "Vocabulary",
     "VocabularyError",
+    "WaitFor",
     "Whitespace",
     "fill_next_token_bitmask_par",
     "generate",
+    "tool_schema",
 ]

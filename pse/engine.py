@@ -178,6 +178,18 @@ class StructuringEngine:
         """True when the tokens committed so far complete the structure."""
         return self.matcher.is_accepting()
 
+    def structured_outputs(self) -> list[tuple[str, Any]]:
+        """The parsed values of the structured parts completed so far, in order, as
+        (name, value) pairs: for `ToolCalls`, (tool name, arguments dict) per call; for a
+        JSON Schema, `Json` or pydantic part, (its name, the parsed value). Free text has
+        none (see `StateMachine.structured_outputs`)."""
+        if self.structure is None:
+            raise RuntimeError("the engine has no structure: call engine.configure(...) first")
+        eos = set(self.vocab.eos_token_ids)
+        data = b"".join(self.vocab.token_bytes(t) for t in self._committed if t not in eos)
+        text = data.decode("utf-8", errors="replace")
+        return self.structure.structured_outputs(text, self.is_accepting())
+
     @property
     def is_finished(self) -> bool:
         """True once an EOS token was committed."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from pse.engine import StructuringEngine
@@ -54,12 +54,15 @@ class Generation:
             pydantic class, the text itself for other structures; None when unfinished.
         token_ids: the generated ids (EOS included when one was generated).
         stats: counts and timings.
+        outputs: the structured parts completed, as (name, value) pairs: one (tool name,
+            arguments) per tool call (`StructuringEngine.structured_outputs`).
     """
 
     text: str
     value: Any
     token_ids: list[int]
     stats: GenerationStats
+    outputs: list = field(default_factory=list)
 
 
 _VOCABS: dict[int, tuple[Any, Vocabulary]] = {}
@@ -204,7 +207,8 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
     stats = GenerationStats(tokens=len(generated), forced_tokens=forced,
                             forward_passes=forward_passes, mask_seconds=mask_seconds,
                             seconds=seconds, finished=finished)
-    return Generation(text=text, value=value, token_ids=generated, stats=stats)
+    return Generation(text=text, value=value, token_ids=generated, stats=stats,
+                      outputs=engine.structured_outputs())
 
 
 def _last_logits_only(model: Any) -> dict[str, int]:

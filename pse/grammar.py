@@ -11,6 +11,7 @@ terminals, never inside one.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -20,7 +21,9 @@ from pse import automaton
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
 from pse.lark_terminals import followed_by_ignored, terminal_dfa
-from pse.machines import Chain, DfaTerminal, Forward, Loop, Optional, StateMachine
+from pse.machines import (
+    Chain, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
+)
 
 
 class Grammar(StateMachine):
@@ -32,6 +35,9 @@ class Grammar(StateMachine):
         import_paths: folders searched by `%import` (lark's own `common` is always there).
         source_path: the file the grammar came from (relative `%import .x` are resolved
             beside it; named in errors).
+
+    Special tokens are written as llguidance writes them: `<|python_tag|>` (any `<...>` outside
+    strings and regexes: a token by its text) or `<[128010]>` (by id); see `SpecialToken`.
 
     Raises:
         TypeError: `text` or `start` is not a str.
@@ -47,8 +53,9 @@ class Grammar(StateMachine):
         if not isinstance(start, str):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
         self.text, self.start, self.source_path = text, start, source_path
-        parser = _read_with_lark(text, start, list(import_paths), source_path)
-        root = _Builder(parser, text, source_path).build(start)
+        lark_text, specials = _special_tokens(text, source_path or "grammar")
+        parser = _read_with_lark(lark_text, start, list(import_paths), source_path)
+        root = _Builder(parser, text, source_path, specials).build(start)
         super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
 
     @classmethod
@@ -100,8 +107,10 @@ def _read_with_lark(text: str, start: str, import_paths: list[str], source_path:
 class _Builder:
     """Lark's rules and terminals -> machines."""
 
-    def __init__(self, parser, text: str, source_path: str | None) -> None:
+    def __init__(self, parser, text: str, source_path: str | None,
+                 specials: dict[str, int | str]) -> None:
         self.text, self.source = text, source_path or "grammar"
+        self.specials = specials
         self.rules: dict[str, list[Alternative]] = {}
         for rule in parser.rules:
             alt = tuple(("t" if s.is_term else "n", str(s.name)) for s in rule.expansion)
@@ -131,7 +140,16 @@ class _Builder:
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
                 from None
 
-    def terminal(self, name: str) -> DfaTerminal:
+    def terminal(self, name: str) -> StateMachine:
+        if name in self.specials:
+            if name not in self.machines:
+                token: StateMachine = SpecialToken(self.specials[name])
+                if self.ignored:  # %ignore'd text may follow it, as it follows terminals
+                    token = Chain(token, DfaTerminal(
+                        followed_by_ignored(None, self.ignored), "ignored",
+                        ("lark-ignored", self.ignore_key)))
+                self.machines[name] = token
+            return self.machines[name]
         if name not in self.terminals:
             dfa = self.terminal_dfa(name)
             if self.ignored:
@@ -222,6 +240,67 @@ class _Builder:
         if kind == "o":
             return Optional(self.nonterminal(name))
         return self.tail_loop(name)
+
+
+SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
+
+
+def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
+    """The grammar with each special token (`<|python_tag|>`, `<[128010]>`: a `<...>` outside
+    strings, regexes and comments) replaced by a terminal of its own, defined at the end (so
+    lines keep their numbers), and {terminal name: the token, its text or its id}."""
+    out: list[str] = []
+    specials: dict[str, int | str] = {}
+    names: dict[int | str, str] = {}
+    i, n, line = 0, len(text), 1
+    while i < n:
+        ch = text[i]
+        if ch == '"' or (ch == "/" and not text.startswith("//", i)):
+            end = _literal_end(text, i)  # a string, or a regex /.../flags
+            out.append(text[i:end])
+            line += text.count("\n", i, end)
+            i = end
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(text[i:end])
+            i = end
+        elif ch == "<":
+            end = text.find(">", i)
+            body = text[i:end + 1] if end >= 0 else ""
+            if end < 0 or len(body) < 3 or any(c.isspace() for c in body):
+                raise GrammarError(f"{source}: line {line}: a special token is written "
+                                   f"<|name|> or <[id]>, got {text[i:i + 20]!r}")
+            ident = re.fullmatch(r"<\[(\d+)\]>", body)
+            token: int | str = int(ident.group(1)) if ident else body
+            if token not in names:
+                names[token] = f"{SPECIAL_PREFIX}{len(names)}"
+                specials[names[token]] = token
+            out.append(f" {names[token]} ")
+            i = end + 1
+        else:
+            if ch == "\n":
+                line += 1
+            out.append(ch)
+            i += 1
+    # (lark needs a pattern for each; the builder puts the special token in its place)
+    out += [f"\n{name}: {json.dumps(str(token))}" for name, token in specials.items()]
+    return "".join(out), specials
+
+
+def _literal_end(text: str, i: int) -> int:
+    """The end of the string or regex literal that starts at text[i]."""
+    quote = text[i]
+    j = i + 1
+    while j < len(text) and text[j] != quote:
+        if text[j] == "\n":
+            return j  # unterminated: lark reports it
+        j += 2 if text[j] == "\\" else 1
+    j += 1
+    if quote == "/":
+        while j < len(text) and text[j].isalpha():  # flags
+            j += 1
+    return j
 
 
 def _definition_line(text: str, name: str) -> int | None:

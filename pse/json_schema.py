@@ -437,6 +437,8 @@ class JsonSchema(StateMachine):
         retrieve: `retrieve(uri) -> schema` for remote `$ref`s.
         strict: raise SchemaError for what cannot be expressed exactly (else approximate it
             and warn).
+        name: the name of its value in `StructuringEngine.structured_outputs()` (default:
+            the schema's `title`, else "json").
 
     Raises:
         SchemaError: a malformed or unsatisfiable schema, or (strict) an inexpressible one.
@@ -444,7 +446,7 @@ class JsonSchema(StateMachine):
 
     def __init__(self, schema: Any, property_order: str = "schema",
                  whitespace: int | str | None = None, retrieve: Callable[[str], Any] | None = None,
-                 strict: bool = True) -> None:
+                 strict: bool = True, name: str | None = None) -> None:
         if isinstance(schema, (str, bytes)):
             try:
                 schema = json.loads(schema)
@@ -472,11 +474,16 @@ class JsonSchema(StateMachine):
         if root is None:
             raise SchemaError("#: the schema is false: nothing is valid")
         self.warnings = compiler.warnings
+        title = schema.get("title") if isinstance(schema, dict) else None
+        self.name = name or (title if isinstance(title, str) and title else "json")
         super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
 
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
         return json.loads(text)
+
+    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
+        return [(self.name, json.loads(text))] if complete else []
 
     def __repr__(self) -> str:
         # a bounded summary: a schema shared in many places can dump exponentially long

@@ -121,19 +121,19 @@ FLEXIBLE_WHITESPACE = 20
 
 
 def whitespace_bound(whitespace: int | str | None) -> int:
-    """The most blanks between two tokens that `whitespace` allows: None or 0 compact,
+    """The most blanks between two tokens that `whitespace` allows: None, "compact" or 0 none,
     "flexible" FLEXIBLE_WHITESPACE, an int that many.
 
     Raises:
         GrammarError: anything else.
     """
-    if whitespace is None:
+    if whitespace is None or whitespace == "compact":
         return 0
     if whitespace == "flexible":
         return FLEXIBLE_WHITESPACE
     if isinstance(whitespace, str):
-        raise GrammarError(f"whitespace must be None, \"flexible\" or an int >= 0, got "
-                           f"{whitespace!r}")
+        raise GrammarError(f"whitespace must be None, \"compact\", \"flexible\" or an int "
+                           f">= 0, got {whitespace!r}")
     return _count(whitespace, "whitespace")
 
 
@@ -145,13 +145,15 @@ class Json(StateMachine):
         whitespace: the most whitespace characters allowed between two tokens; 0 (the
             default) means compact JSON, the form `json.dumps(v, separators=(",", ":"))` makes;
             "flexible" means FLEXIBLE_WHITESPACE (20).
+        name: the name of its value in `StructuringEngine.structured_outputs()`.
 
     Raises:
         GrammarError: `whitespace` is negative or not an int or "flexible".
     """
 
-    def __init__(self, whitespace: int | str = 0) -> None:
+    def __init__(self, whitespace: int | str = 0, name: str = "json") -> None:
         self.whitespace = whitespace_bound(whitespace)
+        self.name = name
         value = Forward(name="json value")
         ws: list[StateMachine] = [Whitespace(0, self.whitespace)] if self.whitespace else []
 
@@ -176,6 +178,9 @@ class Json(StateMachine):
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
         return json.loads(text)
+
+    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
+        return [(self.name, json.loads(text))] if complete else []
 
     def __repr__(self) -> str:
         return f"Json(whitespace={self.whitespace})"

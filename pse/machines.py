@@ -125,6 +125,20 @@ class StateMachine:
         """Turn a complete match into a value; `Stepper.get_current_value` uses it."""
         return text
 
+    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
+        """The structured parts of `text` (a prefix of a match) completed so far, in order,
+        as (name, value) pairs; `StructuringEngine.structured_outputs` uses it.
+
+        JSON parts (`JsonSchema`, `Json`, tool calls) have values; free text has none, and
+        nor do other combinators: compose parts with the machines of `pse.text` and
+        `pse.tools`, which find them in the text.
+
+        Args:
+            text: what was generated so far (special tokens as their text).
+            complete: whether `text` is a whole match.
+        """
+        return []
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -294,6 +308,47 @@ class Phrase(Terminal):
 
     def __repr__(self) -> str:
         return f"Phrase({self.text!r})"
+
+
+class SpecialToken(Terminal):
+    """Exactly one vocabulary token, given by its id or by its text: for tokens that have no
+    spelled-out form (`<|python_tag|>`, `[TOOL_CALLS]`, `<|im_end|>`, which tokenizers mark
+    special), or to allow one token and not the same text spelled out of smaller ones.
+
+    The structure is compiled without a vocabulary; the engine resolves the token when it is
+    configured (`Vocabulary.special_token_id`). A special token is no text: free text never
+    contains one, and a structure allows it only where a `SpecialToken` names it. Steppers,
+    which consume text, never take it; the engine's masks and `consume_token` do.
+
+    Args:
+        token: the token id, or its text.
+        required: when False, a vocabulary without the token is no error: the token is then
+            never allowed (for a token that may be left out, as Llama's `<|python_tag|>`).
+
+    Raises:
+        GrammarError: `token` is not an id (int >= 0) or a non-empty str.
+    """
+
+    def __init__(self, token: int | str, required: bool = True) -> None:
+        super().__init__()
+        if isinstance(token, bool) or not isinstance(token, (int, str)):
+            raise GrammarError(f"SpecialToken takes a token id or its text, got {token!r}")
+        if isinstance(token, int) and token < 0:
+            raise GrammarError(f"a token id is >= 0, got {token}")
+        if isinstance(token, str) and not token:
+            raise GrammarError("SpecialToken text must not be empty")
+        self.special_token = (token, bool(required))
+
+    def unit_dfa(self) -> automaton.DFA:
+        # one step the core never takes on a text byte (the compiler clears its first bytes)
+        return automaton.literal_dfa(b"\xff")
+
+    def terminal_key(self) -> Hashable:
+        return ("special", self.special_token)
+
+    def __repr__(self) -> str:
+        token, required = self.special_token
+        return f"SpecialToken({token!r}{'' if required else ', required=False'})"
 
 
 class Character(Terminal):

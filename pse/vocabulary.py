@@ -104,6 +104,7 @@ class Vocabulary:
         self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
         self._encoder = encoder
         self._token_table: tuple[tuple[bytes | None, ...], np.ndarray] | None = None
+        self._special_by_text: dict[bytes, int] | None = None
         self._build()
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
@@ -257,6 +258,42 @@ class Vocabulary:
     def lookup(self, data: bytes | str) -> int | None:
         """The id of the token whose bytes are exactly `data` (not special), or None."""
         return self._by_bytes.get(_as_bytes(data))
+
+    def special_token_id(self, token: int | str) -> int:
+        """The id of the token `SpecialToken(token)` names: an id of this vocabulary, or a
+        text: that of a special token, else that of a text token whose bytes it is exactly.
+
+        Raises:
+            VocabularyError: no token has that id or that text.
+            TypeError: `token` is neither an int nor a str.
+        """
+        if isinstance(token, bool) or not isinstance(token, (int, str)):
+            raise TypeError(f"a special token is an id or a text, not {type(token).__name__}")
+        if isinstance(token, int):
+            if not self.has_token(token):
+                raise VocabularyError(f"SpecialToken({token}): no token has id {token} "
+                                      f"(vocabulary size {self.size})")
+            return token
+        if self._special_by_text is None:
+            by_text: dict[bytes, int] = {}
+            for i in sorted(self.special_token_ids):
+                if self._tokens[i] is not None:
+                    by_text.setdefault(self._tokens[i], i)
+            self._special_by_text = by_text
+        data = token.encode("utf-8")
+        found = self._special_by_text.get(data, self._by_bytes.get(data))
+        if found is None:
+            raise VocabularyError(f"SpecialToken({token!r}): this vocabulary has no token "
+                                  f"{token!r}")
+        return found
+
+    def has_special_token(self, token: int | str) -> bool:
+        """Whether `special_token_id(token)` finds a token."""
+        try:
+            self.special_token_id(token)
+        except VocabularyError:
+            return False
+        return True
 
     def longest_prefix(self, data: bytes | str) -> tuple[bytes, int] | None:
         """The longest (non-special) token that is a prefix of `data`, as (bytes, id)."""

@@ -121,3 +121,27 @@ def test_argument_errors_exit_2(capsys):
     assert ">= 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([])
+
+
+def test_tool_calls(capsys, tmp_path):
+    tools = [{"type": "function", "function": {"name": "pick", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9},
+                                         "ok": {"type": "boolean"}},
+        "required": ["n", "ok"], "additionalProperties": False}}}]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))
+    status, lines, err = run(capsys, "--tools", str(path), "--tool-choice", "required",
+                             "--whitespace", "compact", "--no-parallel-tool-calls",
+                             "--prompt", "Pick one:", "--samples", "2")
+    assert status == 0, err
+    assert re.search(r"^samples\s+2 \(2 complete, 2 valid", err, re.M)
+    calls = re.findall(r"^call: pick (.*)$", err, re.M)
+    assert len(calls) == 2
+    for call in calls:
+        jsonschema.validate(json.loads(call), tools[0]["function"]["parameters"])
+    assert "\n".join(lines).count("<tool_call>\n{") == 2
+    for bad, message in ((["--tool-format", "xml"], "unknown tool call format"),
+                         (["--tool-choice", "nope"], "'nope'"),
+                         (["--schema", str(SCHEMA_FILE)], "one of --schema")):
+        status, _, err = run(capsys, "--tools", str(path), "--prompt", "x", *bad)
+        assert status == 2 and message in err, err

@@ -12,8 +12,8 @@ cimport numpy as cnp
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, Tables, dfa_next, exit_bytes,
-    is_accepting, seen_reset, stateset_add, stateset_free, stateset_init, step_bytes,
-    step_set, term_accepting, term_full,
+    is_accepting, seen_reset, special_next, stateset_add, stateset_free, stateset_init,
+    step_bytes, step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
 
@@ -59,8 +59,8 @@ cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uin
 cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, StateSet* spare,
                             unsigned char* out, Py_ssize_t max_len) except -1:
     """Write into `out` the bytes every state of `cur` must produce next and advance `cur`
-    over them; stop where a state accepts (the sequence could end there), where more than
-    one byte can come, or after `max_len` bytes. Returns how many bytes were written. With
+    over them; stop where a state accepts (the sequence could end there) or may take a
+    special token, where more than one byte can come, or after `max_len` bytes. Returns how many bytes were written. With
     unique arrays, `out` is c.text at c.pos."""
     cdef Py_ssize_t n = 0
     cdef int32_t i, k, b, only
@@ -71,7 +71,8 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
         for k in range(8):
             union8[k] = 0
         for i in range(cur.n):
-            if is_accepting(c, &cur.items[i]):
+            # (a special token may come instead: no text byte is forced then)
+            if is_accepting(c, &cur.items[i]) or special_next(c, &cur.items[i]):
                 return n
             state_next_bytes(c, dfa_out, &cur.items[i], words)
             for k in range(8):

@@ -12,7 +12,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from pse._core.structure cimport (
-    Arena, CompiledStructure, PState, Scratch, SeenStore, StateSet, Tables,
+    Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables,
 )
 from pse._core.trie cimport TokenTrie, Trie
 
@@ -52,6 +52,8 @@ cdef class SliceCache:
     cdef const int32_t* eos_ids
     cdef int32_t n_eos
 
+    cdef readonly dict special_ids      # {terminal: token id} of the SpecialTokens named
+    cdef readonly dict special_terms_of # {token id: [terminals naming it]}
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
     cdef dict risky                # see risky_of
 
@@ -109,6 +111,7 @@ cdef class Matcher:
     cdef bint busy                 # a walk of `w` is under way (possibly in another thread)
     cdef readonly bytes text       # unique arrays: the bytes committed (else empty)
     cdef list text_lengths         # len(text) before each committed token
+    cdef list special_hits         # the special token ids the live states allow (prepare)
 
     cdef int push_history(self, bytes data, object text=*) except -1
     cdef int load_text(self, bytes extra) except -1
@@ -116,4 +119,5 @@ cdef class Matcher:
     cdef int compute(self, uint32_t* out) except -1
     cdef object lookup_memo(self, uint32_t* out)
     cdef int prepare(self) except -1
+    cdef int prepare_special(self, Ctx* c) except -1
     cdef int finish(self, object key, uint32_t* out) except -1

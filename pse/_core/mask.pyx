@@ -12,8 +12,9 @@ cimport numpy as cnp
 from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, LENGTH_BITS, MAX_ITEMS_SEEN, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch,
     StateSet, TERM_CHARS, TERM_UNITS, Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes,
-    expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, stateset_add,
-    stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_done, term_step,
+    expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, special_terms,
+    stateset_add, stateset_free, stateset_init, step_bytes, step_set, take_special,
+    term_accepting, term_done, term_step,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
@@ -111,6 +112,15 @@ cdef class SliceCache:
         self._eos = np.ascontiguousarray(list(vocab.eos_token_ids) + [0], dtype=np.int32)
         self.eos_ids = <const int32_t*>cnp.PyArray_DATA(self._eos)
         self.n_eos = len(vocab.eos_token_ids)
+        # special tokens the structure names, as this vocabulary's ids (one it has not and
+        # need not have is never allowed)
+        self.special_ids = {}
+        for term, (token, required) in structure.special_tokens.items():
+            if required or vocab.has_special_token(token):
+                self.special_ids[term] = vocab.special_token_id(token)
+        self.special_terms_of = {}
+        for term, token_id in self.special_ids.items():
+            self.special_terms_of.setdefault(token_id, []).append(term)
         self.entries = {}
         self.risky = {}
         self.profiles = OrderedDict()
@@ -522,6 +532,7 @@ cdef class Matcher:
         self.history = []
         self.finished = False
         self._keep = []
+        self.special_hits = []
         stateset_init(&self.live, 4)
         stateset_init(&self.w.roots, 16)
         stateset_init(&self.w.seed, 16)
@@ -631,6 +642,47 @@ cdef class Matcher:
             stateset_free(&cur)
             stateset_free(&nxt)
 
+    def take_special(self, list terms, object data) -> bool:
+        """Commit a token that terminals `terms` name (SpecialToken): the successors of the
+        live states on it, and on its bytes `data` too when it is a text token (None: it is
+        not); False (state unchanged) when there are none."""
+        cdef Ctx c
+        cdef StateSet nxt, cur, spare
+        cdef int32_t i, term
+        cdef const unsigned char* p
+        if self.finished:
+            return False
+        self.structure.ctx(&c)
+        if self.structure.t.has_unique:
+            c.text = self.text
+            c.pos = len(self.text)
+        stateset_init(&nxt, self.live.n + 4)
+        stateset_init(&cur, self.live.n + 4)
+        stateset_init(&spare, self.live.n + 4)
+        try:
+            for term in terms:
+                for i in range(self.live.n):
+                    take_special(&c, &self.live.items[i], term, &nxt)
+            if data is not None and not self.structure.t.has_unique:
+                # (with unique arrays a text token named special is taken as special only)
+                p = <bytes>data
+                for i in range(self.live.n):
+                    stateset_add(&cur, &self.live.items[i])
+                if step_bytes(&c, &cur, &spare, p, len(data)):
+                    for i in range(cur.n):
+                        stateset_add(&nxt, &cur.items[i])
+            if nxt.n == 0:
+                return False
+            self.push_history(b"")
+            self.live.n = 0
+            for i in range(nxt.n):
+                stateset_add(&self.live, &nxt.items[i])
+            return True
+        finally:
+            stateset_free(&nxt)
+            stateset_free(&cur)
+            stateset_free(&spare)
+
     def commit_eos(self) -> bool:
         """Commit an end-of-sequence token: allowed only when the structure is complete, and
         again after that (the mask of a finished sequence allows EOS, so that a batch can pad
@@ -662,6 +714,12 @@ cdef class Matcher:
             raise ValueError(f"token id {token_id} is out of range "
                              f"(0 <= id < {self.cache.vocab_size})")
         kind = self.cache.token_kind[<Py_ssize_t>token_id]
+        terms = self.cache.special_terms_of.get(token_id)
+        if terms is not None:
+            if self.take_special(terms, self.cache.tokens[token_id] if kind == TOKEN_TEXT
+                                 else None):
+                return True
+            return kind == TOKEN_EOS and self.commit_eos()
         if kind == TOKEN_TEXT:
             return self.advance(<bytes>self.cache.tokens[token_id])
         if kind == TOKEN_EOS:
@@ -801,6 +859,10 @@ cdef class Matcher:
         if self.root_accepting:
             for i in range(cache.n_eos):
                 set_bit(out, cache.eos_ids[i])
+        if self.special_hits:
+            for token_id in self.special_hits:
+                set_bit(out, token_id)
+            self.special_hits = []
         if cache.max_masks > 0 and key is not False:
             memo = np.empty(n_words, dtype=np.uint32)
             memcpy(cnp.PyArray_DATA(memo), out, n_words * sizeof(uint32_t))
@@ -836,6 +898,8 @@ cdef class Matcher:
                 continue
             # before a terminal: one root per terminal that can start here
             expand(&c, s, NO_BYTE, &self.w.roots)
+        if self.structure.t.has_special:
+            self.prepare_special(&c)
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
@@ -864,6 +928,30 @@ cdef class Matcher:
                 self.w.risky_bits[i] = <const uint32_t*>cnp.PyArray_DATA(bits)
                 self.w.risky_nodes[i] = <const int32_t*>cnp.PyArray_DATA(nodes)
                 self.w.n_risky[i] = len(nodes)
+        return 0
+
+    cdef int prepare_special(self, Ctx* c) except -1:
+        """The special tokens the live states allow (into `special_hits`, for `finish`), and
+        the roots less those at a special token's terminal (the walk of the trie is for
+        text)."""
+        cdef const Tables* t = &self.structure.t
+        cdef cnp.ndarray flags = np.zeros(t.n_terms, dtype=np.uint8)
+        cdef uint8_t* f = <uint8_t*>cnp.PyArray_DATA(flags)
+        cdef StateSet scratch
+        cdef int32_t i, k = 0
+        stateset_init(&scratch, 8)
+        try:
+            for i in range(self.live.n):
+                special_terms(c, &self.live.items[i], &scratch, f)
+        finally:
+            stateset_free(&scratch)
+        for i in range(self.w.roots.n):
+            if not t.term_special[self.w.roots.items[i].term]:
+                self.w.roots.items[k] = self.w.roots.items[i]
+                k += 1
+        self.w.roots.n = k
+        ids = self.cache.special_ids
+        self.special_hits = [ids[term] for term in np.flatnonzero(flags) if term in ids]
         return 0
 
     cdef int load_text(self, bytes extra) except -1:

@@ -80,11 +80,15 @@ ctypedef struct Tables:
     uint8_t* term_counted
     int32_t* term_min
     int32_t* term_max         # UNBOUNDED or a count
-    uint32_t* term_first      # 8 words per terminal: bytes its first step accepts
+    uint32_t* term_first      # 8 words per terminal: bytes its first step accepts (none for a
+                              # special token's: no text byte enters it)
+    uint8_t* term_special     # the terminal is one special token (see take_special)
     int32_t n_nodes
     int32_t* node_entry_off   # n_nodes + 1
     uint8_t* node_end         # the node's rule may end here (then the stack is popped)
     uint32_t* node_first      # 8 words per node: union of its entries' first bytes
+    uint8_t* node_special     # some entry of the node is a special token's terminal
+    bint has_special          # some terminal is
     int32_t n_entries
     int32_t* entry_term
     int32_t* entry_target
@@ -343,6 +347,9 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
                     ) except -1 nogil
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil
+cdef int take_special(Ctx* c, const PState* s, int32_t term, StateSet* out) except -1 nogil
+cdef int special_terms(Ctx* c, const PState* s, StateSet* scratch, uint8_t* out) except -1 nogil
+cdef bint special_next(Ctx* c, const PState* s) noexcept nogil
 cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil
 cdef bint any_in_unique(Ctx* c, const StateSet* set) noexcept nogil
 cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
@@ -360,6 +367,7 @@ cdef class CompiledStructure:
     cdef readonly object machine
     cdef readonly list terminal_keys   # per terminal: a key equal terminals share
     cdef readonly list terminal_states # per terminal: what its states' masks share, or None
+    cdef readonly dict special_tokens  # {terminal: (its special token, id or text; required)}
     cdef public dict slice_caches      # mask caches per (vocabulary, memo size); see engine.py
     cdef readonly int n_rules
     cdef object __weakref__

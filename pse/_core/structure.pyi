@@ -7,6 +7,7 @@ class CompiledStructure:
     n_rules: int
     terminal_keys: list[Any]     # per terminal: a key equal terminals share
     terminal_states: list[Any]   # per terminal: what its states' masks share, or None
+    special_tokens: dict[int, tuple[int | str, bool]]  # {terminal: (token, required)}
     slice_caches: dict[Any, Any]
     def __init__(self, machine: Any, tables: dict[str, Any], n_rules: int) -> None: ...
     @property

@@ -1240,6 +1240,71 @@ cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     return False
 
 
+# --- special tokens ---------------------------------------------------------------------------
+# A special token (<|python_tag|>, [TOOL_CALLS]) is a terminal of its own that no text byte
+# enters (it has no first bytes, so steps, masks walks and forced bytes never start it). Its
+# token id starts it from here, and it is complete at once.
+
+cdef int take_special(Ctx* c, const PState* s, int32_t term, StateSet* out) except -1 nogil:
+    """Add to `out` the successors of `s` on the special token of terminal `term`; returns
+    how many were produced."""
+    cdef StateSet starts
+    cdef PState ns
+    cdef int32_t i
+    cdef int produced = 0
+    if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
+        return 0
+    stateset_init(&starts, 8)
+    try:
+        expand(c, s, NO_BYTE, &starts)
+        for i in range(starts.n):
+            if starts.items[i].term == term:
+                ns = starts.items[i]
+                ns.term = -1
+                ns.dstate = 0
+                ns.count = 0
+                stateset_add(out, &ns)
+                produced += 1
+    finally:
+        stateset_free(&starts)
+    return produced
+
+
+cdef int special_terms(Ctx* c, const PState* s, StateSet* scratch, uint8_t* out
+                       ) except -1 nogil:
+    """Set out[term] for each special token's terminal `s` can take next (`scratch`: a set
+    to work in)."""
+    cdef int32_t i
+    if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
+        return 0
+    if not special_next(c, s):
+        return 0
+    scratch.n = 0
+    expand(c, s, NO_BYTE, scratch)
+    for i in range(scratch.n):
+        if c.t.term_special[scratch.items[i].term]:
+            out[scratch.items[i].term] = 1
+    return 0
+
+
+cdef bint special_next(Ctx* c, const PState* s) noexcept nogil:
+    """Whether a special token may come next at `s` (guards not checked: it may be refused)."""
+    cdef int32_t node = s.node, frame = s.frame
+    cdef Frame* fr
+    if not c.t.has_special:
+        return False
+    if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
+        return False
+    while True:
+        if c.t.node_special[node]:
+            return True
+        if not c.t.node_end[node] or frame == NO_FRAME:
+            return False
+        fr = get_frame(c, frame)
+        node = fr.node
+        frame = fr.parent
+
+
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
     """The bytes that can start something at `at`'s node (popping where rules end), ORed in."""
     cdef const Tables* t = c.t
@@ -1303,7 +1368,8 @@ _TABLE_FIELDS = {
     "dfa_trans": np.int32, "dfa_accept": np.uint8, "dfa_final": np.uint8,
     "dfa_boundary": np.uint8, "dfa_lens": np.uint64, "dfa_lens_tail": np.uint8,
     "dfa_values": np.int64, "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
-    "term_max": np.int32, "term_first": np.uint32, "node_entry_off": np.int32,
+    "term_max": np.int32, "term_first": np.uint32, "term_special": np.uint8,
+    "node_entry_off": np.int32,
     "node_end": np.uint8, "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
     "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
@@ -1412,6 +1478,18 @@ cdef node_first_table(const Tables* t):
     return out
 
 
+cdef node_special_table(const Tables* t):
+    """Per node, whether one of its entries is a special token's terminal."""
+    out = np.zeros(t.n_nodes + 1, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef int32_t node, e
+    for node in range(t.n_nodes):
+        for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+            if t.term_special[t.entry_term[e]]:
+                o[node] = 1
+    return out
+
+
 cdef void* _ptr(dict bufs, str name):
     cdef cnp.ndarray arr = bufs[name]
     return cnp.PyArray_DATA(arr)
@@ -1448,6 +1526,7 @@ cdef class CompiledStructure:
         self.machine = machine
         self.n_rules = n_rules
         self.terminal_keys = list(tables["terminal_keys"])
+        self.special_tokens = dict(tables.get("special_tokens") or {})
         self.terminal_states = list(tables.get("terminal_states") or
                                     [None] * len(self.terminal_keys))
         self.slice_caches = {}
@@ -1472,6 +1551,8 @@ cdef class CompiledStructure:
         self.t.term_min = <int32_t*>_ptr(bufs, "term_min")
         self.t.term_max = <int32_t*>_ptr(bufs, "term_max")
         self.t.term_first = <uint32_t*>_ptr(bufs, "term_first")
+        self.t.term_special = <uint8_t*>_ptr(bufs, "term_special")
+        self.t.has_special = bool(np.any(bufs["term_special"]))
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
         self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
@@ -1496,6 +1577,8 @@ cdef class CompiledStructure:
         self.t.has_unique = bool(np.any(bufs["guard_item"]))
         bufs["node_first"] = node_first_table(&self.t)
         self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
+        bufs["node_special"] = node_special_table(&self.t)
+        self.t.node_special = <uint8_t*>_ptr(bufs, "node_special")
         bufs["dfa_forced"] = dfa_forced_table(bufs, classes, self.t.n_dfa_states,
                                               self.t.n_classes, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")

@@ -1,0 +1,297 @@
+"""`ToolCalls`: free text, then zero, one or several tool calls in a model family's format.
+
+Each call is a JSON object `{"name": <a tool's name>, "arguments": <that tool's arguments>}`
+(Llama 3: "parameters"), compiled as one JSON Schema: a union of one object per tool, told
+apart by the name's constant, so the name decides which arguments' schema applies and the
+arguments follow it with everything the JSON Schema compiler does. The formats put the calls
+between delimiters:
+
+- "hermes" (Qwen2.5, Qwen3, Hermes): `<tool_call>\\n{...}\\n</tool_call>`, calls one per line;
+- "llama3" (Llama 3.1 / 3.2 JSON calls): `{"name": ..., "parameters": ...}`, several joined
+  by ";", optionally after the special token `<|python_tag|>`;
+- "mistral": the special token `[TOOL_CALLS]`, then a JSON array of calls;
+- a custom pair `{"begin": ..., "end": ...}` (or a (begin, end) tuple), like hermes.
+
+With tool_choice "auto", free text may come before the first call, as the chat templates
+allow. It ends where a call's opening first occurs (its begin delimiter; Llama 3's `{`;
+Mistral's special token): a text that has opened a call and then breaks it is refused, not
+taken as more free text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from pse.errors import GrammarError, SchemaError
+from pse.json_schema import JsonSchema
+from pse.json_value import whitespace_bound
+from pse.machines import (
+    AnyOf, Chain, DfaTerminal, Loop, Optional, Phrase, SpecialToken, StateMachine, Whitespace,
+)
+from pse.text import Freeform, TextUntil, TextWithout, _delimiter, text_before
+from pse.tool_schema import normalize_tools
+
+TOOL_CHOICES = ("auto", "required", "none")
+# Blanks allowed between two calls (the chat templates write one newline).
+MAX_BLANKS_BETWEEN_CALLS = 20
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """Where a model family puts its tool calls.
+
+    Attributes:
+        name: the format's name.
+        arguments_key: the key of a call's arguments ("arguments" or "parameters").
+        begin: the text before each call; its first non-blank part is the opening that
+            commits to a call (empty: the call's own `{`).
+        end: the text after each call.
+        separator: between two calls, after `end` (blanks may surround it).
+        special: a special token before the calls (Mistral's `[TOOL_CALLS]`).
+        special_required: whether the calls need it (else it may come or not).
+        array: the calls are one JSON array (Mistral).
+    """
+
+    name: str
+    arguments_key: str = "arguments"
+    begin: str = ""
+    end: str = ""
+    separator: str = ""
+    special: str | None = None
+    special_required: bool = True
+    array: bool = False
+
+
+FORMATS = {
+    "hermes": ToolFormat("hermes", begin="<tool_call>\n", end="\n</tool_call>"),
+    "llama3": ToolFormat("llama3", arguments_key="parameters", separator=";",
+                         special="<|python_tag|>", special_required=False),
+    "mistral": ToolFormat("mistral", special="[TOOL_CALLS]", array=True),
+}
+
+
+def tool_format(format: str | dict | tuple | ToolFormat) -> ToolFormat:
+    """The ToolFormat a `format` argument names.
+
+    Raises:
+        GrammarError: an unknown name, or a malformed custom pair.
+    """
+    if isinstance(format, ToolFormat):
+        return format
+    if isinstance(format, str):
+        if format not in FORMATS:
+            raise GrammarError(f"unknown tool call format {format!r}: use one of "
+                               f"{', '.join(sorted(FORMATS))}, or a custom "
+                               "{'begin': ..., 'end': ...} pair")
+        return FORMATS[format]
+    if isinstance(format, tuple) and len(format) == 2:
+        format = {"begin": format[0], "end": format[1]}
+    if isinstance(format, dict):
+        unknown = set(format) - {"begin", "end", "arguments_key"}
+        if unknown or "begin" not in format or "end" not in format:
+            raise GrammarError(f"a custom tool call format is {{'begin': str, 'end': str}} "
+                               f"(and optionally 'arguments_key'), got {format!r}")
+        begin = _delimiter(format["begin"], "format begin").decode("utf-8")
+        if not begin.strip():
+            raise GrammarError(f"format begin must hold more than blanks, got {begin!r}")
+        end = format["end"]
+        if not isinstance(end, str):
+            raise GrammarError(f"format end must be a str, got {type(end).__name__}")
+        key = format.get("arguments_key", "arguments")
+        if key not in ("arguments", "parameters"):
+            raise GrammarError(f"arguments_key must be 'arguments' or 'parameters', got {key!r}")
+        return ToolFormat("custom", arguments_key=key, begin=begin, end=end)
+    raise GrammarError(f"format must be a format's name, a {{'begin', 'end'}} dict or a "
+                       f"(begin, end) tuple, got {type(format).__name__}")
+
+
+class ToolCalls(StateMachine):
+    """Free text, then zero, one or several tool calls, in a model family's format.
+
+    Args:
+        tools: OpenAI-style tool definitions (`{"type": "function", "function": {"name",
+            "description", "parameters"}}`), pydantic model classes, or Python functions
+            (their signature, type hints and docstring give the schema: `pse.tool_schema`).
+        format: "hermes", "llama3", "mistral", or a custom `{"begin": ..., "end": ...}`.
+        tool_choice: "auto" (text, then calls or none), "required" (calls, at least one,
+            and no text: OpenAI's meaning), "none" (text without a call), or `{"type":
+            "function", "function": {"name": ...}}` (calls of that tool only, as "required").
+        parallel_tool_calls: False allows at most one call.
+        whitespace: between the tokens of a call's JSON: "flexible" (any JSON whitespace,
+            at most 20 blanks in a row: what the chat templates write, `{"name": "f",
+            "arguments": {"a": 1}}`, and more), "compact" (none), or the most blanks.
+
+    Raises:
+        SchemaError: a malformed tool, two tools with one name, or a tool whose parameters
+            do not compile (the message names the tool and the schema path).
+        GrammarError: an unknown format or tool_choice.
+        TypeError: `tools` is not a list of tools.
+    """
+
+    def __init__(self, tools: Iterable[Any], format: str | dict | tuple = "hermes",
+                 tool_choice: str | dict = "auto", parallel_tool_calls: bool = True,
+                 whitespace: int | str = "flexible") -> None:
+        self.format = tool_format(format)
+        self.tools = normalize_tools(tools)
+        self.whitespace = whitespace_bound(whitespace)
+        if not isinstance(parallel_tool_calls, bool):
+            raise GrammarError(f"parallel_tool_calls must be a bool, got {parallel_tool_calls!r}")
+        self.parallel_tool_calls = parallel_tool_calls
+        self.tool_choice, names = _tool_choice(tool_choice, self.tools)
+        self.names = names
+        self.call = None if self.tool_choice == "none" else _call_schema(
+            [t for t in self.tools if t["function"]["name"] in names], self.format.arguments_key,
+            self.whitespace)
+        super().__init__({0: [(self._body(), "$")]}, start_state=0, end_states=("$",))
+
+    def _body(self) -> StateMachine:
+        fmt, call = self.format, self.call
+        if fmt.array:
+            return self._array_body()
+        trigger = fmt.begin.rstrip(" \t\n\r") if fmt.begin else "{"
+        no_call = TextWithout(trigger)  # "auto" without a call, and "none"
+        if call is None:
+            return no_call
+        end = [Phrase(fmt.end)] if fmt.end else []
+        special = ([Optional(SpecialToken(fmt.special, required=fmt.special_required))]
+                   if fmt.special is not None else [])
+        if self.tool_choice == "auto":
+            # free text up to the first opening, which commits to a call
+            if fmt.begin:
+                opened = [TextUntil(trigger), *special, Phrase(fmt.begin[len(trigger):])]
+            else:  # the opening is the call's own "{": the free text stops before it
+                opened = [DfaTerminal(text_before(b"{"), "text before a call",
+                                      key=("text_before", b"{")), *special]
+        else:  # "required" or one tool: the calls alone, as OpenAI's tool_choice means
+            opened = [*special, *([Phrase(fmt.begin)] if fmt.begin else [])]
+        first = Chain(*opened, call, *end)
+        calls = first
+        if self.parallel_tool_calls:
+            gap: list[StateMachine] = [Whitespace(0, MAX_BLANKS_BETWEEN_CALLS)]
+            if fmt.separator:
+                gap += [Phrase(fmt.separator), Whitespace(0, MAX_BLANKS_BETWEEN_CALLS)]
+            again = Chain(*gap, *([Phrase(fmt.begin)] if fmt.begin else []), call, *end)
+            calls = Chain(first, Loop(again))
+        return AnyOf(no_call, calls) if self.tool_choice == "auto" else calls
+
+    def _array_body(self) -> StateMachine:
+        """Mistral: free text, the special token, then the calls as one JSON array."""
+        fmt, call = self.format, self.call
+        if call is None:
+            return Freeform()
+        ws = [Whitespace(0, self.whitespace)] if self.whitespace else []
+        items: StateMachine = call
+        if self.parallel_tool_calls:
+            items = Loop(call, min_count=1, separator=Chain(*ws, Phrase(","), *ws))
+        calls = Chain(SpecialToken(fmt.special), Phrase("["), *ws, items, *ws, Phrase("]"))
+        if self.tool_choice == "auto":
+            return Chain(Freeform(), Optional(calls))
+        return calls
+
+    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
+        """One (tool name, arguments dict) per call completed in `text`."""
+        return [(name, args) for name, args in _parse_calls(self, text)]
+
+    def __repr__(self) -> str:
+        return (f"ToolCalls({len(self.tools)} tools, format={self.format.name!r}, "
+                f"tool_choice={self.tool_choice!r})")
+
+
+def _tool_choice(choice: Any, tools: list[dict]) -> tuple[str, set[str]]:
+    names = {t["function"]["name"] for t in tools}
+    if isinstance(choice, str):
+        if choice not in TOOL_CHOICES:
+            raise GrammarError(f"unknown tool_choice {choice!r}: use 'auto', 'required', "
+                               "'none' or {'type': 'function', 'function': {'name': ...}}")
+        return choice, names
+    if (isinstance(choice, dict) and choice.get("type") == "function"
+            and isinstance(choice.get("function"), dict)
+            and isinstance(choice["function"].get("name"), str)):
+        name = choice["function"]["name"]
+        if name not in names:
+            raise GrammarError(f"tool_choice names the tool {name!r}, which is not among the "
+                               f"tools ({', '.join(sorted(names))})")
+        return "required", {name}
+    raise GrammarError(f"unknown tool_choice {choice!r}: use 'auto', 'required', 'none' or "
+                       "{'type': 'function', 'function': {'name': ...}}")
+
+
+def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> JsonSchema:
+    """One JSON Schema for a call of any of `tools`: a union of one object per tool."""
+    branches = []
+    for k, tool in enumerate(tools):
+        function = tool["function"]
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if isinstance(parameters, dict) and "$id" not in parameters:
+            # its own resource: "#/$defs/..." inside it still finds its definitions
+            parameters = dict(parameters, **{"$id": f"urn:pse:tool:{k}"})
+        branches.append({
+            "type": "object",
+            "properties": {"name": {"const": function["name"]}, arguments_key: parameters},
+            "required": ["name", arguments_key],
+            "additionalProperties": False,
+        })
+    schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    try:
+        return JsonSchema(schema, whitespace=whitespace, name="tool_call")
+    except SchemaError:
+        pass
+    # say which tool's schema failed, with the path inside its parameters
+    for tool in tools:
+        function = tool["function"]
+        try:
+            JsonSchema(function.get("parameters", {}), whitespace=whitespace)
+        except SchemaError as e:
+            raise SchemaError(f"tool {function['name']!r}: its parameters do not compile: "
+                              f"{e}") from None
+    raise SchemaError("the tools' calls do not compile together")  # (each one does alone)
+
+
+def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
+    """The calls completed in `text`, in order."""
+    fmt = machine.format
+    decoder = json.JSONDecoder()
+    key = fmt.arguments_key
+    calls = []
+    if fmt.array:
+        at = text.find(fmt.special) if fmt.special else -1
+        if at < 0:
+            return []
+        pos = text.find("[", at + len(fmt.special)) + 1
+        while True:
+            pos = _skip(text, pos, " \t\n\r,")
+            try:
+                value, pos = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError:
+                return calls
+            calls.append((value["name"], value[key]))
+    trigger = fmt.begin.rstrip(" \t\n\r") if fmt.begin else "{"
+    pos = text.find(trigger)
+    if pos < 0:
+        return []
+    if fmt.begin:
+        pos += len(fmt.begin)
+    while True:
+        if fmt.special and text.startswith(fmt.special, pos):
+            pos += len(fmt.special)
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return calls
+        calls.append((value["name"], value[key]))
+        pos += len(fmt.end)
+        pos = _skip(text, pos, " \t\n\r")
+        if fmt.separator and text.startswith(fmt.separator, pos):
+            pos = _skip(text, pos + len(fmt.separator), " \t\n\r")
+        if fmt.begin:
+            if not text.startswith(fmt.begin, pos):
+                return calls
+            pos += len(fmt.begin)
+
+
+def _skip(text: str, pos: int, chars: str) -> int:
+    while pos < len(text) and text[pos] in chars:
+        pos += 1
+    return pos

@@ -1,0 +1,137 @@
+"""SpecialToken: one vocabulary token that is no text, in combinators and Lark grammars.
+
+The oracle: the same structure with the special token replaced by a phrase of a character no
+other token holds, on a vocabulary where that character is the token's text, allows exactly
+the same ids at every step."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import shared_vocab
+from pse import (AnyOf, Chain, Freeform, Grammar, GrammarError, Loop, Optional, Phrase,
+                 SpecialToken, StructuringEngine, Vocabulary, VocabularyError)
+from test_engine import small_vocab
+from test_properties import trees
+
+MARK = "§"
+
+
+def vocab_pair() -> tuple[Vocabulary, Vocabulary, int]:
+    """The small test vocabulary with one more token: special "<|s|>" in the first,
+    the text MARK in the second, at the same id."""
+    base = small_vocab()
+    tokens = [base.token_bytes(i) for i in range(base.size)]
+    sid = len(tokens)
+    eos = list(base.eos_token_ids)
+    special = sorted(base.special_token_ids)
+    with_special = Vocabulary.from_tokens(tokens + [b"<|s|>"], eos_token_ids=eos,
+                                          special_token_ids=special + [sid])
+    with_text = Vocabulary.from_tokens(tokens + [MARK.encode()], eos_token_ids=eos,
+                                       special_token_ids=special)
+    return with_special, with_text, sid
+
+
+def masks_agree_along(a: StructuringEngine, b: StructuringEngine, rng: random.Random,
+                      steps: int = 12) -> None:
+    for _ in range(steps):
+        got, expected = a.allowed_token_ids().tolist(), b.allowed_token_ids().tolist()
+        assert got == expected
+        if not got:
+            return
+        token = rng.choice(got)
+        assert a.consume_token(token) and b.consume_token(token)
+        if a.is_finished:
+            return
+
+
+@settings(max_examples=60)
+@given(trees, trees, st.integers(0, 2**32))
+def test_special_token_equals_a_unique_phrase(left, right, seed):
+    with_special, with_text, sid = vocab_pair()
+    for shape in (lambda s: Chain(left[0], s, right[0]),
+                  lambda s: AnyOf(Chain(left[0], s), right[0]),
+                  lambda s: Loop(Chain(left[0], Optional(s)), 1, 3)):
+        a, b = StructuringEngine(with_special), StructuringEngine(with_text)
+        a.configure(shape(SpecialToken("<|s|>")))
+        b.configure(shape(Phrase(MARK)))
+        masks_agree_along(a, b, random.Random(seed))
+
+
+def test_special_token_by_id_and_text():
+    with_special, _, sid = vocab_pair()
+    for token in (sid, "<|s|>"):
+        engine = StructuringEngine(with_special)
+        engine.configure(Chain(Phrase("a"), SpecialToken(token)))
+        assert engine.consume_token(with_special.lookup("a"))
+        assert engine.allowed_token_ids().tolist() == [sid]
+        assert engine.compute_ff_bytes() == b""      # no text is forced before it
+        assert engine.consume_token(sid) and engine.is_accepting()
+        engine.rollback(1)
+        assert not engine.is_accepting() and engine.consume_token(sid)
+
+
+def test_special_tokens_stop_forced_bytes():
+    with_special, _, sid = vocab_pair()
+    engine = StructuringEngine(with_special)
+    engine.configure(AnyOf(Phrase("ab"), Chain(SpecialToken(sid), Phrase("b"))))
+    assert engine.compute_ff_bytes() == b""          # "a" is not forced: <|s|> may come
+    assert engine.consume_token(sid)
+    assert engine.compute_ff_bytes() == b"b"
+
+
+def test_free_text_never_holds_a_special_token():
+    with_special, _, sid = vocab_pair()
+    engine = StructuringEngine(with_special)
+    engine.configure(Freeform())
+    assert sid not in engine.allowed_token_ids()
+    assert not engine.consume_token(sid)
+
+
+def test_missing_special_token():
+    with_special, _, _ = vocab_pair()
+    engine = StructuringEngine(with_special)
+    with pytest.raises(VocabularyError, match="<|nope|>"):
+        engine.configure(Chain(Phrase("a"), SpecialToken("<|nope|>")))
+    with pytest.raises(VocabularyError, match="no token has id"):
+        engine.configure(SpecialToken(10**6))
+    # not required: the vocabulary may lack it, and it is never allowed
+    engine.configure(Chain(Optional(SpecialToken("<|nope|>", required=False)), Phrase("a")))
+    assert engine.allowed_token_ids().tolist() == [with_special.lookup("a")]
+    for bad in (-1, "", 1.5, True):
+        with pytest.raises(GrammarError):
+            SpecialToken(bad)
+
+
+def test_lark_special_tokens():
+    with_special, _, sid = vocab_pair()
+    engine = StructuringEngine(with_special)
+    engine.configure(Grammar('start: "a" <|s|> b\nb: <[%d]> "b"\n' % sid))
+    for token in ("a", sid, sid, "b"):
+        tid = token if isinstance(token, int) else with_special.lookup(token)
+        assert tid in engine.allowed_token_ids()
+        assert engine.consume_token(tid)
+    assert engine.is_accepting()
+    # inside strings, regexes and comments, <...> is text
+    grammar = Grammar('start: "<a>" /<b>/ // <c>\n')
+    assert grammar.matches("<a><b>")
+    with pytest.raises(GrammarError, match="line 2"):
+        Grammar('start: a\na: "x" < b >\n')
+
+
+def test_llama3_special_tokens():
+    """Llama 3's special tokens (this tokenizer is 3.0's: 128010, Llama 3.1's <|python_tag|>,
+    is <|reserved_special_token_5|> here) are allowed where named, by text or by id, and
+    never as text."""
+    llama = shared_vocab("llama3")
+    header = llama.special_token_id("<|start_header_id|>")
+    assert {header, 128010} <= llama.special_token_ids
+    engine = StructuringEngine(llama)
+    engine.configure(Grammar('start: <|start_header_id|> "x" <[128010]>\n'))
+    assert engine.allowed_token_ids().tolist() == [header]
+    assert engine.consume_token(header) and engine.consume_token(llama.lookup("x"))
+    assert engine.allowed_token_ids().tolist() == [128010]
+    assert engine.consume_token(128010) and engine.is_accepting()

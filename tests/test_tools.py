@@ -1,0 +1,279 @@
+"""ToolCalls: free text and tool calls in the model families' formats.
+
+Masks equal brute force over Qwen3's vocabulary near every delimiter; every call a random
+walk through the masks completes validates against its tool's schema (jsonschema); calls to
+unknown tools, with missing or wrong-typed arguments, are refused; bad input is named."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+from conftest import shared_vocab
+from pse import (GrammarError, SchemaError, StructuringEngine, ToolCalls, Vocabulary,
+                 VocabularyError)
+from test_engine import check_along
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 12},
+        "unit": {"enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"], "additionalProperties": False}}}
+SEARCH = {"type": "function", "function": {
+    "name": "search", "description": "Search the shop.",
+    "parameters": {"type": "object", "properties": {
+        "query": {"type": "string", "maxLength": 8},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+        "in_stock": {"type": "boolean"}},
+        "required": ["query", "limit"]}}}
+TOOLS = [WEATHER, SEARCH]
+SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+def hermes(*calls: tuple[str, dict], text: str = "") -> str:
+    """What Qwen's chat template writes for these calls."""
+    return text + "\n".join(
+        "<tool_call>\n" + json.dumps({"name": n, "arguments": a}, ensure_ascii=False)
+        + "\n</tool_call>" for n, a in calls)
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return shared_vocab("qwen3")
+
+
+def test_hermes_masks_equal_brute_force_qwen3(qwen):
+    """Around every delimiter: the "}}\\n" token that ends a call's JSON and begins its
+    closing delimiter, delimiters inside argument strings, the calls one after the other."""
+    text = hermes(("get_weather", {"city": "</tool_call>", "unit": "celsius"}),
+                  ("search", {"query": "<tool_c", "limit": 3}),
+                  text="Let me look.\n")
+    ids = qwen.encode(text)
+    assert qwen.lookup('"}}\n') in ids
+    engine = StructuringEngine(qwen)
+    engine.configure(ToolCalls(TOOLS))
+    check_along(engine, ids, every=2)
+    assert engine.is_accepting()
+    assert engine.consume_token(qwen.eos_token_ids[0])
+    assert engine.structured_outputs() == [
+        ("get_weather", {"city": "</tool_call>", "unit": "celsius"}),
+        ("search", {"query": "<tool_c", "limit": 3})]
+
+
+def test_hermes_delimiters_spelled_out_qwen3(qwen):
+    """<tool_call> is one token of Qwen3; written with smaller tokens it works the same."""
+    call = json.dumps({"name": "search", "arguments": {"query": "x", "limit": 2}})
+    pieces = ["Hi <", "tool", "_call", ">\n", call, "\n</", "tool_call", ">"]
+    ids = [i for piece in pieces for i in qwen.encode(piece)]
+    assert qwen.lookup("<tool_call>") not in ids
+    engine = StructuringEngine(qwen)
+    engine.configure(ToolCalls(TOOLS))
+    check_along(engine, ids, every=1)
+    assert engine.is_accepting()
+    assert engine.structured_outputs() == [("search", {"query": "x", "limit": 2})]
+
+
+def test_free_text_alone_and_partial_delimiters_qwen3(qwen):
+    engine = StructuringEngine(qwen)
+    engine.configure(ToolCalls(TOOLS))
+    check_along(engine, qwen.encode("No call: <tool or </tool_call> or <tool_c"), every=3)
+    assert engine.is_accepting() and engine.structured_outputs() == []
+
+
+# --- what is accepted: validation against the tools' schemas ----------------------------------
+
+def char_vocab() -> Vocabulary:
+    """Characters, the delimiters as whole tokens, and EOS."""
+    chars = [chr(c) for c in range(32, 127)] + ["\n"]
+    extra = ["<tool_call>", "</tool_call>", '"}}\n', "get_weather", "search", "celsius"]
+    tokens = chars + extra + ["<eos>"]
+    return Vocabulary.from_tokens(tokens, eos_token_ids=[len(tokens) - 1],
+                                  special_token_ids=[len(tokens) - 1])
+
+
+def random_walk(engine: StructuringEngine, rng: random.Random, steps: int = 400) -> bool:
+    """Sample allowed tokens (delimiters and EOS favoured) until EOS; True when finished."""
+    vocab = engine.vocab
+    eos = vocab.eos_token_ids[0]
+    for _ in range(steps):
+        allowed = engine.allowed_token_ids().tolist()
+        assert allowed, "a dead end"
+        if eos in allowed and rng.random() < 0.5:
+            return engine.consume_token(eos)
+        long = [t for t in allowed if t != eos and len(vocab.token_bytes(t)) > 1]
+        pool = long if long and rng.random() < 0.5 else allowed
+        assert engine.consume_token(rng.choice(pool))
+        if engine.is_finished:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("choice", ["auto", "required",
+                                    {"type": "function", "function": {"name": "search"}}])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_every_accepted_call_validates(choice, parallel):
+    vocab = char_vocab()
+    engine = StructuringEngine(vocab)
+    engine.configure(ToolCalls(TOOLS, tool_choice=choice, parallel_tool_calls=parallel))
+    rng = random.Random(7)
+    finished = 0
+    for _ in range(25):
+        engine.reset()
+        if not random_walk(engine, rng):
+            continue
+        finished += 1
+        calls = engine.structured_outputs()
+        if choice != "auto":
+            assert calls
+        if not parallel:
+            assert len(calls) <= 1
+        for name, arguments in calls:
+            if isinstance(choice, dict):
+                assert name == "search"
+            jsonschema.validate(arguments, SCHEMAS[name])
+    assert finished >= 10
+
+
+@pytest.mark.parametrize("text", [
+    hermes(("get_time", {"city": "Rome"})),                      # unknown tool
+    hermes(("search", {"query": "x"})),                          # missing required argument
+    hermes(("search", {"query": "x", "limit": "3"})),            # wrong type
+    hermes(("search", {"query": "x", "limit": 30})),             # out of range
+    hermes(("get_weather", {"city": "Rome", "country": "IT"})),  # no such argument
+    hermes(("get_weather", {"city": "Rome"})) + " trailing text",
+    "<tool_call>\nnot json\n</tool_call>",                       # opened, then broken
+])
+def test_bad_calls_are_refused(text):
+    machine = ToolCalls(TOOLS)
+    assert not machine.matches(text)
+
+
+def test_tool_choice_and_parallel_calls():
+    one = hermes(("get_weather", {"city": "Rome"}))
+    two = hermes(("get_weather", {"city": "Rome"}), ("search", {"query": "x", "limit": 1}))
+    text = "Just text."
+    expect = {  # text alone, one call, two calls, text then a call
+        "auto": (True, True, True, True),
+        "required": (False, True, True, False),
+        "none": (True, False, False, False),
+    }
+    for choice, expected in expect.items():
+        machine = ToolCalls(TOOLS, tool_choice=choice)
+        got = tuple(machine.matches(t) for t in (text, one, two, text + one))
+        assert got == expected, choice
+    single = ToolCalls(TOOLS, parallel_tool_calls=False)
+    assert single.matches(one) and not single.matches(two)
+    named = ToolCalls(TOOLS, tool_choice={"type": "function", "function": {"name": "search"}})
+    assert not named.matches(one) and named.matches(hermes(("search", {"query": "q", "limit": 2})))
+    assert ToolCalls(TOOLS, tool_choice="none").matches("a <tool_call")
+
+
+def test_whitespace_options():
+    flexible = ToolCalls(TOOLS)
+    compact = ToolCalls(TOOLS, whitespace="compact")
+    tojson = hermes(("search", {"query": "x", "limit": 1}))       # ", " and ": "
+    dense = tojson.replace('", "', '","').replace('": ', '":').replace(', "', ',"')
+    spread = tojson.replace("{", "{\n  ").replace("}", "\n}")
+    assert flexible.matches(tojson) and flexible.matches(dense) and flexible.matches(spread)
+    assert compact.matches(dense) and not compact.matches(tojson)
+    assert not flexible.matches(tojson.replace('": ', '":' + " " * 21))   # bounded blanks
+
+
+# --- the other formats ----------------------------------------------------------------------
+
+def test_llama3_format():
+    machine = ToolCalls(TOOLS, format="llama3")
+    call = json.dumps({"name": "search", "parameters": {"query": "x", "limit": 1}})
+    assert machine.matches(call) and machine.matches("Sure. " + call)
+    assert machine.matches(call + "; " + call)
+    assert not machine.matches(call.replace("parameters", "arguments"))
+    assert not machine.matches("x {broken")            # the first "{" opens a call
+    assert machine.structured_outputs("Sure. " + call + ";" + call, True) == [
+        ("search", {"query": "x", "limit": 1})] * 2
+    # Llama 3.1's <|python_tag|> may come before the calls where the vocabulary has it
+    tokens = ["S", "ure", ". ", call, "<|python_tag|>", "<eos>"]
+    vocab = Vocabulary.from_tokens(tokens, eos_token_ids=[5], special_token_ids=[4, 5])
+    engine = StructuringEngine(vocab)
+    engine.configure(machine)
+    assert engine.consume_tokens([0, 1, 2]) == 3
+    assert 4 in engine.allowed_token_ids()
+    assert engine.consume_tokens([4, 3, 5]) == 3
+    assert engine.structured_outputs() == [("search", {"query": "x", "limit": 1})]
+
+
+def test_mistral_format():
+    call = json.dumps({"name": "get_weather", "arguments": {"city": "Rome"}})
+    tokens = ["Ok", "[", "]", ", ", call, "[TOOL_CALLS]", "<eos>"]
+    vocab = Vocabulary.from_tokens(tokens, eos_token_ids=[6], special_token_ids=[5, 6])
+    engine = StructuringEngine(vocab)
+    engine.configure(ToolCalls(TOOLS, format="mistral"))
+    assert engine.consume_tokens([0, 5, 1, 4, 3, 4, 2, 6]) == 8
+    assert engine.structured_outputs() == [("get_weather", {"city": "Rome"})] * 2
+    # before the special token, "[" is free text
+    engine.reset()
+    assert engine.consume_token(1) and 5 in engine.allowed_token_ids()
+    required = StructuringEngine(vocab)
+    required.configure(ToolCalls(TOOLS, format="mistral", tool_choice="required"))
+    assert required.allowed_token_ids().tolist() == [5]
+    with pytest.raises(VocabularyError, match="TOOL_CALLS"):
+        StructuringEngine(char_vocab()).configure(ToolCalls(TOOLS, format="mistral"))
+
+
+def test_custom_format():
+    machine = ToolCalls(TOOLS, format={"begin": "<call>", "end": "</call>"})
+    call = json.dumps({"name": "get_weather", "arguments": {"city": "Rome"}})
+    assert machine.matches(f"hm <call>{call}</call>")
+    assert machine.structured_outputs(f"<tool_call>{call}</tool_call>", True) == []  # text
+    required = ToolCalls(TOOLS, format=("<call>", "</call>"), tool_choice="required")
+    assert not required.matches(f"<tool_call>{call}</tool_call>")
+    assert required.matches(f"<call>{call}</call>")
+    assert machine.structured_outputs(f"<call>{call}</call>\n<call>{call}</call>", True) == [
+        ("get_weather", {"city": "Rome"})] * 2
+
+
+def test_functions_and_models_as_tools():
+    pydantic = pytest.importorskip("pydantic")
+
+    def get_weather(city: str, days: int = 1) -> str:
+        """The weather in a city.
+
+        Args:
+            city: where.
+            days: how many days ahead.
+        """
+        return "sunny"
+
+    class Order(pydantic.BaseModel):
+        """Place an order."""
+        item: str
+        quantity: int
+
+    machine = ToolCalls([get_weather, Order])
+    assert machine.matches(hermes(("get_weather", {"city": "Oslo", "days": 2})))
+    assert machine.matches(hermes(("Order", {"item": "tea", "quantity": 1})))
+    assert not machine.matches(hermes(("Order", {"item": "tea"})))
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+def test_bad_input_is_named():
+    with pytest.raises(SchemaError, match="get_weather"):
+        ToolCalls([WEATHER, WEATHER])
+    broken = {"type": "function", "function": {"name": "broken", "parameters": {
+        "type": "object", "properties": {"when": {"type": "string", "pattern": "(?<=a)b"}}}}}
+    with pytest.raises(SchemaError, match=r"broken.*properties/when"):
+        ToolCalls([WEATHER, broken])
+    with pytest.raises(GrammarError, match="unknown tool call format 'xml'"):
+        ToolCalls(TOOLS, format="xml")
+    with pytest.raises(GrammarError, match="unknown tool_choice 'sometimes'"):
+        ToolCalls(TOOLS, tool_choice="sometimes")
+    with pytest.raises(GrammarError, match="'nope'"):
+        ToolCalls(TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}})
+    with pytest.raises(GrammarError, match="custom tool call format"):
+        ToolCalls(TOOLS, format={"begin": "<c>"})
+    with pytest.raises(TypeError):
+        ToolCalls(WEATHER)
