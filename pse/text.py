@@ -102,7 +102,22 @@ def _delimiter(text: str | bytes, name: str) -> bytes:
     return data
 
 
-class TextUntil(DfaTerminal):
+class _DelimitedText(DfaTerminal):
+    """Any text, as an automaton of `automaton_for(delimiter)`."""
+
+    kind = ""
+
+    def __init__(self, delimiter: str | bytes) -> None:
+        self.delimiter = _delimiter(delimiter, "delimiter")
+        super().__init__(self.automaton_for(self.delimiter), f"{self.kind} {self.delimiter!r}",
+                         key=(self.kind, self.delimiter))
+
+    @staticmethod
+    def automaton_for(delimiter: bytes) -> automaton.DFA:
+        raise NotImplementedError
+
+
+class TextUntil(_DelimitedText):
     """Any text up to and including the first occurrence of `delimiter`.
 
     Args:
@@ -112,13 +127,11 @@ class TextUntil(DfaTerminal):
         GrammarError: an empty delimiter, or one that is not UTF-8.
     """
 
-    def __init__(self, delimiter: str | bytes) -> None:
-        self.delimiter = _delimiter(delimiter, "delimiter")
-        super().__init__(text_until(self.delimiter), f"text until {self.delimiter!r}",
-                         key=("text_until", self.delimiter))
+    kind = "text until"
+    automaton_for = staticmethod(text_until)
 
 
-class TextWithout(DfaTerminal):
+class TextWithout(_DelimitedText):
     """Any text in which `delimiter` does not occur.
 
     Args:
@@ -128,10 +141,8 @@ class TextWithout(DfaTerminal):
         GrammarError: an empty delimiter, or one that is not UTF-8.
     """
 
-    def __init__(self, delimiter: str | bytes) -> None:
-        self.delimiter = _delimiter(delimiter, "delimiter")
-        super().__init__(text_without(self.delimiter), f"text without {self.delimiter!r}",
-                         key=("text_without", self.delimiter))
+    kind = "text without"
+    automaton_for = staticmethod(text_without)
 
 
 def opening(machine: StateMachine, max_bytes: int = 64) -> tuple[bytes, bytes]:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Freeform, Grammar, GrammarError, Loop, Optional, Phrase,
-                 SpecialToken, StructuringEngine, Vocabulary, VocabularyError)
+from pse import (AnyOf, Chain, Freeform, Grammar, GrammarError, JsonSchema, Loop, Optional,
+                 Phrase, SpecialToken, StructuringEngine, Vocabulary, VocabularyError)
 from test_engine import small_vocab
 from test_properties import trees
 
@@ -135,3 +135,17 @@ def test_llama3_special_tokens():
     assert engine.consume_token(header) and engine.consume_token(llama.lookup("x"))
     assert engine.allowed_token_ids().tolist() == [128010]
     assert engine.consume_token(128010) and engine.is_accepting()
+
+
+def test_a_text_token_named_special():
+    """A text token named by SpecialToken is allowed as that token, and as its text where
+    the text fits; beside uniqueItems arrays (which read the text) it is refused."""
+    with_special, _, sid = vocab_pair()
+    a = with_special.lookup("a")
+    engine = StructuringEngine(with_special)
+    engine.configure(Chain(SpecialToken("a"), Phrase("b")))
+    assert engine.allowed_token_ids().tolist() == [a]
+    assert engine.consume_token(a) and engine.consume_token(with_special.lookup("b"))
+    unique = JsonSchema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    with pytest.raises(GrammarError, match="uniqueItems"):
+        engine.configure(Chain(SpecialToken("a"), unique))

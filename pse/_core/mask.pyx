@@ -18,6 +18,7 @@ from pse._core.structure cimport (
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
+from pse.errors import GrammarError
 
 cnp.import_array()
 
@@ -121,6 +122,12 @@ cdef class SliceCache:
         self.special_terms_of = {}
         for term, token_id in self.special_ids.items():
             self.special_terms_of.setdefault(token_id, []).append(term)
+            if t.has_unique and kind[token_id] == TOKEN_TEXT:
+                # its text and the token would step on apart: the text a unique array reads
+                # could not be both
+                raise GrammarError(f"SpecialToken({structure.special_tokens[term][0]!r}) names "
+                                   "a text token of this vocabulary, in a structure with "
+                                   "uniqueItems arrays: name a special token there")
         self.entries = {}
         self.risky = {}
         self.profiles = OrderedDict()
@@ -663,8 +670,7 @@ cdef class Matcher:
             for term in terms:
                 for i in range(self.live.n):
                     take_special(&c, &self.live.items[i], term, &nxt)
-            if data is not None and not self.structure.t.has_unique:
-                # (with unique arrays a text token named special is taken as special only)
+            if data is not None:  # (never with unique arrays: see SliceCache)
                 p = <bytes>data
                 for i in range(self.live.n):
                     stateset_add(&cur, &self.live.items[i])
