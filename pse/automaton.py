@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from itertools import chain
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class DFA:
     State 0 is the start. Every state can reach an accepting state (the automaton is trimmed).
     """
 
-    __slots__ = ("trans", "accept", "_dense", "_cuts")
+    __slots__ = ("trans", "accept", "_dense", "_cuts", "content_key")
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
                  accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
@@ -154,6 +154,9 @@ class DFA:
         self.accept = tuple(accept)
         self._dense = dense
         self._cuts: np.ndarray | None = None
+        # DfaTerminal's key of this automaton, made (and hashed) once for every terminal
+        # that uses it: automata come from caches, hashing all transitions is not cheap
+        self.content_key: Any = None
 
     def dense(self) -> np.ndarray:
         """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
@@ -805,5 +808,9 @@ def trie(words: Iterable[bytes], zero_tails: Iterable[bytes] = (),
             children[s][dot] = point
     for s in decimals:
         zero_run(s)
-    return DFA([sorted((b, b, t) for b, t in row.items()) for row in children], accept)
+    dfa = DFA([sorted((b, b, t) for b, t in row.items()) for row in children], accept)
+    # the helpers refer to each other through this frame: a cycle that would keep `children`
+    # until the garbage collector ran
+    state = path = zero_run = None  # type: ignore[assignment]  (not del: Cython refuses it)
+    return dfa
 

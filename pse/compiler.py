@@ -743,7 +743,7 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
         compiler.build_rules()
         compiler.eliminate_epsilons()
         tables = compiler.tables(root)
-        return CompiledStructure(machine, tables, len(compiler.rules))
+        return CompiledStructure(machine.value_parser(), tables, len(compiler.rules))
 
 
 def _check_depth(depth: int, rule: _Rule, m: StateMachine) -> None:

@@ -424,6 +424,14 @@ def multiple_of_dfa(m: Decimal) -> automaton.DFA:
     return automaton.minimize(automaton.trim(automaton.DFA(trans, accept)))
 
 
+@functools.lru_cache(maxsize=64)
+def _colon(ws: int) -> DfaTerminal:
+    """`_Compiler.colon` (a terminal is never changed: one per bound serves every schema)."""
+    blank = f"[ \\t\\n\\r]{{0,{ws}}}"
+    pattern = f"{blank}:{blank}"
+    return DfaTerminal(compile_regex(pattern), "colon", key=("regex", pattern))
+
+
 class JsonSchema(StateMachine):
     """A JSON Schema (dict or JSON text) as a structure.
 
@@ -481,6 +489,9 @@ class JsonSchema(StateMachine):
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
         return json.loads(text)
+
+    def value_parser(self) -> Callable[[str], Any]:
+        return json.loads
 
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
         return [(self.name, json.loads(text))] if complete else []
@@ -666,6 +677,11 @@ class _Compiler:
 
     def sep(self, text: str) -> StateMachine:
         return Chain(*self.wsp(), Phrase(text), *self.wsp())
+
+    def colon(self) -> StateMachine:
+        """A key's colon with the blanks allowed around it, as one terminal (every member
+        has one: fewer parser nodes than blanks, colon, blanks)."""
+        return _colon(self.ws)
 
     def bracketed(self, opening: StateMachine, body: StateMachine, close: StateMachine,
                   empty: Any = None) -> StateMachine:
@@ -1739,7 +1755,8 @@ class _Compiler:
             # from draft 6 on, 1.0 is an integer too ("integer" is a value, not a spelling)
             fraction = "" if self.draft4 else "(?:\\.0+)?"
             pattern = f"(?:{integer_pattern(ilo, ihi)}){fraction}"
-            return DfaTerminal(compile_regex(pattern), f"integer at {pointer}")
+            return DfaTerminal(compile_regex(pattern), f"integer at {pointer}",
+                               key=("regex", pattern))
         if lo is None and hi is None:
             return JsonNumber()
         dec = lambda b: None if b is None else (Decimal(str(b[0])), b[1])  # noqa: E731
@@ -2000,11 +2017,11 @@ class _Compiler:
         def named(name: str, m: StateMachine, guard: Guard | None) -> Member:
             if any(ord(c) < 0x20 or c in '"\\/' for c in name):
                 return ((lambda first: spelled_key(name, first, guard)),
-                        m if not self.ws else Chain(self.sep(":"), m))
+                        m if not self.ws else Chain(self.colon(), m))
             text = json.dumps(name, ensure_ascii=False)
             if not self.ws:  # compact: the colon joins the key's terminal
                 return (lambda first: opening(text + ":", first, guard)), m
-            return (lambda first: opening(text, first, guard)), Chain(self.sep(":"), m)
+            return (lambda first: opening(text, first, guard)), Chain(self.colon(), m)
 
         def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None,
                   met: int, keep: bool, clauses: tuple) -> Member:
@@ -2013,7 +2030,7 @@ class _Compiler:
             quote: StateMachine = Phrase('":' if not self.ws else '"')
             if keep:
                 quote = Guarded(quote, Guard(item=KEY_CLOSE))
-            close = quote if not self.ws else Chain(quote, self.sep(":"))
+            close = quote if not self.ws else Chain(quote, self.colon())
             return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
 
         # in schema order, a key whose dependentRequired names (and theirs) are listed
@@ -2062,6 +2079,9 @@ class _Compiler:
             body, empty = self.ordered_members(
                 [(ks, n in required) for ks, n in zip(members, values)], other_members)
         machine = self.bracketed(Phrase("{"), body, close, empty)
+        # the member builders refer to each other through this frame: a cycle that would keep
+        # the whole compiler until the garbage collector ran
+        key_guard = opening = spelled_key = named = other = None  # type: ignore[assignment]
         return Scope(machine) if bit or counted or any_order or some else machine
 
     def comma_then(self, text: str) -> Terminal:
@@ -2069,7 +2089,9 @@ class _Compiler:
         if not self.ws:
             return Phrase("," + text)
         blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
-        return DfaTerminal(compile_regex(f"{blank},{blank}{re.escape(text)}"), f",{text}")
+        pattern = f"{blank},{blank}{re.escape(text)}"
+        # (a key of its own: hashing the automaton's transitions costs more than the regex's)
+        return DfaTerminal(compile_regex(pattern), f",{text}", key=("regex", pattern))
 
     def comma_dfa(self) -> automaton.DFA:
         """A comma with the blanks allowed around it."""

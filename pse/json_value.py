@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable
 
 from pse import automaton
 from pse.machines import (
@@ -178,6 +178,9 @@ class Json(StateMachine):
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
         return json.loads(text)
+
+    def value_parser(self) -> Callable[[str], Any]:
+        return json.loads
 
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
         return [(self.name, json.loads(text))] if complete else []

@@ -8,7 +8,7 @@ once (on first use) into tables run by the Cython core.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Hashable, Iterable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
 from pse import automaton
 from pse.errors import GrammarError
@@ -125,6 +125,14 @@ class StateMachine:
         """Turn a complete match into a value; `Stepper.get_current_value` uses it."""
         return text
 
+    def value_parser(self) -> Callable[[str], Any]:
+        """`parse_value` as a function the compiled structure can keep: one that does not
+        hold the machine (which holds the compiled structure) where the class's
+        `parse_value` needs no state."""
+        if type(self).parse_value is StateMachine.parse_value:
+            return _text_value
+        return self.parse_value
+
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
         """The structured parts of `text` (a prefix of a match) completed so far, in order,
         as (name, value) pairs; `StructuringEngine.structured_outputs` uses it.
@@ -141,6 +149,10 @@ class StateMachine:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def _text_value(text: str) -> str:
+    return text
 
 
 def _heal(stepper: Stepper, consumed: bytes, vocab: Vocabulary) -> list[StepperDelta]:
@@ -228,7 +240,10 @@ class DfaTerminal(Terminal):
 
     def terminal_key(self) -> Hashable:
         if self._key is None:
-            self._key = _HashedKey(("dfa", self._dfa.trans, self._dfa.accept))
+            dfa = self._dfa
+            if dfa.content_key is None:
+                dfa.content_key = _HashedKey(("dfa", dfa.trans, dfa.accept))
+            self._key = dfa.content_key
         return self._key
 
     def __repr__(self) -> str:

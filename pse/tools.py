@@ -24,11 +24,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from pse import limits
 from pse.errors import GrammarError, SchemaError
 from pse.json_schema import JsonSchema
 from pse.json_value import whitespace_bound
 from pse.machines import (
-    AnyOf, Chain, DfaTerminal, Loop, Optional, Phrase, SpecialToken, StateMachine, Whitespace,
+    AnyOf, Chain, DfaTerminal, Forward, Loop, Optional, Phrase, SpecialToken, StateMachine,
+    Whitespace,
 )
 from pse.text import Freeform, TextUntil, TextWithout, _delimiter, text_before
 from pse.tool_schema import normalize_tools
@@ -141,19 +143,24 @@ class ToolCalls(StateMachine):
         self.parallel_tool_calls = parallel_tool_calls
         self.tool_choice, names = _tool_choice(tool_choice, self.tools)
         self.names = names
-        self.call = None if self.tool_choice == "none" else _call_schema(
-            [t for t in self.tools if t["function"]["name"] in names], self.format.arguments_key,
-            self.whitespace)
-        super().__init__({0: [(self._body(), "$")]}, start_state=0, end_states=("$",))
+        # one compile budget for the schema and the tables: one garbage collection after both
+        with limits.compile_budget("ToolCalls"):
+            self.call = None if self.tool_choice == "none" else _call_schema(
+                [t for t in self.tools if t["function"]["name"] in names],
+                self.format.arguments_key, self.whitespace)
+            super().__init__({0: [(self._body(), "$")]}, start_state=0, end_states=("$",))
+            self.compile()
 
     def _body(self) -> StateMachine:
-        fmt, call = self.format, self.call
+        fmt = self.format
         if fmt.array:
             return self._array_body()
         trigger = fmt.begin.rstrip(" \t\n\r") if fmt.begin else "{"
         no_call = TextWithout(trigger)  # "auto" without a call, and "none"
-        if call is None:
+        if self.call is None:
             return no_call
+        # a rule of its own: compiled once, though the first call and the next ones use it
+        call = Forward(self.call, name="tool call")
         end = [Phrase(fmt.end)] if fmt.end else []
         special = ([Optional(SpecialToken(fmt.special, required=fmt.special_required))]
                    if fmt.special is not None else [])
@@ -178,9 +185,10 @@ class ToolCalls(StateMachine):
 
     def _array_body(self) -> StateMachine:
         """Mistral: free text, the special token, then the calls as one JSON array."""
-        fmt, call = self.format, self.call
-        if call is None:
+        fmt = self.format
+        if self.call is None:
             return Freeform()
+        call = Forward(self.call, name="tool call")
         ws = [Whitespace(0, self.whitespace)] if self.whitespace else []
         items: StateMachine = call
         if self.parallel_tool_calls:

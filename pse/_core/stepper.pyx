@@ -133,7 +133,7 @@ cdef class Stepper:
         once the stepper is in an accept state. Incomplete UTF-8 at the end is replaced."""
         text = join_history(self.history).decode("utf-8", errors="replace")
         if self.has_reached_accept_state():
-            return self.structure.machine.parse_value(text)
+            return self.structure.parse_value(text)
         return text
 
     def state_key(self) -> tuple:

@@ -364,7 +364,7 @@ cdef class CompiledStructure:
     cdef Arena arena
     cdef SeenStore seen
     cdef object _buffers        # numpy arrays that own the table memory
-    cdef readonly object machine
+    cdef readonly object parse_value   # text -> value (the machine's; see stepper.get_current_value)
     cdef readonly list terminal_keys   # per terminal: a key equal terminals share
     cdef readonly list terminal_states # per terminal: what its states' masks share, or None
     cdef readonly dict special_tokens  # {terminal: (its special token, id or text; required)}

@@ -3,13 +3,13 @@ from typing import Any
 class CompiledStructure:
     """The read-only tables of one compiled structure, plus its arena of stack frames."""
 
-    machine: Any
+    parse_value: Any             # text -> value, as the machine parses a match
     n_rules: int
     terminal_keys: list[Any]     # per terminal: a key equal terminals share
     terminal_states: list[Any]   # per terminal: what its states' masks share, or None
     special_tokens: dict[int, tuple[int | str, bool]]  # {terminal: (token, required)}
     slice_caches: dict[Any, Any]
-    def __init__(self, machine: Any, tables: dict[str, Any], n_rules: int) -> None: ...
+    def __init__(self, parse_value: Any, tables: dict[str, Any], n_rules: int) -> None: ...
     @property
     def n_nodes(self) -> int: ...
     @property

@@ -1507,7 +1507,7 @@ cdef class CompiledStructure:
         self.seen.n_chunks = 0
         self.seen.slots = NULL
 
-    def __init__(self, machine, dict tables, int n_rules):
+    def __init__(self, parse_value, dict tables, int n_rules):
         cdef dict bufs = {}
         cdef int i
         cdef Py_ssize_t n
@@ -1523,7 +1523,9 @@ cdef class CompiledStructure:
                 arr[n] = 0
             bufs[name] = arr
         self._buffers = bufs
-        self.machine = machine
+        # (not the machine itself: it holds this structure, and a cycle would leave both to
+        # the garbage collector)
+        self.parse_value = parse_value
         self.n_rules = n_rules
         self.terminal_keys = list(tables["terminal_keys"])
         self.special_tokens = dict(tables.get("special_tokens") or {})

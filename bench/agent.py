@@ -1,0 +1,232 @@
+"""Tool calls in Hermes format on Qwen3's vocabulary: pse beside XGrammar and llguidance.
+
+For each tool set of bench/agent_tools.py (64 sets of 1 to 8 tools) each engine compiles
+"free text, then any number of calls `<tool_call>\\n{"name": ..., "arguments": ...}\\n
+</tool_call>` of these tools" and replays the same token streams (the assistant outputs of
+agent_tools, tokenized by Qwen3's tokenizer, then <|im_end|>), in one process:
+
+- pse: `pse.ToolCalls(tools)` (format "hermes", tool_choice "auto", flexible whitespace);
+- XGrammar: a structural tag, `triggered_tags` with the trigger "<tool_call>" and one tag per
+  tool, begin `<tool_call>\\n{"name": "<name>", "arguments": `, the tool's parameters as
+  `json_schema` content, end `}\\n</tool_call>` (`GrammarCompiler.compile_structural_tag`);
+- llguidance: the same tags as a Lark grammar (`llguidance.StructTag.to_grammar`: lazy text up
+  to the trigger, then `%json` of the parameters).
+
+The three languages differ a little (XGrammar and llguidance allow text between and after
+calls, and fix the whitespace around the name), not on these streams: every engine must
+accept every token, which the script checks (the token's bit in the mask, then the commit).
+
+Per token: the time to fill the mask and commit the token. Compile: from the tool list to an
+engine ready for its first mask (pse: building ToolCalls and configuring an engine; XGrammar:
+compiling the structural tag; llguidance: making the grammar and its matcher), the median of
+`--repeat` runs. One thread per engine.
+
+Run: python bench/agent.py [--engines pse,xgrammar,llguidance] [--limit N] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import pse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_tools import outputs, tool_sets  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("PSE_SHARED", ROOT.parent / "shared"))
+TOKENIZER = SHARED / "tokenizers" / "qwen3" / "tokenizer.json"
+EOS = "<|im_end|>"
+
+
+def tags(tools: list[dict]) -> list[tuple[str, dict]]:
+    """(begin, parameters) per tool: the tag XGrammar and llguidance are given."""
+    return [('<tool_call>\n{"name": ' + json.dumps(t["function"]["name"]) + ', "arguments": ',
+             t["function"]["parameters"]) for t in tools]
+
+
+class Pse:
+    name = "pse"
+
+    def __init__(self, vocab: pse.Vocabulary) -> None:
+        self.vocab = vocab
+        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+
+    def compile(self, tools: list[dict]):
+        engine = pse.StructuringEngine(self.vocab)
+        engine.configure(pse.ToolCalls(tools))
+        return engine
+
+    def start(self, compiled):
+        compiled.reset()
+        return compiled
+
+    def step(self, m, token: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return bool((self.mask[0, token >> 5] >> (token & 31)) & 1) and m.consume_token(token)
+
+
+class XGrammar:
+    name = "xgrammar"
+
+    def __init__(self, vocab: pse.Vocabulary) -> None:
+        import torch
+        import xgrammar as xgr
+
+        torch.set_num_threads(1)
+        encoded = [b"" if not vocab.has_token(i) or i in vocab.special_token_ids
+                   else vocab.token_bytes(i) for i in range(vocab.size)]
+        info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab.size,
+                                 stop_token_ids=list(vocab.eos_token_ids))
+        self.xgr = xgr
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        self.mask = xgr.allocate_token_bitmask(1, vocab.size)
+
+    def compile(self, tools: list[dict]):
+        tag = {"type": "structural_tag", "format": {
+            "type": "triggered_tags", "triggers": ["<tool_call>"],
+            "tags": [{"type": "tag", "begin": begin,
+                      "content": {"type": "json_schema", "json_schema": params},
+                      "end": "}\n</tool_call>"} for begin, params in tags(tools)]}}
+        return self.compiler.compile_structural_tag(tag)
+
+    def start(self, compiled):
+        return self.xgr.GrammarMatcher(compiled)
+
+    def step(self, m, token: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return bool((int(self.mask[0, token >> 5]) >> (token & 31)) & 1) \
+            and m.accept_token(token)
+
+
+class LLGuidance:
+    name = "llguidance"
+
+    def __init__(self, vocab: pse.Vocabulary) -> None:
+        import llguidance
+        import llguidance.hf
+        import transformers
+        from llguidance.numpy import fill_next_token_bitmask
+
+        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
+        self.llg = llguidance
+        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size,
+                                                eos_token=vocab.eos_token_ids[0])
+        self.fill = fill_next_token_bitmask
+        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+
+    def compile(self, tools: list[dict]):
+        m = self.llg.LLMatcher(self.tok, self.grammar(tools), log_level=0)
+        if m.is_error():
+            raise RuntimeError(m.get_error())
+        return m
+
+    @staticmethod
+    def grammar(tools: list[dict]) -> str:
+        """What `llguidance.StructTag.to_grammar` writes, with the closing delimiter a token
+        too: llguidance takes Qwen3's added tokens <tool_call> and </tool_call> for special
+        ones (its lexer does not see them as their text)."""
+        rules = [f"tag_{k}: TAG_TEXT <tool_call> {json.dumps(begin[len('<tool_call>'):])} "
+                 f"%json {json.dumps(params)} \"}}\\n\" </tool_call>"
+                 for k, (begin, params) in enumerate(tags(tools))]
+        options = " | ".join(f"tag_{k}" for k in range(len(rules)))
+        return "\n".join(["%llguidance {}", f"start: ({options})* tag_end", "tag_end: TAG_TEXT",
+                          "TAG_TEXT: /(.|\\n)*/", *rules])
+
+    def start(self, compiled):
+        compiled.reset()
+        return compiled
+
+    def step(self, m, token: int) -> bool:
+        self.fill(m, self.mask, 0)
+        return bool((self.mask[0, token >> 5] >> (token & 31)) & 1) and m.consume_token(token)
+
+
+ENGINES = {"pse": Pse, "xgrammar": XGrammar, "llguidance": LLGuidance}
+
+
+def run(engine, sets: list[list[dict]], streams: list[list[list[int]]], repeat: int) -> dict:
+    """Compile times (ms, median of `repeat` per set) and per-token times (µs), by stream."""
+    compile_ms, times, refused = [], [], []
+    for k, tools in enumerate(sets):
+        runs = []
+        for _ in range(repeat):
+            # (no gc.collect() first: it would leave the caches cold, and a server pays its
+            # garbage collections where they fall)
+            started = time.perf_counter_ns()
+            compiled = engine.compile(tools)
+            runs.append((time.perf_counter_ns() - started) / 1e6)
+        compile_ms.append(float(np.median(runs)))
+        for s, ids in enumerate(streams[k]):
+            m = engine.start(compiled)
+            per_token = []
+            for i, token in enumerate(ids):
+                started = time.perf_counter_ns()
+                ok = engine.step(m, token)
+                per_token.append((time.perf_counter_ns() - started) / 1e3)
+                if not ok:
+                    refused.append((k, s, i))
+                    break
+            times.append(per_token)
+    return {"compile_ms": compile_ms, "times": times, "refused": refused}
+
+
+def summary(name: str, r: dict) -> str:
+    flat = np.concatenate([np.asarray(t) for t in r["times"]])
+    c = np.asarray(r["compile_ms"])
+    return (f"| {name} | {len(c)} | {len(r['times'])} | {len(flat):,} | {flat.mean():.1f} | "
+            f"{np.percentile(flat, 50):.1f} | {np.percentile(flat, 99):.1f} | "
+            f"{np.percentile(c, 50):.2f} | {np.percentile(c, 99):.2f} | {len(r['refused'])} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", default="pse,xgrammar,llguidance")
+    ap.add_argument("--limit", type=int, default=None, help="the first N tool sets")
+    ap.add_argument("--repeat", type=int, default=3, help="compiles per set (the median)")
+    ap.add_argument("--out", type=Path, help="write the raw figures as JSON")
+    args = ap.parse_args()
+    if not TOKENIZER.is_file():
+        sys.exit(f"{TOKENIZER} not found: set PSE_SHARED to the shared data folder")
+    vocab = pse.Vocabulary.from_file(TOKENIZER, eos_token_ids=[])
+    eos = vocab.special_token_id(EOS)
+    vocab = pse.Vocabulary.from_file(TOKENIZER, eos_token_ids=[eos])
+    sets = tool_sets()[:args.limit]
+    streams = [[vocab.encode(text) + [eos] for text in outputs(tools, k)]
+               for k, tools in enumerate(sets)]
+    results = {}
+    for name in args.engines.split(","):
+        engine = ENGINES[name](vocab)
+        results[name] = run(engine, sets, streams, args.repeat)
+        for k, s, i in results[name]["refused"][:5]:
+            print(f"{name} refused token {i} of stream {s} of set {k}: "
+                  f"{vocab.decode(streams[k][s][:i + 1])[-60:]!r}", file=sys.stderr)
+    print("| engine | tool sets | streams | tokens | mean µs | p50 µs | p99 µs | compile p50 ms "
+          "| compile p99 ms | refused |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, r in results.items():
+        print(summary(name, r))
+    if "pse" in results:
+        base = np.concatenate([np.asarray(t) for t in results["pse"]["times"]])
+        base_c = np.percentile(results["pse"]["compile_ms"], 50)
+        for name, r in results.items():
+            if name == "pse":
+                continue
+            flat = np.concatenate([np.asarray(t) for t in r["times"]])
+            print(f"{name} / pse: per token mean {flat.mean() / base.mean():.2f}x, "
+                  f"p50 {np.percentile(flat, 50) / np.percentile(base, 50):.2f}x, "
+                  f"p99 {np.percentile(flat, 99) / np.percentile(base, 99):.2f}x; compile p50 "
+                  f"{np.percentile(r['compile_ms'], 50) / base_c:.2f}x")
+    if args.out:
+        args.out.write_text(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
