@@ -17,6 +17,7 @@ from typing import Any
 
 from pse import automaton
 from pse.errors import GrammarError
+from pse.vocabulary import utf8_complete_length
 from pse.machines import (
     AnyOf, Chain, Character, DfaTerminal, Phrase, StateMachine, Whitespace, _machine,
 )
@@ -161,13 +162,7 @@ def opening(machine: StateMachine, max_bytes: int = 64) -> tuple[bytes, bytes]:
         byte = bytes(nxt)
         steppers = [d.stepper for s in steppers for d in s.consume(byte)]
         forced += byte
-    whole = bytes(forced)
-    while whole:
-        try:
-            whole.decode("utf-8")
-            break
-        except UnicodeDecodeError:
-            whole = whole[:-1]
+    whole = bytes(forced[:utf8_complete_length(bytes(forced))])
     if whole:
         return whole, b""
     first = set()

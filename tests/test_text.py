@@ -103,7 +103,8 @@ def test_reasoning_against_str(text, required):
 def test_structured_outputs_find_the_parts():
     schema = {"title": "point", "type": "object", "properties": {"x": {"type": "integer"}}}
     cases = [
-        (Reasoning(JsonSchema(schema)), '<think>hm {"x":2}</think>\n{"x":1}', [("point", {"x": 1})]),
+        (Reasoning(JsonSchema(schema)), '<think>hm {"x":2}</think>\n{"x":1}',
+         [("point", {"x": 1})]),
         (Encapsulated(Json(name="doc")), 'Sure:\n```json\n[1]\n```', [("doc", [1])]),
         (WaitFor(JsonSchema(schema, name="p")), 'ok {"x":3}', [("p", {"x": 3})]),
     ]

@@ -60,8 +60,8 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
                             unsigned char* out, Py_ssize_t max_len) except -1:
     """Write into `out` the bytes every state of `cur` must produce next and advance `cur`
     over them; stop where a state accepts (the sequence could end there) or may take a
-    special token, where more than one byte can come, or after `max_len` bytes. Returns how many bytes were written. With
-    unique arrays, `out` is c.text at c.pos."""
+    special token, where more than one byte can come, or after `max_len` bytes. Returns how
+    many bytes were written. With unique arrays, `out` is c.text at c.pos."""
     cdef Py_ssize_t n = 0
     cdef int32_t i, k, b, only
     cdef uint32_t words[8]
