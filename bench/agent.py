@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -39,9 +38,9 @@ import pse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_tools import outputs, tool_sets  # noqa: E402
+from maskbench_files import SHARED  # noqa: E402
+from maskbench import LLGuidanceEngine, PseEngine, XGrammarEngine  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("PSE_SHARED", ROOT.parent / "shared"))
 TOKENIZER = SHARED / "tokenizers" / "qwen3" / "tokenizer.json"
 EOS = "<|im_end|>"
 
@@ -52,43 +51,17 @@ def tags(tools: list[dict]) -> list[tuple[str, dict]]:
              t["function"]["parameters"]) for t in tools]
 
 
-class Pse:
-    name = "pse"
-
+class Pse(PseEngine):
     def __init__(self, vocab: pse.Vocabulary) -> None:
-        self.vocab = vocab
-        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+        super().__init__(vocab, mask_memo=512)
 
     def compile(self, tools: list[dict]):
-        engine = pse.StructuringEngine(self.vocab)
+        engine = pse.StructuringEngine(self.vocab, mask_memo=self.mask_memo)
         engine.configure(pse.ToolCalls(tools))
         return engine
 
-    def start(self, compiled):
-        compiled.reset()
-        return compiled
 
-    def step(self, m, token: int) -> bool:
-        m.fill_next_token_bitmask(self.mask, 0)
-        return bool((self.mask[0, token >> 5] >> (token & 31)) & 1) and m.consume_token(token)
-
-
-class XGrammar:
-    name = "xgrammar"
-
-    def __init__(self, vocab: pse.Vocabulary) -> None:
-        import torch
-        import xgrammar as xgr
-
-        torch.set_num_threads(1)
-        encoded = [b"" if not vocab.has_token(i) or i in vocab.special_token_ids
-                   else vocab.token_bytes(i) for i in range(vocab.size)]
-        info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab.size,
-                                 stop_token_ids=list(vocab.eos_token_ids))
-        self.xgr = xgr
-        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
-        self.mask = xgr.allocate_token_bitmask(1, vocab.size)
-
+class XGrammar(XGrammarEngine):
     def compile(self, tools: list[dict]):
         tag = {"type": "structural_tag", "format": {
             "type": "triggered_tags", "triggers": ["<tool_call>"],
@@ -97,30 +70,10 @@ class XGrammar:
                       "end": "}\n</tool_call>"} for begin, params in tags(tools)]}}
         return self.compiler.compile_structural_tag(tag)
 
-    def start(self, compiled):
-        return self.xgr.GrammarMatcher(compiled)
 
-    def step(self, m, token: int) -> bool:
-        m.fill_next_token_bitmask(self.mask, 0)
-        return bool((int(self.mask[0, token >> 5]) >> (token & 31)) & 1) \
-            and m.accept_token(token)
-
-
-class LLGuidance:
-    name = "llguidance"
-
+class LLGuidance(LLGuidanceEngine):
     def __init__(self, vocab: pse.Vocabulary) -> None:
-        import llguidance
-        import llguidance.hf
-        import transformers
-        from llguidance.numpy import fill_next_token_bitmask
-
-        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
-        self.llg = llguidance
-        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size,
-                                                eos_token=vocab.eos_token_ids[0])
-        self.fill = fill_next_token_bitmask
-        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+        super().__init__(vocab, TOKENIZER)
 
     def compile(self, tools: list[dict]):
         m = self.llg.LLMatcher(self.tok, self.grammar(tools), log_level=0)
@@ -139,14 +92,6 @@ class LLGuidance:
         options = " | ".join(f"tag_{k}" for k in range(len(rules)))
         return "\n".join(["%llguidance {}", f"start: ({options})* tag_end", "tag_end: TAG_TEXT",
                           "TAG_TEXT: /(.|\\n)*/", *rules])
-
-    def start(self, compiled):
-        compiled.reset()
-        return compiled
-
-    def step(self, m, token: int) -> bool:
-        self.fill(m, self.mask, 0)
-        return bool((self.mask[0, token >> 5] >> (token & 31)) & 1) and m.consume_token(token)
 
 
 ENGINES = {"pse": Pse, "xgrammar": XGrammar, "llguidance": LLGuidance}

@@ -149,3 +149,29 @@ def test_a_text_token_named_special():
     unique = JsonSchema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
     with pytest.raises(GrammarError, match="uniqueItems"):
         engine.configure(Chain(SpecialToken("a"), unique))
+
+
+def test_special_tokens_qwen3_brute_force():
+    """Qwen3: a special token closes free text and a thought; masks along the stream equal
+    brute force (text tokens through the consume path, named special tokens committed on a
+    copy), and no other special token is ever allowed."""
+    from pse import Reasoning
+    from test_engine import brute_force
+
+    qwen = shared_vocab("qwen3")
+    end = qwen.special_token_id("<|im_end|>")
+    start = qwen.special_token_id("<|im_start|>")
+    machine = Reasoning(Chain(Freeform(max_length=40), SpecialToken("<|im_end|>")))
+    engine = StructuringEngine(qwen)
+    engine.configure(machine)
+    ids = qwen.encode("<think>\nshort</think>\n\nThe answer is 4.") + [end]
+    for token in ids:
+        mask = set(engine.allowed_token_ids().tolist())
+        expected = brute_force(engine)
+        for named in (end, start):
+            if engine.copy().consume_token(named):
+                expected.add(named)
+        assert mask == expected
+        assert start not in mask
+        assert engine.consume_token(token)
+    assert engine.is_accepting()
