@@ -424,6 +424,19 @@ def multiple_of_dfa(m: Decimal) -> automaton.DFA:
     return automaton.minimize(automaton.trim(automaton.DFA(trans, accept)))
 
 
+@functools.lru_cache(maxsize=1024)
+def _literal_trie(texts: tuple, integers: tuple, decimals: tuple) -> automaton.DFA:
+    """`automaton.trie`, once per list of literals (schemas repeat their enums: one automaton,
+    whose content key is then hashed once)."""
+    return automaton.trie(texts, integers, decimals)
+
+
+@functools.lru_cache(maxsize=64)
+def _blanks(ws: int) -> Whitespace:
+    """At most `ws` blanks (a terminal is never changed: one per bound serves every schema)."""
+    return Whitespace(0, ws)
+
+
 @functools.lru_cache(maxsize=64)
 def _colon(ws: int) -> DfaTerminal:
     """`_Compiler.colon` (a terminal is never changed: one per bound serves every schema)."""
@@ -673,7 +686,7 @@ class _Compiler:
         warnings.warn(f"pse: {text} (approximated, strict=False)", stacklevel=4)
 
     def wsp(self) -> list[StateMachine]:
-        return [Whitespace(0, self.ws)] if self.ws else []
+        return [_blanks(self.ws)] if self.ws else []
 
     def sep(self, text: str) -> StateMachine:
         return Chain(*self.wsp(), Phrase(text), *self.wsp())
@@ -1610,8 +1623,8 @@ class _Compiler:
                     if b"e" in dumped:  # 1e+20: as Python reads it, a float
                         texts.add(dumped)
         try:
-            dfa = automaton.trie(sorted(texts), integers, decimals) if texts or integers \
-                else None
+            dfa = _literal_trie(tuple(sorted(texts)), tuple(integers), tuple(decimals)) \
+                if texts or integers else None
         except GrammarError as e:
             raise SchemaError(f"{pointer}: {e}") from None
         machines = [] if dfa is None else [DfaTerminal(dfa, f"enum at {pointer}")]
