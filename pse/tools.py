@@ -244,8 +244,8 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
     schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
     try:
         return JsonSchema(schema, whitespace=whitespace, name="tool_call")
-    except SchemaError:
-        pass
+    except SchemaError as e:
+        union_error = e
     # say which tool's schema failed, with the path inside its parameters
     for tool in tools:
         function = tool["function"]
@@ -254,7 +254,8 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
         except SchemaError as e:
             raise SchemaError(f"tool {function['name']!r}: its parameters do not compile: "
                               f"{e}") from None
-    raise SchemaError("the tools' calls do not compile together")  # (each one does alone)
+    # (each tool's parameters compile alone)
+    raise SchemaError(f"the tools' calls do not compile together: {union_error}") from None
 
 
 def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
