@@ -160,7 +160,8 @@ def _whitespace(value: str | None, default: str) -> int | str:
 
 def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
     """The structure the arguments ask for, and a check of a result: `check(result)` is
-    None when it is valid, else what is wrong (None for every result: nothing to check)."""
+    None when it is valid, else what is wrong; the check is None where jsonschema is
+    missing (nothing is checked)."""
     if (args.schema is None) == (args.tools is None):
         raise CommandError("give one of --schema FILE and --tools FILE")
     if args.schema is not None:
@@ -168,7 +169,7 @@ def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
         structure = JsonSchema(schema, whitespace=_whitespace(args.whitespace, "compact"))
         validator = _validator(schema, log)
         if validator is None:
-            return structure, lambda result: None
+            return structure, None
         return structure, lambda result: (
             None if not list(validator.iter_errors(result.value))
             else "INVALID against the schema")
@@ -181,13 +182,16 @@ def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
     structure = ToolCalls(tools, format=args.tool_format, tool_choice=choice,
                           parallel_tool_calls=args.parallel_tool_calls,
                           whitespace=_whitespace(args.whitespace, "flexible"))
-    validators = {t["function"]["name"]: _validator(t["function"].get("parameters", {}), log)
-                  for t in structure.tools}
+    validators = {}
+    for tool in structure.tools:
+        validator = _validator(tool["function"].get("parameters", {}), log)
+        if validator is None:  # (jsonschema is missing: said once)
+            return structure, None
+        validators[tool["function"]["name"]] = validator
 
     def check(result: Any) -> str | None:
         for name, arguments in result.outputs:
-            validator = validators.get(name)
-            if validator is not None and list(validator.iter_errors(arguments)):
+            if list(validators[name].iter_errors(arguments)):
                 return f"a call of {name} with INVALID arguments"
         return None
     return structure, check
@@ -239,7 +243,7 @@ def _generate(args: argparse.Namespace) -> int:
             print(result.text, file=out, flush=True)
             for name, arguments in result.outputs if args.tools else ():
                 print(f"call: {name} {json.dumps(arguments, ensure_ascii=False)}", file=log)
-            problem = check(result)
+            problem = None if check is None else check(result)
             if problem is None:
                 valid += 1
             else:
@@ -250,7 +254,7 @@ def _generate(args: argparse.Namespace) -> int:
                   f"the structure was complete: {head!r}", file=log)
         progress.show(i + 1, totals["tokens"], totals["seconds"])
     progress.clear()
-    _summary(args.samples, complete, valid, totals, log)
+    _summary(args.samples, complete, valid if check is not None else None, totals, log)
     ok = complete == args.samples and valid == complete
     return 0 if ok else 1
 
@@ -296,9 +300,10 @@ class _Progress:
             self.shown = False
 
 
-def _summary(samples: int, complete: int, valid: int, totals: dict, log: TextIO) -> None:
+def _summary(samples: int, complete: int, valid: int | None, totals: dict, log: TextIO
+             ) -> None:
     tokens = totals["tokens"]
-    checked = f", {valid} valid"
+    checked = "" if valid is None else f", {valid} valid (jsonschema)"
     forced = f"{totals['forced'] / tokens:.0%}" if tokens else "-"
     rate = tokens / totals["seconds"] if totals["seconds"] > 0 else 0.0
     per_token = totals["mask"] / tokens * 1e3 if tokens else 0.0
