@@ -129,7 +129,11 @@ class _Builder:
         if definition is None:
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) has no "
                                "pattern (declared with %declare?): it cannot be matched")
-        return definition.pattern.to_regexp()
+        regex = definition.pattern.to_regexp()
+        if SPECIAL_MARK[1:] in regex and name not in self.specials:
+            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) holds a "
+                               "special token: a special token is no text, write it in a rule")
+        return regex
 
     def terminal_dfa(self, name: str) -> automaton.DFA:
         try:
@@ -243,6 +247,8 @@ class _Builder:
 
 
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
+# the text lark is given for a special token's terminal: only a terminal that holds one has it
+SPECIAL_MARK = "\x00PSESPECIALTOKEN"
 
 
 def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
@@ -284,7 +290,7 @@ def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
             out.append(ch)
             i += 1
     # (lark needs a pattern for each; the builder puts the special token in its place)
-    out += [f"\n{name}: {json.dumps(str(token))}" for name, token in specials.items()]
+    out += [f"\n{name}: {json.dumps(SPECIAL_MARK + name)}" for name in specials]
     return "".join(out), specials
 
 

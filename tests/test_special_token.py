@@ -175,3 +175,8 @@ def test_special_tokens_qwen3_brute_force():
         assert start not in mask
         assert engine.consume_token(token)
     assert engine.is_accepting()
+
+
+def test_lark_special_token_inside_a_terminal_is_refused():
+    with pytest.raises(GrammarError, match="TAG.*holds a special token"):
+        Grammar('start: TAG\nTAG: "a" <|s|>\n')
