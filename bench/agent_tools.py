@@ -6,7 +6,8 @@ arguments), drawn into `N_SETS` seeded tool sets of 1 to 8 tools. For each set, 
 outputs as Qwen's chat template writes them in Hermes format (optional text, then calls
 `<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>` joined by newlines, with
 `json.dumps`' default separators), or text alone; the arguments are drawn from the tools'
-schemas and checked with jsonschema (`python bench/agent_tools.py`).
+schemas. `python bench/agent_tools.py` checks them with jsonschema, and each output against
+what Qwen3's own chat template (../shared/tokenizers/qwen3, through transformers) writes.
 """
 
 from __future__ import annotations
@@ -220,39 +221,93 @@ def tool_sets() -> list[list[dict]]:
     return sets
 
 
-def outputs(tools: list[dict], k: int) -> list[str]:
-    """Assistant outputs for tool set k: one call, several calls, text alone."""
+def messages(tools: list[dict], k: int) -> list[tuple[str, list[dict]]]:
+    """The assistant messages of tool set k, as (content, calls): one call, several calls,
+    text alone. A call is `{"name": ..., "arguments": {...}}`."""
     rng = random.Random(SEED * 1000 + k)
     result = []
     for n_calls in (1, rng.randint(2, 3), 0):
         if n_calls == 0:
-            result.append(rng.choice(ANSWERS))
+            result.append((rng.choice(ANSWERS), []))
             continue
         calls = []
         for _ in range(n_calls):
             function = rng.choice(tools)["function"]
-            arguments = value(function["parameters"], rng)
-            calls.append("<tool_call>\n" + json.dumps(
-                {"name": function["name"], "arguments": arguments}, ensure_ascii=False)
-                + "\n</tool_call>")
-        result.append(rng.choice(TEXTS) + "\n".join(calls))
+            calls.append({"name": function["name"],
+                          "arguments": value(function["parameters"], rng)})
+        # the template writes one newline between the content and the first call
+        text = rng.choice(TEXTS)
+        result.append((text[:-1] if text else text, calls))
     return result
 
 
+def hermes(content: str, calls: list[dict]) -> str:
+    """What Qwen's chat template writes for an assistant message (up to its <|im_end|>)."""
+    blocks = ["<tool_call>\n" + json.dumps({"name": c["name"], "arguments": c["arguments"]},
+                                           ensure_ascii=False) + "\n</tool_call>"
+              for c in calls]
+    return content + ("\n" if content and calls else "") + "\n".join(blocks)
+
+
+def outputs(tools: list[dict], k: int) -> list[str]:
+    """The assistant outputs of tool set k, as the model writes them."""
+    return [hermes(content, calls) for content, calls in messages(tools, k)]
+
+
+def template_renderer():
+    """Qwen3's own chat template (transformers and ../shared's tokenizer), or None."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    from maskbench_files import SHARED
+
+    folder = SHARED / "tokenizers" / "qwen3"
+    if not (folder / "tokenizer_config.json").is_file():
+        return None
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+
+    def render(tools: list[dict], content: str, calls: list[dict]) -> str:
+        # a user turn after the assistant's: the template then writes the assistant turn
+        # as it was generated (no empty <think> block, which it adds to a last turn)
+        chat = [{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": content,
+                 "tool_calls": [{"type": "function", "function": c} for c in calls]},
+                {"role": "user", "content": "Thanks"}]
+        text = tok.apply_chat_template(chat, tools=tools, tokenize=False)
+        return text.split("<|im_start|>assistant\n", 1)[1].split("<|im_end|>", 1)[0]
+
+    return render
+
+
 def check() -> None:
-    """Every call of every output validates against its tool's schema."""
+    """Every call of every output validates against its tool's schema, and every output is
+    what Qwen3's chat template writes for its message (where transformers and the tokenizer
+    folder are present)."""
     import jsonschema
 
-    n = 0
-    for k, tools in enumerate(tool_sets()):
+    render = template_renderer()
+    sets = tool_sets()
+    n_calls = n_texts = n_many = 0
+    for k, tools in enumerate(sets):
         schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-        for text in outputs(tools, k):
-            for block in text.split("<tool_call>\n")[1:]:
+        assert 1 <= len(tools) <= 8 and len(schemas) == len(tools), k
+        for content, calls in messages(tools, k):
+            text = hermes(content, calls)
+            for block in text.split("<tool_call>\n")[1:]:  # read back from the text
                 call = json.loads(block.split("\n</tool_call>")[0])
                 jsonschema.validate(call["arguments"], schemas[call["name"]],
                                     format_checker=jsonschema.FormatChecker())
-                n += 1
-    print(f"{len(tool_sets())} tool sets, {n} calls: all valid")
+            assert text.count("<tool_call>") == len(calls), (k, text)
+            if render is not None:
+                assert render(tools, content, calls) == text, (k, text)
+            n_calls += len(calls)
+            n_texts += not calls
+            n_many += len(calls) > 1
+    print(f"{len(sets)} tool sets, {n_calls} calls, all valid; {n_texts} outputs of text "
+          f"alone, {n_many} of several calls; "
+          + ("each output as Qwen3's chat template writes it" if render else
+             "not compared with Qwen3's chat template (transformers or the tokenizer missing)"))
 
 
 if __name__ == "__main__":
