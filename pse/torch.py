@@ -187,6 +187,63 @@ def top_p(p: float, temperature: float = 1.0, generator: torch.Generator | None 
     return sample_top_p
 
 
+def sampling(temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+             min_p: float | None = None, seed: int | None = None,
+             generator: torch.Generator | None = None) -> Sampler:
+    """A sampler with the usual knobs, applied in the order `transformers` applies them:
+    temperature, then top-k, then top-p, then min-p, then a draw.
+
+    Args:
+        temperature: >= 0; 0 is greedy (the other knobs then change nothing).
+        top_k: keep the k highest logits only (None: all).
+        top_p: keep the smallest set of most probable tokens whose probability adds up to at
+            least p, in (0, 1] (None: all).
+        min_p: keep the tokens whose probability is at least min_p times the highest one's,
+            in [0, 1] (None: all).
+        seed: seeds a generator of the sampler's own, for repeatable draws.
+        generator: the generator to draw with instead (default: torch's global one).
+
+    Raises:
+        ValueError: a knob is out of range, or both seed and generator are given.
+    """
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not temperature >= 0:
+        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
+                              or top_k < 1):
+        raise ValueError(f"top_k must be an int >= 1 or None, got {top_k!r}")
+    for name, value, low_open in (("top_p", top_p, True), ("min_p", min_p, False)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (0 < value <= 1 if low_open else 0 <= value <= 1)):
+            raise ValueError(f"{name} must be a number in {'(0' if low_open else '[0'}, 1] or "
+                             f"None, got {value!r}")
+    if seed is not None:
+        if generator is not None:
+            raise ValueError("give seed or generator, not both")
+        generator = torch.Generator().manual_seed(seed)
+    if temperature == 0:
+        return greedy
+    neg_inf = float("-inf")
+
+    def sample(logits: torch.Tensor) -> int:
+        scaled = logits.float() / temperature
+        if top_k is not None and top_k < scaled.shape[-1]:
+            kth = torch.topk(scaled, top_k).values[-1]
+            scaled = scaled.masked_fill(scaled < kth, neg_inf)
+        if top_p is not None and top_p < 1:
+            sorted_logits, ids = torch.sort(scaled, descending=True)
+            probs = torch.softmax(sorted_logits, dim=-1)
+            before = torch.cumsum(probs, dim=-1) - probs
+            # the most probable token is always kept
+            scaled = scaled.index_fill(0, ids[before >= top_p], neg_inf)
+        if min_p:
+            probs = torch.softmax(scaled, dim=-1)
+            scaled = scaled.masked_fill(probs < min_p * probs.max(), neg_inf)
+        return _draw(scaled, 1.0, generator)
+
+    return sample
+
+
 # -- one step of generation -------------------------------------------------------------------
 def sample(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = greedy,
            fast_forward: bool = True) -> list[int]:

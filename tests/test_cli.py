@@ -20,6 +20,10 @@ SCHEMA = json.loads(SCHEMA_FILE.read_text())
 
 
 def run(capsys, *args: str) -> tuple[int, list[str], str]:
+    """`pse generate` with the arguments (and the tiny random model unless --model is one of
+    them): the exit status, stdout's lines and stderr."""
+    if "--model" not in args:
+        args = (*args, "--model", "random")
     status = main(["generate", *args])
     out, err = capsys.readouterr()
     return status, out.splitlines(), err
@@ -54,8 +58,8 @@ def test_offline_generation_statistics_and_fast_forward(capsys):
 def test_running_out_of_tokens_is_reported(capsys):
     status, lines, err = run(capsys, "--schema", str(SCHEMA_FILE), "--prompt", "x",
                              "--max-new-tokens", "5")
-    assert status == 1 and lines == []
-    assert "stopped after --max-new-tokens 5" in err
+    assert status == 1 and len(lines) == 1  # the text streamed so far
+    assert "stopped after --max-new-tokens 5" in err and f"{lines[0]!r}" in err
 
 
 def test_a_tokenizer_file(capsys, tmp_path):
@@ -88,9 +92,9 @@ def test_a_local_model_directory(capsys, tmp_path):
     ("missing", "cannot read schema"),
     ("not json", "is not JSON"),
     ("unsupported", "uniqueItems"),
-    ("no model dir", "is not a directory"),
+    ("no model dir", "neither a local directory nor a hub id"),
     ("negative temperature", "--temperature"),
-    ("chat without a model", "--chat needs"),
+    ("chat without a model", "--chat need the chat template"),
 ])
 def test_bad_input_is_one_line_and_status_2(capsys, tmp_path, case, message):
     schema = tmp_path / "schema.json"

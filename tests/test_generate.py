@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -228,3 +229,134 @@ def test_generate_checks_its_arguments():
         pse.generate(model, other, "x", engine)
     with pytest.raises(ValueError, match="columns"):  # logits narrower than the vocabulary
         pse.generate(small_model(), qwen(), [1, 2], pse.Json(), max_new_tokens=3)
+
+
+# -- chat, streaming, stop strings, repetition penalty ------------------------------------------
+@functools.lru_cache(maxsize=1)
+def qwen3_tokenizer():
+    """Qwen3's `transformers` tokenizer, with its chat template, from ../shared."""
+    from transformers import AutoTokenizer
+
+    from conftest import tokenizer_path
+
+    return AutoTokenizer.from_pretrained(tokenizer_path("qwen3").parent)
+
+
+def template_ids(tokenizer, messages, **extra) -> list[int]:
+    encoded = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                            tokenize=True, **extra)
+    return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
+
+
+def test_messages_go_through_the_chat_template():
+    tokenizer = qwen3_tokenizer()
+    messages = [{"role": "system", "content": "Answer with a number."},
+                {"role": "user", "content": "How many legs has a spider?"}]
+    schema = {"type": "integer", "minimum": 0, "maximum": 99}
+    chat = pse.generate(qwen_model(), tokenizer, structure=schema, messages=messages,
+                        max_new_tokens=8)
+    plain = pse.generate(qwen_model(), tokenizer, template_ids(tokenizer, messages), schema,
+                         max_new_tokens=8)
+    assert chat.token_ids == plain.token_ids and chat.text == plain.text
+    # a ToolCalls structure shows its tools to the template
+    tools = [{"type": "function", "function": {"name": "legs_of", "description": "Legs.",
+                                               "parameters": {"type": "object", "properties": {
+                                                   "animal": {"type": "string"}}}}}]
+    calls = pse.ToolCalls(tools, tool_choice="required", whitespace="compact")
+    engine = pse.StructuringEngine(pse.generation._vocabulary(tokenizer))
+    engine.configure(calls)
+    seen = []
+    result = pse.generate(qwen_model(), tokenizer, structure=engine, messages=messages,
+                          max_new_tokens=3, on_token=lambda ids, text: seen.append(ids))
+    assert seen[0] == result.token_ids[:len(seen[0])]
+    with_tools = pse.generate(qwen_model(), tokenizer,
+                              template_ids(tokenizer, messages, tools=tools), engine,
+                              max_new_tokens=3)
+    assert result.token_ids == with_tools.token_ids
+    assert "legs_of" in tokenizer.decode(template_ids(tokenizer, messages, tools=tools))
+    with pytest.raises(TypeError, match="one of prompt"):
+        pse.generate(qwen_model(), tokenizer, "x", schema, messages=messages)
+    with pytest.raises(TypeError, match="one of prompt"):
+        pse.generate(qwen_model(), tokenizer, structure=schema)
+    with pytest.raises(ValueError, match="chat template"):
+        pse.generate(small_model(), small_qwen(), structure=schema, messages=messages)
+    with pytest.raises(TypeError, match="dicts"):
+        pse.generate(qwen_model(), tokenizer, structure=schema, messages="hello")
+    with pytest.raises(TypeError, match="needs a structure"):
+        pse.generate(qwen_model(), tokenizer, "x")
+
+
+def test_on_token_streams_every_id_and_the_text():
+    pieces = []
+    result = pse.generate(small_model(), small_qwen(), "Text:", pse.Freeform(),
+                          max_new_tokens=60, sampler=pse.torch.sampling(1.0, seed=3),
+                          on_token=lambda ids, text: pieces.append((ids, text)))
+    assert [i for ids, _ in pieces for i in ids] == result.token_ids
+    assert "".join(text for _, text in pieces) == result.text
+    assert all(text == text.encode("utf-8", "replace").decode() for _, text in pieces)
+
+
+def test_text_stream_holds_back_split_characters_and_stop_strings():
+    from pse.generation import _TextStream
+
+    vocab = pse.Vocabulary.from_tokens([b"a", b"\xc3", b"\xa9", b"st", b"op", b"s", b"<e>"],
+                                       eos_token_ids=[6], special_token_ids=[6])
+    stream = _TextStream(vocab, {6}, ())
+    assert [stream.push([0]), stream.push([1]), stream.push([2]), stream.push([6])] == \
+           ["a", "", "\u00e9", ""]
+    assert stream.close() == "" and stream.text == "a\u00e9"
+    stream = _TextStream(vocab, {6}, ("stop",))
+    shown = [stream.push([i]) for i in (0, 3, 5, 3, 4, 0)]
+    # "a" + "st" + "s" + "st" + "op": "stop" begins at the second "st"; nothing of it shows
+    assert "".join(shown) + stream.close() == "asts" and stream.text == "asts"
+    assert stream.stopped and shown[-1] == ""
+
+
+def test_a_stop_string_ends_generation_and_is_cut():
+    vocab = small_qwen()
+    base = pse.generate(small_model(), vocab, "Text:", pse.Freeform(), max_new_tokens=40,
+                        sampler=greedy)
+    assert len(base.text) > 12, base.text
+    stop = base.text[8:11]
+    pieces = []
+    cut = pse.generate(small_model(), vocab, "Text:", pse.Freeform(), max_new_tokens=40,
+                       sampler=greedy, stop=["\x00never", stop],
+                       on_token=lambda ids, text: pieces.append(text))
+    assert cut.text == base.text[:base.text.find(stop)] == "".join(pieces)
+    assert cut.stats.finish_reason == "stop_string" and not cut.stats.finished
+    assert cut.value is None and cut.token_ids == base.token_ids[:len(cut.token_ids)]
+    assert base.stats.finish_reason in ("stop", "length")
+    for bad in ("", [""], [3]):
+        with pytest.raises(ValueError, match="stop"):
+            pse.generate(small_model(), vocab, "x", pse.Freeform(), stop=bad)
+
+
+def test_repetition_penalty_is_the_one_of_transformers():
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    from pse.generation import _penalized
+
+    logits = torch.randn(64, generator=torch.Generator().manual_seed(0))
+    logits[3] = float("-inf")  # a masked token stays masked
+    seen = {0, 3, 5, 17, 63}
+    got = []
+    _penalized(lambda x: got.append(x.clone()) or 0, 1.3, seen)(logits.clone())
+    expected = RepetitionPenaltyLogitsProcessor(1.3)(torch.tensor([sorted(seen)]),
+                                                     logits.clone().view(1, -1))[0]
+    assert torch.equal(got[0], expected) and got[0][3] == float("-inf")
+    vocab = small_qwen()
+    plain = pse.generate(small_model(), vocab, "Text:", pse.Freeform(), max_new_tokens=30)
+    penalized = pse.generate(small_model(), vocab, "Text:", pse.Freeform(), max_new_tokens=30,
+                             repetition_penalty=1.5)
+    assert len(set(penalized.token_ids)) >= len(set(plain.token_ids))
+    with pytest.raises(ValueError, match="repetition_penalty"):
+        pse.generate(small_model(), vocab, "x", pse.Freeform(), repetition_penalty=0)
+
+
+def test_no_deprecation_warnings_from_transformers(capfd):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pse.generate(small_model(), small_qwen(), "x", pse.Json(), max_new_tokens=6)
+    assert "deprecated" not in capfd.readouterr().err

@@ -20,6 +20,7 @@ from pse.torch import (  # noqa: E402
     greedy,
     multinomial,
     sample,
+    sampling,
     top_k,
     top_p,
 )
@@ -153,6 +154,54 @@ def test_top_p_draws_from_the_nucleus():
     nucleus[[1, 3]] = probs[[1, 3]]
     assert within_sampling_error(observed, (nucleus / nucleus.sum()).numpy())
     assert set(np.flatnonzero(frequencies(top_p(0.1, generator=generator)))) == {1}
+
+
+def hf_distribution(temperature, k, p, min_p) -> np.ndarray:
+    """The distribution `transformers`' own logits warpers give (the oracle of `sampling`)."""
+    from transformers import (MinPLogitsWarper, TemperatureLogitsWarper, TopKLogitsWarper,
+                              TopPLogitsWarper)
+
+    scores = masked_logits().view(1, -1)
+    warpers = [TemperatureLogitsWarper(temperature)]
+    warpers += [TopKLogitsWarper(k)] if k else []
+    warpers += [TopPLogitsWarper(p)] if p else []
+    warpers += [MinPLogitsWarper(min_p)] if min_p else []
+    for warper in warpers:
+        scores = warper(None, scores)
+    return torch.softmax(scores[0], 0).numpy()
+
+
+@pytest.mark.parametrize("temperature, k, p, min_p", [
+    (1.0, None, None, None), (0.5, None, None, None), (1.0, 3, None, None),
+    (1.0, None, 0.7, None), (1.0, None, None, 0.3), (2.0, 3, 0.9, None),
+    (1.5, 4, 0.95, 0.2), (0.8, None, 0.5, 0.1),
+])
+def test_sampling_follows_transformers_warpers(temperature, k, p, min_p):
+    draw = sampling(temperature, top_k=k, top_p=p, min_p=min_p, seed=7)
+    expected = hf_distribution(temperature, k, p, min_p)
+    observed = frequencies(draw)
+    assert observed[expected == 0].sum() == 0, "a token outside the kept set was drawn"
+    assert within_sampling_error(observed, expected)
+
+
+def test_sampling_greedy_and_seeds():
+    assert sampling(0) is greedy
+    assert sampling(0, top_k=3, top_p=0.5) is greedy
+    runs = [[sampling(1.0, seed=s)(masked_logits()) for _ in range(50)] for s in (3, 3, 4)]
+    assert runs[0] == runs[1] != runs[2]
+    generator = torch.Generator().manual_seed(5)
+    assert sampling(1.0, generator=generator)(masked_logits()) in (0, 1, 3, 5)
+    with pytest.raises(ValueError, match="not both"):
+        sampling(1.0, seed=1, generator=generator)
+
+
+@pytest.mark.parametrize("kwargs", [dict(temperature=-0.1), dict(temperature="1"),
+                                    dict(top_k=0), dict(top_k=2.5), dict(top_p=0),
+                                    dict(top_p=1.2), dict(min_p=-0.1), dict(min_p=1.5),
+                                    dict(top_p=True)])
+def test_sampling_arguments_are_checked(kwargs):
+    with pytest.raises(ValueError):
+        sampling(**kwargs)
 
 
 @pytest.mark.parametrize("make", [lambda: multinomial(0), lambda: multinomial(-1.0),
