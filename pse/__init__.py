@@ -10,7 +10,7 @@ from pathlib import Path
 from pse._core.stepper import Stepper, StepperDelta
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
-from pse.generation import Generation, GenerationStats, generate
+from pse.generation import Generation, GenerationStats, generate, generate_batch
 from pse.grammar import Grammar
 from pse.json_schema import JsonSchema
 from pse.json_value import Json
@@ -78,5 +78,6 @@ __all__ = [
     "Whitespace",
     "fill_next_token_bitmask_par",
     "generate",
+    "generate_batch",
     "tool_schema",
 ]

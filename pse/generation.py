@@ -5,7 +5,6 @@ torch is imported when `generate` runs, never when pse is imported.
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -209,13 +208,12 @@ def _penalized(sampler: Callable[[Any], int], penalty: float, seen: set[int]
     return sample
 
 
-def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = None,
-             structure: Any = None, max_new_tokens: int = 256,
-             sampler: Callable[[Any], int] | None = None, fast_forward: bool = True, *,
-             messages: Sequence[dict] | None = None, tools: Sequence[Any] | None = None,
-             on_token: Callable[[list[int], str], Any] | None = None,
-             repetition_penalty: float = 1.0, stop: str | Sequence[str] | None = None
-             ) -> Generation:
+def generate(model: Any, tokenizer: Any, prompt: Any = None, structure: Any = None,
+             max_new_tokens: int = 256, sampler: Callable[[Any], int] | None = None,
+             fast_forward: bool = True, *, messages: Sequence[Any] | None = None,
+             tools: Sequence[Any] | None = None, on_token: Callable[..., Any] | None = None,
+             repetition_penalty: float = 1.0, stop: str | Sequence[str] | None = None,
+             n_threads: int | None = None) -> Any:
     """Generate text in `structure` with a `transformers` causal LM, using its KV cache.
 
     Each step masks the logits, samples, commits the token, and appends the tokens the
@@ -223,10 +221,14 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = No
     next forward pass. Generation stops at EOS, when the structure allows nothing but EOS (no
     forward pass is spent on it), at a stop string, or after `max_new_tokens`.
 
+    Several prompts (a list of texts or of id lists, or a list of chats as `messages`) run as
+    one batch: see `generate_batch`, which this calls then, returning a list of Generations.
+
     Args:
         model: a causal LM (`transformers` `...ForCausalLM`, or anything called as
-            `model(input_ids=, past_key_values=, use_cache=True)` returning `.logits` and
-            `.past_key_values`; newer `transformers` name them `cache`).
+            `model(input_ids=, attention_mask=, position_ids=, past_key_values=,
+            use_cache=True)` returning `.logits` and `.past_key_values`; newer `transformers`
+            name them `cache`).
         tokenizer: a pse.Vocabulary, or a tokenizer `Vocabulary.from_tokenizer` reads (with
             a configured engine as `structure`, the tokenizer only encodes the prompt).
         prompt: text (a `transformers` tokenizer adds its BOS as configured) or token ids;
@@ -248,6 +250,7 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = No
         repetition_penalty: > 0; above 1 discourages the tokens of the prompt and of the text
             so far (as `transformers` does), 1 leaves the logits alone.
         stop: a string or strings that end generation; the text is cut before it.
+        n_threads: threads for the mask walks of a batch (default: the number of cores).
 
     Returns:
         The Generation: text, parsed value, ids and statistics.
@@ -258,13 +261,86 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = No
             returns tokens the structure refuses).
         GrammarError, SchemaError: the structure cannot be compiled.
     """
-    import torch
+    if _is_batch(prompt, messages):
+        return generate_batch(model, tokenizer, prompt, structure, max_new_tokens, sampler,
+                              fast_forward, messages=messages, tools=tools, on_token=on_token,
+                              repetition_penalty=repetition_penalty, stop=stop,
+                              n_threads=n_threads)
+    row_callback = None if on_token is None else (lambda index, ids, text: on_token(ids, text))
+    return _generate(model, tokenizer, [prompt], [structure], max_new_tokens, sampler,
+                     fast_forward, None if messages is None else [messages], tools,
+                     row_callback, repetition_penalty, stop, n_threads)[0]
 
-    from pse.torch import _sample_timed, greedy
 
-    if structure is None:
-        raise TypeError("generate needs a structure (a JSON Schema, a pydantic class, a "
-                        "StateMachine or a configured StructuringEngine)")
+def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[Any] | None = None,
+                   structures: Any = None, max_new_tokens: int = 256,
+                   sampler: Callable[[Any], int] | None = None, fast_forward: bool = True, *,
+                   messages: Sequence[Sequence[dict]] | None = None,
+                   tools: Sequence[Any] | None = None,
+                   on_token: Callable[[int, list[int], str], Any] | None = None,
+                   repetition_penalty: float = 1.0, stop: str | Sequence[str] | None = None,
+                   n_threads: int | None = None) -> list[Generation]:
+    """`generate` for several prompts at once: one batch through the model, with the KV cache.
+
+    Each row has its own structure (or all share one) and its own engine; rows end on their
+    own (a row that is done is padded and hidden from the model until the last one ends). The
+    rows' masks are computed on other threads while the model runs the step's forward pass.
+    With greedy decoding each row's text is the one `generate` gives for it alone (up to the
+    rounding of batched arithmetic).
+
+    Args:
+        prompts: texts or id lists, one per row; or None with `messages`.
+        structures: one structure for every row, or a list of them, one per row (each what
+            `generate` takes).
+        messages: instead of `prompts`, one chat per row.
+        on_token: called as `on_token(row, ids, text)` after each step of a row.
+        (the rest as in `generate`; the sampler, the repetition penalty and the stop strings
+        apply to every row)
+
+    Returns:
+        One Generation per row, in order; each one's `stats.seconds` is the batch's wall time.
+
+    Raises:
+        TypeError, ValueError: as `generate`, and a list of structures whose length is not
+            the number of rows, or engines built for different vocabularies.
+    """
+    chats = None if messages is None else list(messages)
+    texts = None if prompts is None else list(prompts)
+    count = len(chats) if chats is not None else len(texts or [])
+    if texts is not None and chats is not None:
+        raise TypeError("give one of prompts and messages (chats), not both")
+    if count == 0:
+        raise ValueError("generate_batch needs at least one prompt or chat")
+    if isinstance(structures, list):
+        if len(structures) != count:
+            raise ValueError(f"{len(structures)} structures for {count} rows: give one per "
+                             "row, or one for all")
+        per_row = structures
+    else:
+        per_row = [structures] * count
+    return _generate(model, tokenizer, texts or [None] * count, per_row, max_new_tokens,
+                     sampler, fast_forward, chats, tools, on_token, repetition_penalty, stop,
+                     n_threads)
+
+
+def _is_batch(prompt: Any, messages: Any) -> bool:
+    """Several prompts (a list of texts or of id lists) or several chats (a list of lists)."""
+    if messages is not None:
+        return (isinstance(messages, (list, tuple)) and bool(messages)
+                and all(isinstance(m, (list, tuple)) for m in messages))
+    return (isinstance(prompt, (list, tuple)) and bool(prompt)
+            and all(isinstance(p, (str, list, tuple)) for p in prompt))
+
+
+def _generate(model: Any, tokenizer: Any, prompts: list[Any], structures: list[Any],
+              max_new_tokens: int, sampler: Callable[[Any], int] | None, fast_forward: bool,
+              chats: list[Any] | None, tools: Sequence[Any] | None,
+              on_token: Callable[[int, list[int], str], Any] | None,
+              repetition_penalty: float, stop: str | Sequence[str] | None,
+              n_threads: int | None) -> list[Generation]:
+    from pse.decoding import Row, decode
+    from pse.torch import greedy
+
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) \
             or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
@@ -273,116 +349,72 @@ def generate(model: Any, tokenizer: Any, prompt: str | Sequence[int] | None = No
         raise ValueError(f"repetition_penalty must be a number > 0, got {repetition_penalty!r}")
     stops = _stop_strings(stop)
     started = time.perf_counter()
-    if isinstance(structure, StructuringEngine):
-        engine = structure.copy()
-        vocab = engine.vocab
-        if isinstance(tokenizer, Vocabulary) and tokenizer is not vocab:
-            raise ValueError("the engine was built for another Vocabulary than `tokenizer`")
-    else:
-        vocab = _vocabulary(tokenizer)
-        engine = StructuringEngine(vocab)
-        engine.configure(structure)
-    if tools is None and messages is not None:
-        tools = getattr(engine.structure, "tools", None)
-    ids = _prompt_ids(tokenizer, vocab, prompt, messages, tools)
-    sampler = sampler or greedy
+    engines = _engines(tokenizer, structures)
+    vocab = engines[0].vocab
     eos = set(vocab.eos_token_ids)
-    device = next(model.parameters()).device
-    seen = set(ids)  # for the repetition penalty
-    if repetition_penalty != 1:
-        sampler = _penalized(sampler, float(repetition_penalty), seen)
-    stream = _TextStream(vocab, eos, stops)
+    rows, streams = [], []
+    for index, (prompt, engine) in enumerate(zip(prompts, engines)):
+        chat = None if chats is None else chats[index]
+        row_tools = tools if tools is not None or chat is None else \
+            getattr(engine.structure, "tools", None)
+        ids = _prompt_ids(tokenizer, vocab, prompt, chat, row_tools)
+        stream = _TextStream(vocab, eos, stops)
+        seen = set(ids)  # for the repetition penalty
+        row_sampler = sampler or greedy
+        if repetition_penalty != 1:
+            row_sampler = _penalized(row_sampler, float(repetition_penalty), seen)
 
-    generated: list[int] = []
-    forced = forward_passes = 0
-    mask_seconds = 0.0
-    pending = list(ids)
-    reason = "length"
+        def on_tokens(new: list[int], index=index, stream=stream, seen=seen) -> bool:
+            seen.update(new)
+            text = stream.push(new)
+            if on_token is not None:
+                on_token(index, new, text)
+            return stream.stopped
 
-    def add(new: list[int]) -> None:
-        generated.extend(new)
-        seen.update(new)
-        text = stream.push(new)
-        if on_token is not None:
-            on_token(new, text)
-
-    if fast_forward:
-        head = engine.compute_ff_tokens()[:max_new_tokens]
-        if engine.consume_tokens(head) != len(head):
-            raise RuntimeError("the engine refused the tokens it forced")
-        forced += len(head)
-        pending += head
-        if head:
-            add(head)
-    past = None
-    cache_keyword = _cache_keyword(model)
-    last_only = _last_logits_only(model)
-    with torch.inference_mode():
-        while len(generated) < max_new_tokens and not stream.stopped:
-            t = time.perf_counter()
-            only_eos = _only_eos_allowed(engine, eos)
-            mask_seconds += time.perf_counter() - t
-            if only_eos:
-                reason = "stop"
-                break
-            out = model(input_ids=torch.tensor([pending], device=device),
-                        use_cache=True, **{cache_keyword: past}, **last_only)
-            forward_passes += 1
-            past = getattr(out, cache_keyword)
-            logits = out.logits[0, -1, :].float()
-            new, seconds = _sample_timed(engine, logits, sampler, fast_forward)
-            mask_seconds += seconds
-            new = new[: max_new_tokens - len(generated)]
-            forced += len(new) - 1
-            add(new)
-            if engine.is_finished:
-                reason = "stop"
-                break
-            pending = new
-    if stream.stopped:
-        reason = "stop_string"
-    rest = stream.close()
-    if on_token is not None and rest:
-        on_token([], rest)
+        rows.append(Row(engine, ids, max_new_tokens, row_sampler, on_tokens))
+        streams.append(stream)
+    for row in rows:
+        row.start(fast_forward)
+    pad = vocab.eos_token_ids[0] if vocab.eos_token_ids else 0
+    decode(model, rows, eos, fast_forward, pad, n_threads)
     seconds = time.perf_counter() - started
-    finished = reason == "stop"
-    text = stream.text if stops else vocab.decode([i for i in generated if i not in eos])
-    value = _parser(structure)(text) if finished else None
-    stats = GenerationStats(tokens=len(generated), forced_tokens=forced,
-                            forward_passes=forward_passes, mask_seconds=mask_seconds,
-                            seconds=seconds, finished=finished, finish_reason=reason)
-    return Generation(text=text, value=value, token_ids=generated, stats=stats,
-                      outputs=engine.structured_outputs())
+    results = []
+    for index, (row, stream, structure) in enumerate(zip(rows, streams, structures)):
+        rest = stream.close()
+        if on_token is not None and rest:
+            on_token(index, [], rest)
+        reason = row.reason or "length"
+        finished = reason == "stop"
+        text = stream.text if stops else vocab.decode([i for i in row.generated
+                                                       if i not in eos])
+        value = _parser(structure)(text) if finished else None
+        stats = GenerationStats(tokens=len(row.generated), forced_tokens=row.forced,
+                                forward_passes=row.passes, mask_seconds=row.mask_seconds,
+                                seconds=seconds, finished=finished, finish_reason=reason)
+        results.append(Generation(text=text, value=value, token_ids=row.generated,
+                                  stats=stats, outputs=row.engine.structured_outputs()))
+    return results
 
 
-def _cache_keyword(model: Any) -> str:
-    """The name of the KV cache in the model's forward pass and its output: `cache` in
-    `transformers` from 5.2x on (`past_key_values` is deprecated there), `past_key_values`
-    before and in most other code."""
-    try:
-        parameters = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError, AttributeError):
-        return "past_key_values"
-    return "cache" if "cache" in parameters else "past_key_values"
-
-
-def _last_logits_only(model: Any) -> dict[str, int]:
-    """The keyword that makes a `transformers` model compute the logits of the last position
-    only: with forced tokens a forward pass takes several, and the vocabulary-wide projection
-    of the others would be wasted."""
-    try:
-        parameters = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError, AttributeError):
-        return {}
-    for name in ("logits_to_keep", "num_logits_to_keep"):  # transformers >= 4.50, >= 4.45
-        if name in parameters:
-            return {name: 1}
-    return {}
-
-
-def _only_eos_allowed(engine: StructuringEngine, eos: set[int]) -> bool:
-    """True when the structure is complete and cannot take another text token."""
-    if not engine.is_accepting():
-        return False
-    allowed = engine.allowed_token_ids()
-    return all(int(i) in eos for i in allowed[: len(eos) + 1])
+def _engines(tokenizer: Any, structures: list[Any]) -> list[StructuringEngine]:
+    """A fresh engine per row: copies of a given engine, or of one compiled per structure."""
+    compiled: dict[int, StructuringEngine] = {}
+    engines = []
+    for structure in structures:
+        if structure is None:
+            raise TypeError("generate needs a structure (a JSON Schema, a pydantic class, a "
+                            "StateMachine or a configured StructuringEngine)")
+        if isinstance(structure, StructuringEngine):
+            if isinstance(tokenizer, Vocabulary) and tokenizer is not structure.vocab:
+                raise ValueError("the engine was built for another Vocabulary than `tokenizer`")
+            engines.append(structure.copy())
+            continue
+        if id(structure) not in compiled:
+            engine = StructuringEngine(_vocabulary(tokenizer))
+            engine.configure(structure)
+            compiled[id(structure)] = engine
+        engines.append(compiled[id(structure)].copy())
+    if any(e.vocab is not engines[0].vocab for e in engines):
+        raise ValueError("the rows' engines were built for different vocabularies: a batch "
+                         "shares one")
+    return engines

@@ -284,6 +284,13 @@ def _sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Samp
     started = time.perf_counter()
     apply_token_bitmask_inplace(logits, engine.compute_mask())
     mask_seconds = time.perf_counter() - started
+    return _pick_and_commit(engine, logits, sampler, fast_forward), mask_seconds
+
+
+def _pick_and_commit(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler,
+                     fast_forward: bool) -> list[int]:
+    """Sample from masked 1-D `logits`, commit the token (healed if the sampler ignored the
+    mask), then the forced tokens: the ids to append (see `sample`)."""
     token = sampler(logits)
     if isinstance(token, torch.Tensor) and token.numel() == 1:
         token = int(token)
@@ -308,7 +315,7 @@ def _sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Samp
             raise RuntimeError(f"forced token {forced[committed]} was refused by the engine "
                                "that forced it")
         ids.extend(forced)
-    return ids, mask_seconds
+    return ids
 
 
 def _describe(engine: StructuringEngine, token: int) -> str:

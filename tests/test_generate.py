@@ -360,3 +360,87 @@ def test_no_deprecation_warnings_from_transformers(capfd):
         warnings.simplefilter("error")
         pse.generate(small_model(), small_qwen(), "x", pse.Json(), max_new_tokens=6)
     assert "deprecated" not in capfd.readouterr().err
+
+
+# -- batches ------------------------------------------------------------------------------------
+BATCH_STRUCTURES = [
+    SCHEMAS["nested objects"],
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 50},
+     "minItems": 1, "maxItems": 4},
+    {"enum": ["yes", "no", "maybe"]},
+    pse.Regex(r"[a-z]{3,9}@[a-z]{2,5}\.(com|org)"),
+]
+BATCH_PROMPTS = ["A user record:", "Some numbers, as a JSON list of integers under fifty:",
+                 "Answer:", "An e-mail address, please:"]
+
+
+@pytest.mark.parametrize("fast_forward", [True, False])
+def test_a_batch_gives_each_row_what_it_gives_alone(fast_forward):
+    vocab, model = small_qwen(), small_model(2)
+    alone = [pse.generate(model, vocab, p, s, max_new_tokens=60, fast_forward=fast_forward)
+             for p, s in zip(BATCH_PROMPTS, BATCH_STRUCTURES)]
+    seen: dict[int, list] = {i: [] for i in range(len(BATCH_PROMPTS))}
+    batch = pse.generate(model, vocab, BATCH_PROMPTS, BATCH_STRUCTURES, max_new_tokens=60,
+                         fast_forward=fast_forward,
+                         on_token=lambda row, ids, text: seen[row].append((ids, text)))
+    assert isinstance(batch, list) and len(batch) == len(alone)
+    for i, (one, row) in enumerate(zip(alone, batch)):
+        assert row.token_ids == one.token_ids, i
+        assert row.text == one.text and row.value == one.value
+        assert row.stats.finish_reason == one.stats.finish_reason
+        assert (row.stats.forced_tokens, row.stats.forward_passes) == \
+               (one.stats.forced_tokens, one.stats.forward_passes)
+        assert [t for ids, _ in seen[i] for t in ids] == row.token_ids
+        assert "".join(text for _, text in seen[i]) == row.text
+    lengths = {len(r.token_ids) for r in batch}
+    assert len(lengths) > 1, "rows of different lengths: some end while others go on"
+    assert sum(r.stats.finished for r in batch) >= 3
+
+
+def test_a_batch_of_chats_and_one_structure_for_all():
+    tokenizer = qwen3_tokenizer()
+    chats = [[{"role": "user", "content": "A number?"}],
+             [{"role": "system", "content": "Be brief."},
+              {"role": "user", "content": "Another number, please?"}]]
+    schema = {"type": "integer", "minimum": 0, "maximum": 999}
+    batch = pse.generate(qwen_model(), tokenizer, structure=schema, messages=chats,
+                         max_new_tokens=6)
+    for chat, row in zip(chats, batch):
+        one = pse.generate(qwen_model(), tokenizer, structure=schema, messages=chat,
+                           max_new_tokens=6)
+        assert row.token_ids == one.token_ids
+    again = pse.generate_batch(qwen_model(), tokenizer, structures=schema, messages=chats,
+                               max_new_tokens=6)
+    assert [r.token_ids for r in again] == [r.token_ids for r in batch]
+
+
+def test_batch_masks_are_computed_on_the_overlap_thread(monkeypatch):
+    import threading
+
+    from pse import decoding
+
+    threads = []
+    real = decoding._fill
+
+    def spy(*args):
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(decoding, "_fill", spy)
+    pse.generate(small_model(), small_qwen(), BATCH_PROMPTS[:2], BATCH_STRUCTURES[:2],
+                 max_new_tokens=10)
+    assert threads and all(name.startswith("pse-overlap") for name in threads)
+
+
+def test_batch_arguments_are_checked():
+    vocab, model = small_qwen(), small_model()
+    with pytest.raises(ValueError, match="2 structures for 3 rows"):
+        pse.generate_batch(model, vocab, ["a", "b", "c"], [pse.Json(), pse.Json()])
+    with pytest.raises(ValueError, match="at least one"):
+        pse.generate_batch(model, vocab, [], pse.Json())
+    with pytest.raises(TypeError, match="not both"):
+        pse.generate_batch(model, vocab, ["a"], pse.Json(), messages=[[]])
+    other = pse.StructuringEngine(pse.Vocabulary.from_tokens(["a", "b"]))
+    other.configure(pse.Phrase("a"))
+    with pytest.raises(ValueError, match="different vocabularies"):
+        pse.generate_batch(model, qwen3_tokenizer(), ["a", "b"], [other, pse.Json()])
