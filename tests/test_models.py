@@ -82,3 +82,7 @@ def test_the_quick_start_with_the_real_model(capsys):
     assert len(values) == 2 and values[0] == values[1]  # greedy
     jsonschema.validate(values[0], json.loads(SCHEMA_FILE.read_text()))
     assert values[0]["name"].strip()  # a name, not blanks
+    import transformers
+
+    major = transformers.__version__.split(".")[0]
+    assert models.default_model_dir(log=None).name == f"transformers-{major}"
