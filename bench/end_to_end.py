@@ -20,14 +20,16 @@ busier stretch of the machine falls on all of them alike. Rows:
 
 Per output token: the wall time of the generation call (the structure compiled beforehand,
 its compile time reported apart; each engine warmed up once on the first task, untimed) over the tokens it produced, EOS not counted (outlines
-returns text: its tokens are the tokenizer's encoding of it). Forward passes are counted with a
-hook on the model. Mask time: pse's own statistics, and the time inside the logits processors
+returns text: its tokens are the tokenizer's encoding of it); and the same without the call's
+first forward pass (the prompt's), which a short output pays over fewer tokens than a long one.
+Forward passes are counted and timed with hooks on the model. Mask time: pse's own statistics, and the time inside the logits processors
 (outlines: not measured). Valid: the output parses and `jsonschema` validates it. Right: the
 properties whose value matches the expected answer (extraction_tasks.score).
 
 Run: python bench/end_to_end.py [--engines hf,pse,pse-noff,pse-hf,xgrammar,llguidance,outlines]
                                 [--limit N] [--max-new-tokens 200] [--dtype float32]
-                                [--model DIR] [--out FILE.json]
+                                [--model DIR] [--out FILE.json] [--report FILE.json]
+       python bench/end_to_end.py --batch 8 [--limit N]   (pse one by one, then in batches)
 (the `models`, `bench` and `test` extras, and outlines for its row; rows whose package is
 missing are left out with a note).
 """
@@ -59,14 +61,21 @@ def messages(task: dict) -> list[dict]:
 
 
 class PassCounter:
-    """Counts the model's forward passes (a forward hook)."""
+    """Counts the model's forward passes and times each (hooks before and after forward)."""
 
     def __init__(self, model: Any) -> None:
         self.count = 0
-        model.register_forward_hook(self._hook)
+        self.seconds: list[float] = []
+        self._started = 0.0
+        model.register_forward_pre_hook(self._before)
+        model.register_forward_hook(self._after)
 
-    def _hook(self, *_: Any) -> None:
+    def _before(self, *_: Any) -> None:
+        self._started = time.perf_counter()
+
+    def _after(self, *_: Any) -> None:
         self.count += 1
+        self.seconds.append(time.perf_counter() - self._started)
 
 
 class Timed:
@@ -208,7 +217,8 @@ def first_json(text: str) -> Any:
 def run(bench: Bench, engines: list[str], tasks: list[dict]) -> dict:
     import jsonschema
 
-    results = {e: {"seconds": [], "tokens": [], "passes": [], "mask": [], "compile_ms": [],
+    results = {e: {"seconds": [], "prefill": [], "tokens": [], "passes": [], "mask": [],
+                   "compile_ms": [],
                    "valid": 0, "right": 0, "fields": 0, "outputs": []} for e in engines}
     # a warm-up per engine, untimed: lazy setup (a tokenizer's tables, a first compile's
     # imports) is not a cost per token
@@ -233,6 +243,7 @@ def run(bench: Bench, engines: list[str], tasks: list[dict]) -> dict:
             text, tokens, mask = bench.generate(engine, compiled, prompt, chat)
             r["seconds"].append(time.perf_counter() - started)
             r["passes"].append(bench.passes.count - before)
+            r["prefill"].append(bench.passes.seconds[before])  # the call's first pass
             r["tokens"].append(tokens)
             r["mask"].append(mask)
             value = first_json(text) if engine == "hf" else _loads(text)
@@ -256,22 +267,57 @@ def _loads(text: str) -> Any:
 
 
 def report(results: dict, tasks: int) -> list[str]:
+    def after_prompt(r: dict) -> float:
+        """ms per output token, the prompt's forward pass left out."""
+        return 1e3 * (sum(r["seconds"]) - sum(r["prefill"])) / max(1, sum(r["tokens"]))
+
     base = results.get("hf")
     base_ms = (1e3 * sum(base["seconds"]) / max(1, sum(base["tokens"]))) if base else None
-    rows = ["| engine | output tokens | ms per output token | vs unconstrained | forward passes "
-            "per output token | mask share of the time | compile p50 ms | valid | fields "
-            "right |", "| --- " * 9 + "|"]
+    rows = ["| engine | output tokens | ms per output token | vs unconstrained | ms per token "
+            "after the prompt | vs unconstrained | forward passes per output token | mask µs "
+            "per output token (share of the time) | compile p50 ms | valid | fields right |", "| --- " * 11 + "|"]
     for name, r in results.items():
         tokens, seconds = sum(r["tokens"]), sum(r["seconds"])
         per_token = 1e3 * seconds / max(1, tokens)
         ratio = f"{per_token / base_ms:.2f}x" if base_ms else "-"
+        ratio += f" | {after_prompt(r):.1f} | " + (
+            f"{after_prompt(r) / after_prompt(base):.2f}x" if base else "-")
         masks = [m for m in r["mask"] if m is not None]
-        share = f"{sum(masks) / seconds:.1%}" if masks and len(masks) == len(r["mask"]) else "-"
+        share = (f"{1e6 * sum(masks) / max(1, tokens):,.0f} ({sum(masks) / seconds:.1%})"
+                 if masks and len(masks) == len(r["mask"]) else "-")
         compile_ms = "-" if name == "hf" else f"{np.median(r['compile_ms']):.1f}"
         rows.append(f"| {name} | {tokens:,} | {per_token:.1f} | {ratio} | "
                     f"{sum(r['passes']) / max(1, tokens):.2f} | {share} | {compile_ms} | "
                     f"{r['valid']}/{tasks} | {r['right']}/{r['fields']} |")
     return rows
+
+
+def batch_run(bench: Bench, tasks: list[dict], size: int) -> list[str]:
+    """pse on the tasks one by one, then in batches of `size` (one `generate` call each):
+    output tokens per second of each, and how many rows came out the same."""
+    pse = bench.pse
+    prompts = [pse.generation.chat_prompt_ids(bench.tokenizer, messages(t)) for t in tasks]
+    engines = [bench.compile("pse", t["schema"]) for t in tasks]
+    started = time.perf_counter()
+    alone = [pse.generate(bench.model, bench.vocab, p, e, max_new_tokens=bench.max_new_tokens)
+             for p, e in zip(prompts, engines)]
+    alone_s = time.perf_counter() - started
+    started = time.perf_counter()
+    batched = []
+    for i in range(0, len(tasks), size):
+        batched += pse.generate(bench.model, bench.vocab, prompts[i:i + size],
+                                engines[i:i + size], max_new_tokens=bench.max_new_tokens)
+    batch_s = time.perf_counter() - started
+    tokens = sum(bench._count(r.token_ids) for r in alone)
+    batch_tokens = sum(bench._count(r.token_ids) for r in batched)
+    same = sum(a.text == b.text for a, b in zip(alone, batched))
+    return ["| pse generate | calls | output tokens | seconds | output tokens/s | vs one by one "
+            "| rows as alone |", "| --- " * 7 + "|",
+            f"| one by one | {len(tasks)} | {tokens:,} | {alone_s:.1f} | {tokens / alone_s:.1f} "
+            f"| 1.00x | - |",
+            f"| batches of {size} | {-(-len(tasks) // size)} | {batch_tokens:,} | {batch_s:.1f} "
+            f"| {batch_tokens / batch_s:.1f} | {batch_tokens / batch_s / (tokens / alone_s):.2f}x"
+            f" | {same}/{len(tasks)} |"]
 
 
 def main() -> None:
@@ -282,7 +328,14 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--model", default=None, help="a model directory (default: SmolLM2)")
     ap.add_argument("--out", type=Path, help="write the figures and outputs as JSON")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="instead: pse one by one, then in batches of this size")
+    ap.add_argument("--report", type=Path, help="print the table of a run saved with --out")
     args = ap.parse_args()
+    if args.report:
+        results = json.loads(args.report.read_text())
+        print("\n".join(report(results, len(next(iter(results.values()))["seconds"]))))
+        return
     engines = []
     for name in args.engines.split(","):
         if name not in ENGINES:
@@ -310,6 +363,9 @@ def main() -> None:
           f"{torch.get_num_threads()} torch threads; {len(tasks)} tasks; greedy, "
           f"max_new_tokens {args.max_new_tokens}; transformers {transformers.__version__}",
           file=sys.stderr)
+    if args.batch:
+        print("\n".join(batch_run(bench, tasks, args.batch)))
+        return
     results = run(bench, engines, tasks)
     print("\n".join(report(results, len(tasks))))
     if args.out:
