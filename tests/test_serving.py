@@ -1,0 +1,105 @@
+"""pse.serving: the structures requests ask for by flat keys, the cache of compiled ones, and
+a request's engine kept in step with its output (what the vLLM processor runs on)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import pse
+from pse.serving import (ConstrainedRow, RequestError, StructureCache, check_request,
+                         requested_structure)
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+                                                 "maximum": 9}},
+          "required": ["n"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "pick", "parameters": SCHEMA}}]
+
+
+def vocab() -> pse.Vocabulary:
+    tokens = ['{"n":', "1", "2", "}", '{"', "n", '":', "a", "b", "<tool_call>", "\n", " ",
+              "</tool_call>", '{"name": "pick", "arguments": ', "<eos>"]
+    return pse.Vocabulary.from_tokens(tokens, eos_token_ids=[14], special_token_ids=[14])
+
+
+def text_of(engine: pse.StructuringEngine, text: str) -> bool:
+    """Whether the engine takes `text`, as the vocabulary encodes it."""
+    ids = engine.vocab.encode(text)
+    return engine.consume_tokens(ids) == len(ids)
+
+
+@pytest.mark.parametrize("args", [None, {}, {"other": 1}, {"pse_json_schema": None}])
+def test_requests_without_a_structure(args):
+    assert requested_structure(args) is None
+    assert StructureCache(vocab()).engine(args) is None
+    check_request(args)
+
+
+def test_each_key_builds_its_structure():
+    cache = StructureCache(vocab())
+    for args, good, bad in [
+        ({"pse_json_schema": json.dumps(SCHEMA)}, '{"n":1}', '{"n":12}'),
+        ({"pse_json_schema": SCHEMA}, '{"n":2}', '{"n":a'),
+        ({"pse_regex": "a+b"}, "aab", "ba"),
+        ({"pse_grammar": 'start: "a" "b"+'}, "abb", "aa"),
+        ({"pse_tools": json.dumps(TOOLS), "pse_tool_choice": "required",
+          "pse_parallel_tool_calls": 0},
+         '<tool_call>\n{"name": "pick", "arguments": {"n":1}}\n</tool_call>',
+         '<tool_call>\n{"n":'),
+    ]:
+        engine = cache.engine(args)
+        assert text_of(engine, good) and engine.is_accepting(), args
+        assert not text_of(cache.engine(args), bad), args
+
+
+def test_one_compile_per_content():
+    cache = StructureCache(vocab(), size=2)
+    as_text = requested_structure({"pse_json_schema": json.dumps(SCHEMA, indent=2)})[0]
+    as_object = requested_structure({"pse_json_schema": SCHEMA})[0]
+    assert as_text == as_object
+    first = cache.engine({"pse_json_schema": SCHEMA})
+    second = cache.engine({"pse_json_schema": json.dumps(SCHEMA)})
+    assert first is not second and len(cache._engines) == 1
+    assert text_of(first, '{"n":1') and second.consume_tokens([]) == 0  # separate states
+    cache.engine({"pse_regex": "a"})
+    cache.engine({"pse_regex": "b"})
+    assert len(cache._engines) == 2  # bounded
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"pse_json_schema": "{oops"}, "pse_json_schema is not JSON"),
+    ({"pse_json_schema": SCHEMA, "pse_regex": "a"}, "one structure per request"),
+    ({"pse_jsonschema": "{}"}, "unknown key 'pse_jsonschema'"),
+    ({"pse_whitespace": "compact"}, "without a structure"),
+    ({"pse_gbnf": 'root ::= "a"'}, "GBNF"),
+    ({"pse_regex": 3}, "must be text"),
+    ({"pse_regex": "a(?<=b)"}, "pse_regex"),
+    ({"pse_json_schema": {"type": "array", "items": {"type": "integer"},
+                          "uniqueItems": True}}, "uniqueItems"),
+    ({"pse_tools": json.dumps(TOOLS), "pse_tool_format": "xml"}, "format"),
+])
+def test_bad_requests_are_refused_with_the_key(args, message):
+    with pytest.raises(RequestError, match=re.escape(message)):
+        check_request(args)
+    with pytest.raises(RequestError, match=re.escape(message)):
+        StructureCache(vocab()).engine(args)
+
+
+def test_a_row_follows_its_live_output_list():
+    engine = StructureCache(vocab()).engine({"pse_json_schema": SCHEMA})
+    output: list[int] = []
+    row = ConstrainedRow(engine, output)
+    row.advance()
+    assert row.consumed == 0 and row.failed is None
+    output += [0, 1]  # '{"n":' '1'
+    row.advance()
+    assert row.consumed == 2 and row.failed is None and not engine.is_accepting()
+    output += [3, 14]  # '}' EOS
+    row.advance()
+    assert engine.is_finished and row.failed is None
+    refused = ConstrainedRow(StructureCache(vocab()).engine({"pse_regex": "a+"}), [7, 8])
+    refused.advance()
+    assert refused.failed == "token 8 is not allowed by the structure"
+    assert ConstrainedRow(None, [], failed="did not compile").failed == "did not compile"
