@@ -43,7 +43,8 @@ def test_the_openai_server(tmp_path):
     if not registered():
         command += ["--logits-processors", PROCESSOR]
     log = open(tmp_path / "server.log", "w")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # cwd: not the repository, whose source tree (no compiled extensions) `-m` would import
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
         deadline = time.time() + 300
         while True:
