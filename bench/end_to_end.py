@@ -30,6 +30,7 @@ Run: python bench/end_to_end.py [--engines hf,pse,pse-noff,pse-hf,xgrammar,llgui
                                 [--limit N] [--max-new-tokens 200] [--dtype float32]
                                 [--model DIR] [--out FILE.json] [--report FILE.json]
        python bench/end_to_end.py --batch 8 [--limit N]   (pse one by one, then in batches)
+       python bench/end_to_end.py --overhead [--limit N]  (pse's time outside the model)
 (the `models`, `bench` and `test` extras, and outlines for its row; rows whose package is
 missing are left out with a note).
 """
@@ -320,6 +321,32 @@ def batch_run(bench: Bench, tasks: list[dict], size: int) -> list[str]:
             f" | {same}/{len(tasks)} |"]
 
 
+def overhead(bench: Bench, tasks: list[dict]) -> list[str]:
+    """Where pse's `generate` spends its time: the forward passes (timed by the hooks) and
+    everything else (masks, sampling, commits, fast-forward, building the inputs)."""
+    lines = []
+    for fast_forward in (True, False):
+        total = forward = masks = 0.0
+        passes = 0
+        for task in tasks:
+            engine = bench.compile("pse", task["schema"])
+            prompt = bench.pse.generation.chat_prompt_ids(bench.tokenizer, messages(task))
+            before = bench.passes.count
+            started = time.perf_counter()
+            result = bench.pse.generate(bench.model, bench.vocab, prompt, engine,
+                                        max_new_tokens=bench.max_new_tokens,
+                                        fast_forward=fast_forward)
+            total += time.perf_counter() - started
+            forward += sum(bench.passes.seconds[before:])
+            passes += bench.passes.count - before
+            masks += result.stats.mask_seconds
+        lines.append(f"fast-forward {'on' if fast_forward else 'off'}: {passes} forward passes, "
+                     f"{total:.2f} s, of which forward passes {forward:.2f} s; outside the "
+                     f"model {1e3 * (total - forward) / passes:.2f} ms per pass "
+                     f"({(total - forward) / total:.1%}), masks {1e3 * masks / passes:.2f} ms")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", default=",".join(ENGINES))
@@ -331,6 +358,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=0,
                     help="instead: pse one by one, then in batches of this size")
     ap.add_argument("--report", type=Path, help="print the table of a run saved with --out")
+    ap.add_argument("--overhead", action="store_true",
+                    help="instead: where pse's generate spends its time, outside the model")
     args = ap.parse_args()
     if args.report:
         results = json.loads(args.report.read_text())
@@ -365,6 +394,9 @@ def main() -> None:
           file=sys.stderr)
     if args.batch:
         print("\n".join(batch_run(bench, tasks, args.batch)))
+        return
+    if args.overhead:
+        print("\n".join(overhead(bench, tasks)))
         return
     results = run(bench, engines, tasks)
     print("\n".join(report(results, len(tasks))))

@@ -8,7 +8,6 @@ word `i // 32` set when token i is allowed, one row of ceil(V/32) words per sequ
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -266,12 +265,6 @@ def sample(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = g
             committed then).
         TypeError: the sampler returned something other than an int.
     """
-    return _sample_timed(engine, logits, sampler, fast_forward)[0]
-
-
-def _sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler = greedy,
-                  fast_forward: bool = True) -> tuple[list[int], float]:
-    """`sample`, also returning the seconds spent computing and applying the mask."""
     if engine.is_finished:
         raise ValueError("the engine is finished (it committed an end-of-sequence token)")
     if logits.dim() == 2 and logits.shape[0] == 1:
@@ -281,10 +274,8 @@ def _sample_timed(engine: StructuringEngine, logits: torch.Tensor, sampler: Samp
     if logits.shape[0] < engine.vocab.size:
         raise ValueError(f"logits have {logits.shape[0]} columns but the vocabulary "
                          f"{engine.vocab.size} ids")
-    started = time.perf_counter()
     apply_token_bitmask_inplace(logits, engine.compute_mask())
-    mask_seconds = time.perf_counter() - started
-    return _pick_and_commit(engine, logits, sampler, fast_forward), mask_seconds
+    return _pick_and_commit(engine, logits, sampler, fast_forward)
 
 
 def _pick_and_commit(engine: StructuringEngine, logits: torch.Tensor, sampler: Sampler,
