@@ -97,8 +97,27 @@ def _run(rows, ids, width, outputs, step, drop) -> list[float]:
     return times
 
 
+def _matcher_steps(rows, ids, width, matchers, accept, fill, apply) -> list[float]:
+    """Replay with one matcher per row: `accept(matcher, token)` commits, `fill(live
+    matchers)` fills their bitmask rows (in that order), `apply(logits_row, j)` masks."""
+    outputs = [[] for _ in rows]
+    seen = [0] * len(rows)
+    live = set(range(len(rows)))
+
+    def step(logits):
+        for i in live:
+            for token in outputs[i][seen[i]:]:
+                accept(matchers[i], token)
+            seen[i] = len(outputs[i])
+        order = sorted(live)
+        fill([matchers[i] for i in order])
+        for j, i in enumerate(order):
+            apply(logits[i:i + 1], j)
+
+    return _run(rows, ids, width, outputs, step, live.discard)
+
+
 def xgrammar_steps(tokenizer, width, rows, ids) -> list[float]:
-    import torch
     import xgrammar as xgr
 
     info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=width)
@@ -108,21 +127,10 @@ def xgrammar_steps(tokenizer, width, rows, ids) -> list[float]:
         for r in rows]
     batch = xgr.BatchGrammarMatcher()
     bitmask = xgr.allocate_token_bitmask(len(rows), width)
-    outputs = [[] for _ in rows]
-    seen = [0] * len(rows)
-    live = set(range(len(rows)))
-
-    def step(logits):
-        for i in live:
-            for token in outputs[i][seen[i]:]:
-                matchers[i].accept_token(token)
-            seen[i] = len(outputs[i])
-        order = sorted(live)
-        batch.batch_fill_next_token_bitmask([matchers[i] for i in order], bitmask[:len(order)])
-        for j, i in enumerate(order):
-            xgr.apply_token_bitmask_inplace(logits[i:i + 1], bitmask[j:j + 1])
-
-    return _run(rows, ids, width, outputs, step, live.discard)
+    return _matcher_steps(
+        rows, ids, width, matchers, lambda m, t: m.accept_token(t),
+        lambda live: batch.batch_fill_next_token_bitmask(live, bitmask[:len(live)]),
+        lambda row, j: xgr.apply_token_bitmask_inplace(row, bitmask[j:j + 1]))
 
 
 def llguidance_steps(tokenizer, width, rows, ids) -> list[float]:
@@ -136,22 +144,11 @@ def llguidance_steps(tokenizer, width, rows, ids) -> list[float]:
         for r in rows]
     executor = llguidance.LLExecutor()
     bitmask = llt.allocate_token_bitmask(len(rows), width)
-    outputs = [[] for _ in rows]
-    seen = [0] * len(rows)
-    live = set(range(len(rows)))
-
-    def step(logits):
-        for i in live:
-            for token in outputs[i][seen[i]:]:
-                matchers[i].consume_token(token)
-            seen[i] = len(outputs[i])
-        order = sorted(live)
-        llt.fill_next_token_bitmask_par(executor, [(matchers[i], j) for j, i in
-                                                   enumerate(order)], bitmask)
-        for j, i in enumerate(order):
-            llt.apply_token_bitmask_inplace(logits[i:i + 1], bitmask[j:j + 1])
-
-    return _run(rows, ids, width, outputs, step, live.discard)
+    return _matcher_steps(
+        rows, ids, width, matchers, lambda m, t: m.consume_token(t),
+        lambda live: llt.fill_next_token_bitmask_par(
+            executor, [(m, j) for j, m in enumerate(live)], bitmask),
+        lambda row, j: llt.apply_token_bitmask_inplace(row, bitmask[j:j + 1]))
 
 
 def masks(repeat: int) -> None:

