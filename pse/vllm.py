@@ -13,15 +13,18 @@ other requests go on.
 
 Each constrained row keeps its own engine, advances it by the row's new output tokens before
 each step, and writes its mask into the row's logits; the rows' masks are filled together on
-threads without the GIL. Compiled structures are shared across requests by content (a bounded
-cache). A row whose structure refuses a token (another processor changed its logits) or comes to
-a dead end is allowed only EOS, and a warning names it.
+threads without the GIL. A structure new to the process compiles on a thread while the model
+runs the step that added its row; the row's first mask waits for it. Compiled structures are
+shared across requests by content (a bounded cache). A row whose structure refuses a token
+(another processor changed its logits) or comes to a dead end is allowed only EOS, and a
+warning names it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +32,9 @@ import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
 from pse.engine import fill_next_token_bitmask_par
-from pse.serving import ConstrainedRow, RequestError, StructureCache, check_request
+from pse.serving import (
+    ConstrainedRow, RequestError, StructureCache, check_request, vocabulary_of,
+)
 from pse.torch import apply_token_bitmask_inplace
 
 if TYPE_CHECKING:
@@ -38,8 +43,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_VOCABULARIES: dict[tuple, Any] = {}
-_VOCABULARIES_LOCK = threading.Lock()
+_COMPILER: list[ThreadPoolExecutor] = []
+_COMPILER_LOCK = threading.Lock()
 
 
 class StructuringLogitsProcessor(LogitsProcessor):
@@ -75,9 +80,15 @@ class StructuringLogitsProcessor(LogitsProcessor):
         """The cache of compiled structures, over the model's vocabulary (built on the first
         constrained request: a server with none never pays for it)."""
         if self._cache is None:
-            self._cache = StructureCache(_vocabulary(self._tokenizer, self._revision,
-                                                     self._trust_remote_code, self._width))
+            self._cache = StructureCache(vocabulary_of(self._tokenizer, self._width,
+                                                       self._revision, self._trust_remote_code))
         return self._cache
+
+    def _engine(self, args: dict) -> Any:
+        engine = self._structures().engine(args)
+        if engine is None:  # validate_params lets no such request through; a guard anyway
+            raise RequestError("no structure")
+        return engine
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         """Rows added (a constrained one gets a fresh engine), removed and moved, in that
@@ -91,13 +102,9 @@ class StructuringLogitsProcessor(LogitsProcessor):
             args = params.extra_args
             if not args or not any(k.startswith("pse_") for k in args):
                 continue
-            try:
-                engine = self._structures().engine(args)
-            except RequestError as e:  # validate_params lets none through; a guard anyway
-                self.rows[index] = ConstrainedRow(None, output_ids, failed=str(e))
-                continue
-            if engine is not None:
-                self.rows[index] = ConstrainedRow(engine, output_ids)
+            # compiled while the model runs this step; apply() waits for it
+            self.rows[index] = ConstrainedRow(_compiler().submit(self._engine, args),
+                                              output_ids)
         for a, b, direction in batch_update.moved:
             row_a, row_b = self.rows.pop(a, None), self.rows.pop(b, None)
             if row_a is not None:
@@ -113,8 +120,7 @@ class StructuringLogitsProcessor(LogitsProcessor):
         for index, row in self.rows.items():
             if index >= logits.shape[0]:
                 continue
-            if row.failed is None:
-                row.advance()
+            row.advance()
             if row.failed is None and not row.engine.is_finished:
                 live.append(index)
             else:
@@ -144,17 +150,9 @@ class StructuringLogitsProcessor(LogitsProcessor):
         row[eos] = keep
 
 
-def _vocabulary(tokenizer: str, revision: str | None, trust_remote_code: bool, width: int
-                ) -> Any:
-    """The served model's vocabulary, built once per process (it takes seconds)."""
-    key = (tokenizer, revision, width)
-    with _VOCABULARIES_LOCK:
-        if key not in _VOCABULARIES:
-            from transformers import AutoTokenizer
-
-            from pse.vocabulary import Vocabulary
-
-            hf = AutoTokenizer.from_pretrained(tokenizer, revision=revision,
-                                               trust_remote_code=trust_remote_code)
-            _VOCABULARIES[key] = Vocabulary.from_tokenizer(hf, n_vocab=width)
-        return _VOCABULARIES[key]
+def _compiler() -> ThreadPoolExecutor:
+    """The thread that compiles new structures (one: compiling holds the GIL)."""
+    with _COMPILER_LOCK:
+        if not _COMPILER:
+            _COMPILER.append(ThreadPoolExecutor(1, thread_name_prefix="pse-compile"))
+        return _COMPILER[0]

