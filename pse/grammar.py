@@ -72,6 +72,28 @@ class Grammar(StateMachine):
         return cls(text, start=start)
 
     @classmethod
+    def from_gbnf(cls, text: str) -> Grammar:
+        """A grammar from GBNF text, llama.cpp's format (`root` is the start; see `pse.gbnf`).
+
+        Args:
+            text: the grammar.
+
+        Raises:
+            GrammarError: see `pse.gbnf.to_lark` (syntax errors name the line and column) and
+                `Grammar` (the messages name the GBNF rules).
+        """
+        from pse.gbnf import to_lark
+
+        lark = to_lark(text)
+        try:
+            grammar = cls(lark.text, start=lark.start)
+        except GrammarError as e:
+            raise GrammarError(lark.gbnf_names(str(e)).replace("grammar: ", "GBNF: ", 1)) \
+                from None
+        grammar.gbnf = text
+        return grammar
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike, start: str = "start") -> Grammar:
         """A grammar from a `.lark` file; `%import`s are also looked up in its folder.
 

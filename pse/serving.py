@@ -8,12 +8,11 @@ Python object) under one of these keys:
 - `pse_json_schema`: a JSON Schema; options `pse_whitespace` ("compact", the default,
   "flexible", or the most blanks in a row) and `pse_property_order` ("schema" or "any");
 - `pse_grammar`: a Lark grammar;
+- `pse_gbnf`: a GBNF grammar (llama.cpp's format);
 - `pse_regex`: a regular expression;
 - `pse_tools`: OpenAI tool definitions, with `pse_tool_format` (default "hermes"),
   `pse_tool_choice` ("auto", "required", "none", a tool's name, or OpenAI's dict as JSON) and
   `pse_parallel_tool_calls` (JSON `true` arrives as 1).
-
-`pse_gbnf` is reserved for GBNF grammars and refused until pse reads them.
 
 Serving engines' own structured-output requests (vLLM's `response_format`, `structured_outputs`;
 SGLang's `json_schema`, `regex`, `ebnf`, `structural_tag`) name a kind and a text; pse's
@@ -73,9 +72,6 @@ def requested_structure(args: Mapping[str, Any] | None
                for k in OPTION_KEYS if args.get(k) is not None}
     cache_key = (key, _canonical(value), tuple(sorted((k, _canonical(v))
                                                       for k, v in options.items())))
-    if key == "pse_gbnf":
-        raise RequestError("pse_gbnf: GBNF grammars are not read yet; send the grammar in "
-                           "Lark syntax as pse_grammar")
     return cache_key, lambda: _build(key, value, options)
 
 
@@ -90,6 +86,8 @@ def _build(key: str, value: Any, options: dict) -> StateMachine:
                           property_order=options.get("pse_property_order", "schema"))
     if key == "pse_grammar":
         return Grammar.from_lark(_text(key, value))
+    if key == "pse_gbnf":
+        return Grammar.from_gbnf(_text(key, value))
     if key == "pse_regex":
         return Regex(_text(key, value))
     choice = options.get("pse_tool_choice", "auto")
@@ -298,8 +296,8 @@ def standard_structure(kind: str, spec: str, whitespace: int | str = "flexible"
     Args:
         kind: "json" (a JSON Schema as text), "json_object" (any JSON object; `spec` is
             ignored), "regex", "choice" (a JSON list of strings: exactly one of them),
-            "grammar" (a Lark grammar; GBNF, recognised by `::=`, is refused until pse reads
-            it), or "structural_tag" (XGrammar's form with "structures" and "triggers": free
+            "grammar" (GBNF, recognised by its `::=`, as llama.cpp, SGLang's "ebnf" and
+            XGrammar write it, else Lark), or "structural_tag" (XGrammar's form with "structures" and "triggers": free
             text in which every trigger opens one of its structures, `begin`, a JSON Schema,
             `end`).
         spec: the request's text.
@@ -336,10 +334,7 @@ def _standard(kind: str, spec: str, whitespace: int | str) -> StateMachine:
         return AnyOf(*[Phrase(c) for c in dict.fromkeys(choices)])
     if kind == "grammar":
         text = _text(kind, spec)
-        if "::=" in text:
-            raise RequestError("grammar: GBNF grammars (rules with '::=') are not read yet; "
-                               "send the grammar in Lark syntax")
-        return Grammar.from_lark(text)
+        return Grammar.from_gbnf(text) if "::=" in text else Grammar.from_lark(text)
     return _structural_tag(_json(kind, spec), whitespace)
 
 

@@ -14,8 +14,8 @@ without the GIL, with the model's EOS tokens allowed exactly where the structure
 `try_jump_forward` gives the tokens the structure forces next, in the tokenizer's canonical form
 (pse's fast-forward), for the caller to commit with `accept_token`. JSON whitespace follows
 `--constrained-json-disable-any-whitespace` (bounded flexible whitespace by default). A Lark
-grammar is read as Lark (GBNF is refused until pse reads it); structural tags in XGrammar's
-form with one trigger.
+`ebnf` grammar is read as GBNF (rules `name ::= ...`), else as Lark; structural tags in
+XGrammar's form with one trigger.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ backend for them. It changes nothing unless the backend is "pse". It knows the v
 structured-outputs setting before vLLM loads plugins: call `register()` first.
 
 JSON is written with flexible whitespace, bounded (vLLM's default), or compact with
-`--structured-outputs-config.disable_any_whitespace true`. A Lark grammar is read as Lark; GBNF
-is refused until pse reads it. Structural tags are read in XGrammar's form with one trigger.
+`--structured-outputs-config.disable_any_whitespace true`. A grammar is read as GBNF where its
+rules are written `name ::= ...`, else as Lark. Structural tags are read in XGrammar's form with one trigger.
 """
 
 from __future__ import annotations

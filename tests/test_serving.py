@@ -46,6 +46,7 @@ def test_each_key_builds_its_structure():
         ({"pse_json_schema": SCHEMA}, '{"n":2}', '{"n":a'),
         ({"pse_regex": "a+b"}, "aab", "ba"),
         ({"pse_grammar": 'start: "a" "b"+'}, "abb", "aa"),
+        ({"pse_gbnf": 'root ::= "a" [b]{1,2}'}, "abb", "abbb"),
         ({"pse_tools": json.dumps(TOOLS), "pse_tool_choice": "required",
           "pse_parallel_tool_calls": 0},
          '<tool_call>\n{"name": "pick", "arguments": {"n":1}}\n</tool_call>',
@@ -75,7 +76,7 @@ def test_one_compile_per_content():
     ({"pse_json_schema": SCHEMA, "pse_regex": "a"}, "one structure per request"),
     ({"pse_jsonschema": "{}"}, "unknown key 'pse_jsonschema'"),
     ({"pse_whitespace": "compact"}, "without a structure"),
-    ({"pse_gbnf": 'root ::= "a"'}, "GBNF"),
+    ({"pse_gbnf": 'root ::= "a" other'}, "undefined rule 'other'"),
     ({"pse_regex": 3}, "must be text"),
     ({"pse_regex": "a(?<=b)"}, "pse_regex"),
     ({"pse_json_schema": {"type": "array", "items": {"type": "integer"},
@@ -118,6 +119,7 @@ def standard(kind: str, spec: str, whitespace="flexible") -> pse.StructuringEngi
     ("regex", "a+b", "aab", "ba"),
     ("choice", '["ab", "ba", "ab"]', "ba", "aa"),
     ("grammar", 'start: "a" "b"+', "abb", "aa"),
+    ("grammar", 'root ::= "a" b+\nb ::= "b"', "abb", "aa"),  # GBNF
     ("structural_tag", json.dumps({"triggers": ["<tool_call>"], "structures": [
         {"begin": "<tool_call>\n", "schema": SCHEMA, "end": "\n</tool_call>"}]}),
      'a <tool_call>\n{"n":1}\n</tool_call>b', "a <tool_call>\nb"),
@@ -143,7 +145,7 @@ def test_structural_tags_leave_free_text_around_each_call():
     ("json", "{oops", "not JSON"),
     ("choice", "[]", "non-empty list"),
     ("choice", '["a", 1]', "non-empty list"),
-    ("grammar", 'root ::= "a"', "GBNF"),
+    ("grammar", 'root ::= "a" other', "GBNF line 1, column 14: undefined rule 'other'"),
     ("grammar", "start: undefined_rule", "undefined"),
     ("structural_tag", '{"structures": []}', "XGrammar's form"),
     ("structural_tag", '{"triggers": ["<a>", "<b>"], "structures": []}', "one trigger"),

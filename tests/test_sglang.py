@@ -200,7 +200,7 @@ def test_a_bad_request_is_an_invalid_grammar_with_the_reason(backend):
     from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
 
     for key, message in [(("json", "{oops"), "not JSON"),
-                         (("ebnf", 'root ::= "a"'), "GBNF"),
+                         (("ebnf", 'root ::= "a" b'), "undefined rule 'b'"),
                          (("regex", "a(?<=b)"), "regex"),
                          (("json", json.dumps({"type": "array", "uniqueItems": True,
                                                "items": {"type": "integer"}})), "uniqueItems")]:

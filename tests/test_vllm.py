@@ -211,12 +211,14 @@ def test_the_backend_on_each_kind_of_request_in_one_batch(llm):
     tag = {"triggers": ["<call>"], "structures": [
         {"begin": "<call>", "schema": person(40), "end": "</call>"}]}
     prompts = ["A person as JSON:", "A code:", "Pick a color:", "Say hi.", "An object:",
-               "A number:", "Call a tool with a person:", "Another person as JSON:"]
+               "A number:", "Call a tool with a person:", "Another person as JSON:",
+               "A yes or a no:"]
     sampling = [structured(json=schema), structured(regex=r"[A-Z]{2}-[0-9]{3}"),
                 structured(choice=["red", "green", "blue"]), structured(),
                 structured(json_object=True), structured(grammar='start: /[0-9]{3}/'),
                 structured(structural_tag=json.dumps(tag)),
-                params(pse_json_schema=json.dumps(person(20)))]  # the processor, beside
+                params(pse_json_schema=json.dumps(person(20))),  # the processor, beside
+                structured(grammar='root ::= answer "."\nanswer ::= "yes" | "no"')]  # GBNF
     out = texts(llm, prompts, sampling)
     jsonschema.validate(json.loads(out[0]), schema)
     assert re.fullmatch(r"[A-Z]{2}-[0-9]{3}", out[1])
@@ -228,6 +230,7 @@ def test_the_backend_on_each_kind_of_request_in_one_batch(llm):
         jsonschema.validate(json.loads(call), person(40))
     assert "<call>" not in re.sub(r"<call>.*?</call>", "", out[6], flags=re.S)
     jsonschema.validate(json.loads(out[7]), person(20))
+    assert out[8] in ("yes.", "no.")
 
 
 def test_the_backend_refuses_a_bad_request_alone(llm):
@@ -236,7 +239,7 @@ def test_the_backend_refuses_a_bad_request_alone(llm):
     for kind, message in [({"json": "{oops"}, "json is not JSON"),
                           ({"json": {"type": "array", "items": {"type": "integer"},
                                      "uniqueItems": True}}, "uniqueItems"),
-                          ({"grammar": 'root ::= "a"'}, "GBNF"),
+                          ({"grammar": 'root ::= "a" b'}, "undefined rule 'b'"),
                           ({"regex": "a(?<=b)"}, "regex")]:
         with pytest.raises(VLLMValidationError, match=message):
             llm.generate(["x"], [structured(**kind)], use_tqdm=False)

@@ -1,0 +1,325 @@
+"""Grammar.from_gbnf (pse.gbnf): GBNF read into Lark text. Three oracles: hand-labelled texts
+per grammar (what GBNF means), a regular expression written by hand for the grammars without
+recursion (random texts, hypothesis), and lark's Earley parser on the Lark text (valid samples
+and their mutations); masks equal brute force over the Llama 3 vocabulary; errors name the
+line and column."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import lark
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import shared_vocab
+from pse import Grammar, GrammarError, StructuringEngine
+from pse.gbnf import to_lark
+from test_engine import check_along
+from test_grammar import lark_accepts, mutations
+
+# Written for these tests in the style of llama.cpp's grammars/ folder.
+JSON = r'''
+# JSON, as RFC 8259 has it
+root   ::= ws value ws
+value  ::= object | array | string | number | ("true" | "false" | "null")
+object ::=
+  "{" ws (
+    string ws ":" ws value
+    ("," ws string ws ":" ws value)*
+  )? ws "}"
+array  ::= "[" ws (value ("," ws value)*)? ws "]"
+string ::= "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+  )* "\""
+number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+ws     ::= [ \t\n\r]{0,20}
+'''
+
+ARITHMETIC = r'''
+root  ::= (expr "=" ws term "\n")+
+expr  ::= term ([-+*/] term)*
+term  ::= ident | num | "(" ws expr ")" ws
+ident ::= [a-z] [a-z0-9_]* ws
+num   ::= [0-9]+ ws
+ws    ::= [ \t]*
+'''
+
+LIST = r'''
+root ::= item+
+# one line per item, anything but a line break after the dash
+item ::= "- " [^\r\n]+ "\n"
+'''
+
+CHESS = r'''
+root ::= (
+    "1. " move " " move "\n"
+    ([1-9] [0-9]? ". " move " " move "\n")+
+)
+move    ::= (pawn | nonpawn | castle) [+#]?
+pawn    ::= ([a-h] "x")? [a-h] [1-8] ("=" [NBRQ])?
+nonpawn ::= [NBKQR] [a-h]? [1-8]? "x"? [a-h] [1-8]
+castle  ::= "O-O" "-O"?
+'''
+
+UNICODE = r'''
+root ::= kana{1,3} (" " | "\u3000") word "\U0001F389"?
+kana ::= [ぁ-ゟ]
+word ::= [\x41-\x5A\u00e9]+
+'''
+
+ESCAPES = r'''
+root ::= "\"q\"" "\\" [\]\[^-] "\t" "\x2F" [\x00-\x08] . [^a-c\n]
+'''
+
+COUNTS = r'''
+root ::= "a"{3} "b"{2,} "c"{1,2} "d"{,2} ("e" "f"){0} "g"?
+'''
+
+LABELLED = {  # grammar: (valid texts, invalid texts)
+    "json": (JSON, ['{"a": [1, -2.5e-3, true, false, null], "b": {"c": "d\\u00e9\\n"}}',
+                    " 0 ", '""', "[]", '[{"x": {}}, [[]], "é🎉"]', "-0.0E+12",
+                    '"\\/\\b\\f\\r\\t\\"\\\\"'],
+             ["{", "[1,]", "01", "1.", ".5", "+1", "'a'", '{"a" 1}', '"\\x"', '"a\nb"',
+              "nul", "[1 2]", '{"a":1,}', "", "12345678901234567"]),
+    "arithmetic": (ARITHMETIC, ["a+1= 2\n", "x = y\n(a*b)/c=(d)\n", "( 1 )=2\n"],
+                   ["a+1=2", "a+=2\n", "A=1\n", "1 = \n", "=1\n", ""]),
+    "list": (LIST, ["- milk\n", "- eggs\n- a b c!\n"], ["- \n", "-milk\n", "- a", "", "- a\rb\n"]),
+    "chess": (CHESS, ["1. e4 e5\n2. Nf3 Nc6\n", "1. e4 e5\n2. exd5 O-O-O+\n10. a8=Q# Kxe2\n"],
+              ["1. e4 e5\n", "1. e9 e5\n2. e4 e5\n", "1. e4 e5\n0. e4 e5\n"]),
+    "unicode": (UNICODE, ["ぁ ABC", "ぁゟあ\u3000Éé🎉".replace("É", "A"), "ゟ Zé"],
+                ["ぁ", "ぁぁぁぁ A", "ァ A", "ぁ abc", "ぁ A🎉🎉"]),
+    "escapes": (ESCAPES, ['"q"\\]\t/\x00zd', '"q"\\^\t/\x08\nZ', '"q"\\-\t/\x05.é'],
+                ['"q"\\a\t/\x00zd', '"q"\\]\t/\x09zd', '"q"\\]\t/\x00zb', '"q"\\]\t/\x00z\n']),
+    "counts": (COUNTS, ["aaabbc", "aaabbbbbccddg", "aaabbcd"],
+               ["aabbc", "aaabc", "aaabbccc", "aaabbcddd", "aaabbcef", "aaabbcgg"]),
+}
+
+# regexes written by hand for the grammars without recursion
+REGEXES = {
+    "list": r"(- [^\r\n]+\n)+",
+    "chess": None,  # too long to write by hand usefully; lark checks it
+    "unicode": r"[ぁ-ゟ]{1,3}[ \u3000][A-Zé]+🎉?",
+    "escapes": r'"q"\\[\]\[\-^]\t/[\x00-\x08][\s\S][^a-c\n]',
+    "counts": r"aaab{2,}c{1,2}d{0,2}g?",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LABELLED))
+def test_labelled_texts(name):
+    text, valid, invalid = LABELLED[name]
+    grammar = Grammar.from_gbnf(text)
+    for sample in valid:
+        assert grammar.matches(sample), sample
+    for sample in invalid:
+        assert not grammar.matches(sample), sample
+
+
+@pytest.mark.parametrize("name", sorted(LABELLED))
+def test_agrees_with_lark_on_the_lark_text(name):
+    text, valid, invalid = LABELLED[name]
+    grammar, lark_text = Grammar.from_gbnf(text), to_lark(text)
+    parser = lark.Lark(lark_text.text, parser="earley", lexer="dynamic_complete",
+                       start=lark_text.start, ambiguity="forest")
+    rng = random.Random(name)
+    alphabet = "".join(sorted(set("".join(valid + invalid))))
+    texts = valid + invalid + [m for v in valid for m in mutations(v, alphabet, rng, 15)]
+    for sample in texts:
+        assert grammar.matches(sample) == lark_accepts(parser, sample), sample
+
+
+@pytest.mark.parametrize("name", sorted(n for n, r in REGEXES.items() if r))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_agrees_with_a_regex_written_by_hand(name, data):
+    text, valid, invalid = LABELLED[name]
+    alphabet = sorted(set("".join(valid + invalid)))
+    grammar = _grammar(name)
+    sample = data.draw(st.one_of(
+        st.text(alphabet=alphabet, max_size=14),
+        st.sampled_from(valid).flatmap(lambda v: st.builds(
+            lambda i, c: v[:i] + c + v[i:], st.integers(0, len(v)), st.sampled_from(alphabet)))))
+    assert grammar.matches(sample) == bool(re.fullmatch(REGEXES[name], sample)), sample
+
+
+_GRAMMARS: dict[str, Grammar] = {}
+
+
+def _grammar(name: str) -> Grammar:
+    if name not in _GRAMMARS:
+        _GRAMMARS[name] = Grammar.from_gbnf(LABELLED[name][0])
+    return _GRAMMARS[name]
+
+
+def test_json_grammar_agrees_with_json_loads():
+    grammar = _grammar("json")
+    rng = random.Random(7)
+    values = [{"a": [1, 2.5, None]}, [True, "x\u00e9\n"], "é🎉", -12, {"k": {"": []}}]
+    for value in values:
+        for indent in (None, 2):
+            text = json.dumps(value, indent=indent, ensure_ascii=rng.random() < 0.5)
+            assert grammar.matches(text), text
+            for bad in mutations(text, '{}[]",:01 e-', rng, 10):
+                try:
+                    json.loads(bad)
+                    ok = bad.strip() == bad.strip(" \t\n\r") and "  " * 11 not in bad
+                except ValueError:
+                    ok = False
+                if ok:
+                    continue  # json.loads takes more whitespace or digits than the grammar
+                assert not grammar.matches(bad), bad
+
+
+def test_masks_equal_brute_force_llama3():
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(_grammar("json"))
+    check_along(engine, llama.encode('{"name": "Ada", "tags": ["x", 1.5e3], "ok": true}'),
+                every=4)
+    assert engine.is_accepting()
+
+
+def test_rule_names_with_dashes_and_capitals():
+    grammar = Grammar.from_gbnf('root ::= item-name Item\nitem-name ::= "a"\nItem ::= "b"\n'
+                                "item_name ::= \"c\"")
+    assert grammar.matches("ab") and not grammar.matches("cb")
+
+
+def test_newlines_continue_after_a_bar_and_inside_parentheses():
+    grammar = Grammar.from_gbnf('root ::= "a" |\n  "b"\n  # a comment\nx ::= ("c"\n "d")')
+    assert grammar.matches("a") and grammar.matches("b") and not grammar.matches("ab")
+
+
+def test_tokens_by_id_and_by_text():
+    llama = shared_vocab("llama3")
+    eot = llama.encode("<|eot_id|>")
+    grammar = Grammar.from_gbnf('root ::= "x" <[128009]> "y" <|eot_id|>')
+    engine = StructuringEngine(llama)
+    engine.configure(grammar)
+    for token in llama.encode("x") + [128009] + llama.encode("y") + eot:
+        assert engine.consume_token(token), token
+    assert engine.is_accepting()
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ('root ::= "a"\nroot ::= "b"', "line 2, column 1", "defined twice (first at line 1)"),
+    ('root ::= "a" other', "line 1, column 14", "undefined rule 'other'"),
+    ('item ::= "a"', None, "no `root` rule"),
+    ('root ::= "a\n', "line 1, column 12", "unterminated literal"),
+    ('root ::= [a-', "line 1, column 13", "unterminated character class"),
+    ('root ::= "\\q"', "line 1, column 11", "unknown escape \\q"),
+    ('root ::= "\\x4"', "line 1, column 11", "\\x needs 2 hex digits"),
+    ('root ::= "\\uD800"', "line 1, column 11", "not a Unicode scalar value"),
+    ('root ::= [z-a]', "line 1, column 10", "runs backwards"),
+    ('root ::= []', "line 1, column 10", "matches nothing"),
+    ('root ::= "a"{3,1}', "line 1, column 13", "the most is below the least"),
+    ('root ::= "a"{x}', "line 1, column 13", "expected {m}"),
+    ('root ::= * "a"', "line 1, column 10", "with nothing before it"),
+    ('root ::= ("a"', "line 1, column 14", "expected ')'"),
+    ('root := "a"', "line 1, column 6", "expected '::='"),
+    ('root ::= "a" ) "b"', "line 1, column 14", "unexpected ')'"),
+    ('root ::= !<x>', "line 1, column 10", "negated tokens"),
+    ('\n\n  root ::= "a" @', "line 3, column 16", "unexpected '@'"),
+])
+def test_errors_name_the_line_and_column(text, where, message):
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_gbnf(text)
+    assert message in str(info.value)
+    if where:
+        assert f"GBNF {where}:" in str(info.value)
+
+
+def test_a_grammar_that_matches_nothing_is_an_error():
+    with pytest.raises(GrammarError, match="GBNF: the grammar matches nothing"):
+        Grammar.from_gbnf('root ::= x-y\nx-y ::= "a" x-y')
+    with pytest.raises(GrammarError, match="GBNF: the grammar matches nothing"):
+        Grammar.from_gbnf("root ::= a-b\na-b ::= a-b")  # epsilon recursion, not a hang
+
+
+def test_lark_messages_name_the_gbnf_rules():
+    grammar = to_lark('root ::= item-list\nitem-list ::= "a"\nItem ::= "b"')
+    assert grammar.gbnf_names("rule item_list and rule item, not item_lists") == \
+        "rule item-list and rule Item, not item_lists"
+
+
+# --- random grammars without recursion, against a regular expression made from the same tree ---
+ALPHABET = "ab-]^\\\"\n é"
+
+
+@st.composite
+def _pieces(draw, rules: int, depth: int = 0):
+    """A random GBNF expression over ALPHABET with its regex: (gbnf text, regex)."""
+    kind = draw(st.sampled_from(["lit", "cls", "any", "ref", "seq", "alt", "rep"]
+                                if depth < 3 else ["lit", "cls", "ref"]))
+    if kind == "ref" and not rules:
+        kind = "lit"
+    if kind == "lit":
+        chars = draw(st.text(alphabet=ALPHABET, min_size=1, max_size=3))
+        spelled = "".join(_gbnf_char(c, draw(st.booleans())) for c in chars)
+        return f'"{spelled}"', re.escape(chars)
+    if kind == "cls":
+        chars = sorted(set(draw(st.text(alphabet=ALPHABET, min_size=1, max_size=3))))
+        negated = draw(st.booleans())
+        body = "".join(_gbnf_char(c, draw(st.booleans()), in_class=True) for c in chars)
+        regex = "[" + ("^" if negated else "") + "".join(re.escape(c) for c in chars) + "]"
+        return "[" + ("^" if negated else "") + body + "]", regex
+    if kind == "any":
+        return ".", r"[\s\S]"
+    if kind == "ref":
+        index = draw(st.integers(1, rules))
+        return f"Rule-{index}", f"(?:{{rule{index}}})"
+    if kind in ("seq", "alt"):
+        parts = draw(st.lists(_pieces(rules, depth + 1), min_size=2, max_size=3))
+        joiner = " " if kind == "seq" else " | "
+        return "(" + joiner.join(g for g, _ in parts) + ")", \
+            "(?:" + ("" if kind == "seq" else "|").join(r for _, r in parts) + ")"
+    gbnf, regex = draw(_pieces(rules, depth + 1))
+    op = draw(st.sampled_from(["*", "+", "?", "{m}", "{m,}", "{m,n}", "{,n}"]))
+    m, n = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    n = max(m, n)
+    written = op.replace("m", str(m)).replace("n", str(n))
+    counted = {"*": "*", "+": "+", "?": "?", "{m}": f"{{{m}}}", "{m,}": f"{{{m},}}",
+               "{m,n}": f"{{{m},{n}}}", "{,n}": f"{{0,{n}}}"}[op]
+    return f"({gbnf}){written}", f"(?:{regex}){counted}"
+
+
+def _gbnf_char(c: str, escaped: bool, in_class: bool = False) -> str:
+    if c in '"\\' or (in_class and c in "]^-"):
+        if c in "^-":  # no escape for these in GBNF: written as \x escapes
+            return f"\\x{ord(c):02x}"
+        return "\\" + c
+    if c == "\n":
+        return "\\n"
+    return f"\\u{ord(c):04x}" if escaped else c
+
+
+@st.composite
+def random_gbnf(draw):
+    """(GBNF text, the regex of its root): rule i refers only to rules after it."""
+    count = draw(st.integers(1, 3))
+    bodies = [draw(_pieces(count - 1 - i)) for i in range(count)]
+    lines, regexes = [], {}
+    for i in reversed(range(count)):
+        gbnf, regex = bodies[i]
+        # rule i's references name rules i+1.., drawn as 1..(count-1-i)
+        gbnf = re.sub(r"Rule-(\d+)", lambda m: f"Rule-{i + int(m.group(1))}", gbnf)
+        regex = re.sub(r"\{rule(\d+)\}", lambda m: regexes[i + int(m.group(1))], regex)
+        regexes[i] = regex
+        lines.append(f"{'root' if i == 0 else f'Rule-{i}'} ::= {gbnf}")
+    return "\n".join(reversed(lines)), regexes[0]
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_gbnf(), st.data())
+def test_random_grammars_agree_with_their_regex(grammar_and_regex, data):
+    text, regex = grammar_and_regex
+    grammar, compiled = Grammar.from_gbnf(text), re.compile(regex)
+    valid = [data.draw(st.from_regex(compiled, fullmatch=True)) for _ in range(4)]
+    rng = random.Random(text)
+    others = data.draw(st.lists(st.text(alphabet=ALPHABET, max_size=8), min_size=8,
+                                max_size=8))
+    for sample in valid + others + [m for v in valid for m in mutations(v, ALPHABET, rng, 4)]:
+        assert grammar.matches(sample) == bool(compiled.fullmatch(sample)), (text, sample)
