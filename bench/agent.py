@@ -29,7 +29,9 @@ from the tool list to an engine ready for its first mask (pse: building ToolCall
 configuring an engine; XGrammar: compiling the structural tag; llguidance: making the grammar
 and its matcher), the median of `--repeat` runs, and the first of them alone (pse keeps the
 automata of terminals and literals across compiles, as always: later runs of a set find its
-tools' automata there; XGrammar's cache of whole grammars is off). No warm-up. Ratios are
+tools' automata there; XGrammar's cache of whole grammars is off). No warm-up. The engines
+take turns set by set (their order rotating), so that a slow spell of the machine falls on all
+of them. Ratios are
 against pse (else the first engine) over the streams every engine took in full and the sets
 every engine compiled.
 
@@ -228,26 +230,37 @@ def replay(engine, compiled, ids: list[int]) -> tuple[list[float], tuple[int, in
     return times, None
 
 
-def run(engine, sets: list[list[dict]], streams: list[list[list[int]]], repeat: int) -> dict:
-    """Per set: compile times (ms; None where it failed); per stream: [set, stream, times µs];
-    refusals: [set, stream, token index, status]."""
-    r = {"compile_ms": [], "first_ms": [], "compile_errors": [], "times": [], "refused": []}
+def run(engines: dict, sets: list[list[dict]], streams: list[list[list[int]]],
+        repeat: int) -> dict:
+    """Per engine: per set, compile times (ms; None where it failed); per stream: [set,
+    stream, times µs]; refusals: [set, stream, token index, status]. The engines take turns
+    set by set, in an order that rotates (a machine's slow spell falls on all of them)."""
+    results = {name: {"compile_ms": [], "first_ms": [], "compile_errors": [], "times": [],
+                      "refused": []} for name in engines}
+    names = list(engines)
     for k, tools in enumerate(sets):
-        try:
-            compiled, runs = compile_set(engine, tools, repeat)
-        except Exception as e:  # the engine cannot compile this set: its streams are skipped
-            r["compile_ms"].append(None)
-            r["first_ms"].append(None)
-            r["compile_errors"].append([k, f"{type(e).__name__}: {e}"[:300]])
-            continue
-        r["compile_ms"].append(float(np.median(runs)))
-        r["first_ms"].append(runs[0])
-        for s, ids in enumerate(streams[k]):
-            times, refusal = replay(engine, compiled, ids)
-            r["times"].append([k, s, times])
-            if refusal is not None:
-                r["refused"].append([k, s, *refusal])
-    return r
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            run_set(engines[name], results[name], k, tools, streams[k], repeat)
+    return results
+
+
+def run_set(engine, r: dict, k: int, tools: list[dict], streams: list[list[int]],
+            repeat: int) -> None:
+    """One engine on set `k`: its compiles, then the set's streams, into `r`."""
+    try:
+        compiled, runs = compile_set(engine, tools, repeat)
+    except Exception as e:  # the engine cannot compile this set: its streams are skipped
+        r["compile_ms"].append(None)
+        r["first_ms"].append(None)
+        r["compile_errors"].append([k, f"{type(e).__name__}: {e}"[:300]])
+        return
+    r["compile_ms"].append(float(np.median(runs)))
+    r["first_ms"].append(runs[0])
+    for s, ids in enumerate(streams):
+        times, refusal = replay(engine, compiled, ids)
+        r["times"].append([k, s, times])
+        if refusal is not None:
+            r["refused"].append([k, s, *refusal])
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -380,11 +393,11 @@ def main() -> None:
           f"{sum(len(ids) for per_set in streams for ids in per_set):,} tokens (Qwen3); "
           f"{versions(['pse', 'xgrammar', 'llguidance'])}; compile median of "
           f"{args.repeat}; {args.threads} thread(s)")
-    results = {}
+    engines = {}
     for name in names:
-        engine = ENGINES[name](vocab, args.threads)
-        print(f"- {name}: {engine.language}")
-        results[name] = run(engine, sets, streams, args.repeat)
+        engines[name] = ENGINES[name](vocab, args.threads)
+        print(f"- {name}: {engines[name].language}")
+    results = run(engines, sets, streams, args.repeat)
     print()
     lines = disagreements(results, streams, vocab)
     print("\n".join(lines) if lines else "Every engine took every token of every stream.")

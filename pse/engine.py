@@ -9,10 +9,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from pse._core.forced import Boundary, forced_bytes
+from pse._core.forced import Boundary, forced_bytes, forced_special_terms
 from pse._core.mask import Matcher, SliceCache, fill_batch
 from pse._core.stepper import StepperDelta
-from pse.machines import StateMachine
+from pse.machines import StateMachine, special_text
 from pse.vocabulary import MAX_CONTEXT_TOKENS, Vocabulary, utf8_complete_length
 
 _CACHES_LOCK = threading.Lock()
@@ -185,10 +185,20 @@ class StructuringEngine:
         none (see `StateMachine.structured_outputs`)."""
         if self.structure is None:
             raise RuntimeError("the engine has no structure: call engine.configure(...) first")
-        eos = set(self.vocab.eos_token_ids)
-        data = b"".join(self.vocab.token_bytes(t) for t in self._committed if t not in eos)
-        text = data.decode("utf-8", errors="replace")
-        return self.structure.structured_outputs(text, self.is_accepting())
+        vocab = self.vocab
+        eos, special = set(vocab.eos_token_ids), vocab.special_token_ids
+        parts, run = [], bytearray()
+        for t in self._committed:
+            if t in eos:
+                continue
+            if t in special:  # marked: not the same text spelled out in free text
+                parts.append(run.decode("utf-8", errors="replace"))
+                parts.append(special_text(vocab.token_bytes(t).decode("utf-8", "replace")))
+                run = bytearray()
+            else:
+                run += vocab.token_bytes(t)
+        parts.append(run.decode("utf-8", errors="replace"))
+        return self.structure.structured_outputs("".join(parts), self.is_accepting())
 
     @property
     def is_finished(self) -> bool:
@@ -236,7 +246,9 @@ class StructuringEngine:
         produces for the final text, whatever the model generates after them: the forced
         bytes are tokenized after the last committed tokens, and trailing tokens are held
         back where a vocabulary token the structure allows could start inside them and run
-        past their end (seeds/fast_forward.md); so is an incomplete UTF-8 character.
+        past their end (seeds/fast_forward.md); so is an incomplete UTF-8 character. Where
+        the structure forces a special token (`SpecialToken`: nothing else can come, not even
+        the end), it is a forced token too, and so is what is forced after it.
 
         Args:
             max_bytes: the most forced bytes to look at.
@@ -251,11 +263,32 @@ class StructuringEngine:
         data = forced_bytes(matcher, _max_bytes(max_bytes))
         body = data[:utf8_complete_length(data)]
         if not body:
-            return []
+            return self._forced_special(max_bytes)
         boundary = Boundary(matcher, body)
         tokens, _ = self.vocab.tokenize_partial(body, self._committed[-MAX_CONTEXT_TOKENS:],
                                                 spans=boundary.spanned_from)
+        if (self.matcher.cache.special_ids and len(body) == len(data) < max_bytes
+                and sum(len(self.vocab.token_bytes(t)) for t in tokens) == len(body)):
+            # all the forced text is in tokens: a special token may be forced after it
+            after = self.copy()
+            if after.consume_tokens(tokens) == len(tokens):
+                tokens += after._forced_special(max_bytes - len(body))
         return tokens
+
+    def _forced_special(self, max_bytes: int) -> list[int]:
+        """The special token the structure forces next, then the tokens forced after it."""
+        if not self.matcher.cache.special_ids:
+            return []
+        terms = forced_special_terms(self.matcher)
+        ids = {self.matcher.cache.special_ids[t] for t in terms
+               if t in self.matcher.cache.special_ids}
+        if len(ids) != 1:
+            return []
+        after = self.copy()
+        token = ids.pop()
+        if not after.consume_token(token):  # a guard refused it
+            return []
+        return [token] + after.compute_ff_tokens(max_bytes)
 
     def copy(self) -> StructuringEngine:
         """An independent engine in the same state; caches are shared."""

@@ -325,6 +325,17 @@ class Phrase(Terminal):
         return f"Phrase({self.text!r})"
 
 
+# In the text that `StructuringEngine.structured_outputs` parses, a committed special token is
+# its text between two of these: a lone surrogate, which no decoded text holds, so the same
+# text spelled out of ordinary tokens (free text may hold "[TOOL_CALLS]") is never taken for it.
+SPECIAL_MARK = "\ud800"
+
+
+def special_text(text: str) -> str:
+    """A special token's text as `structured_outputs` sees it (see SPECIAL_MARK)."""
+    return SPECIAL_MARK + text + SPECIAL_MARK
+
+
 class SpecialToken(Terminal):
     """Exactly one vocabulary token, given by its id or by its text: for tokens that have no
     spelled-out form (`<|python_tag|>`, `[TOOL_CALLS]`, `<|im_end|>`, which tokenizers mark

@@ -30,7 +30,7 @@ from pse.json_schema import JsonSchema
 from pse.json_value import whitespace_bound
 from pse.machines import (
     AnyOf, Chain, DfaTerminal, Forward, Loop, Optional, Phrase, SpecialToken, StateMachine,
-    Whitespace,
+    Whitespace, special_text,
 )
 from pse.text import Freeform, TextUntil, TextWithout, _delimiter, text_before
 from pse.tool_schema import normalize_tools
@@ -265,10 +265,11 @@ def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
     key = fmt.arguments_key
     calls = []
     if fmt.array:
-        at = text.find(fmt.special) if fmt.special else -1
+        special = special_text(fmt.special)
+        at = text.find(special)
         if at < 0:
             return []
-        pos = text.find("[", at + len(fmt.special)) + 1
+        pos = text.find("[", at + len(special)) + 1
         while True:
             pos = _skip(text, pos, " \t\n\r,")
             try:
@@ -283,8 +284,8 @@ def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
     if fmt.begin:
         pos += len(fmt.begin)
     while True:
-        if fmt.special and text.startswith(fmt.special, pos):
-            pos += len(fmt.special)
+        if fmt.special and text.startswith(special_text(fmt.special), pos):
+            pos += len(special_text(fmt.special))
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:

@@ -83,6 +83,35 @@ def test_special_tokens_stop_forced_bytes():
     assert engine.compute_ff_bytes() == b"b"
 
 
+def test_fast_forward_emits_a_forced_special_token():
+    with_special, _, sid = vocab_pair()
+    engine = StructuringEngine(with_special)
+    engine.configure(Chain(Phrase("a"), SpecialToken(sid), Phrase("b")))
+    forced = engine.compute_ff_tokens()  # the text, the special token, the text after it
+    at = forced.index(sid)
+    assert with_special.decode(forced[:at]) == "a" and with_special.decode(forced[at + 1:]) == "b"
+    assert engine.consume_tokens(forced) == len(forced) and engine.is_accepting()
+    engine.reset()
+    assert engine.consume_token(forced[0]) and engine.compute_ff_tokens() == forced[1:]
+    # not forced where something else may come: text, or the end
+    for other in (AnyOf(Phrase("ab"), Chain(SpecialToken(sid), Phrase("b"))),
+                  Optional(SpecialToken(sid))):
+        engine.configure(other)
+        assert engine.compute_ff_tokens() == []
+
+
+def test_llama3_fast_forward_through_special_tokens():
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(Grammar('start: <|start_header_id|> "assistant" <|end_header_id|> "\\n\\n"'
+                             ' /[a-z]+/\n'))
+    forced = engine.compute_ff_tokens()
+    # what the tokenizer writes for the header, special tokens parsed (Llama 3 splits
+    # "\n\n" from the letters after it, so it is forced too)
+    assert forced == llama.encode("<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert forced == llama.encode("<|start_header_id|>assistant<|end_header_id|>\n\nabc")[:-1]
+
+
 def test_free_text_never_holds_a_special_token():
     with_special, _, sid = vocab_pair()
     engine = StructuringEngine(with_special)

@@ -219,6 +219,17 @@ def test_mistral_format():
     required = StructuringEngine(vocab)
     required.configure(ToolCalls(TOOLS, format="mistral", tool_choice="required"))
     assert required.allowed_token_ids().tolist() == [5]
+    # the special token's text spelled out in free text is text, not the calls' start
+    oslo = call.replace("Rome", "Oslo")
+    spelled = Vocabulary.from_tokens(tokens + ["TOOL_CALLS", oslo], eos_token_ids=[6],
+                                     special_token_ids=[5, 6])
+    engine = StructuringEngine(spelled)
+    engine.configure(ToolCalls(TOOLS, format="mistral"))
+    assert engine.consume_tokens([1, 7, 2, 1, 8, 2, 5, 1, 4, 2, 6]) == 11
+    assert engine.structured_outputs() == [("get_weather", {"city": "Rome"})]
+    engine.reset()
+    assert engine.consume_tokens([1, 7, 2, 1, 8, 2, 6]) == 7  # free text only
+    assert engine.structured_outputs() == []
     with pytest.raises(VocabularyError, match="TOOL_CALLS"):
         StructuringEngine(char_vocab()).configure(ToolCalls(TOOLS, format="mistral"))
 

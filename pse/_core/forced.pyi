@@ -1,6 +1,7 @@
 from pse._core.mask import Matcher
 
 def forced_bytes(matcher: Matcher, max_bytes: int) -> bytes: ...
+def forced_special_terms(matcher: Matcher) -> list[int]: ...
 
 class Boundary:
     """The live states after some bytes, to ask whether a token can span their end."""

@@ -1,7 +1,8 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Fast-forward: the forced path of the live parser states, and the spanning-token check."""
 
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 
 import weakref
@@ -12,8 +13,8 @@ cimport numpy as cnp
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, Tables, dfa_next, exit_bytes,
-    is_accepting, seen_reset, special_next, stateset_add, stateset_free, stateset_init,
-    step_bytes, step_set, term_accepting, term_full,
+    is_accepting, seen_reset, special_next, special_terms, stateset_add, stateset_free,
+    stateset_init, step_bytes, step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
 
@@ -142,6 +143,45 @@ def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
         stateset_free(&cur)
         stateset_free(&spare)
     return bytes(at[:n])
+
+
+def forced_special_terms(Matcher matcher) -> list:
+    """The terminals of the special tokens the live states can take next, where nothing else
+    can come: no state accepts (no end of sequence) and none takes a text byte. Empty
+    otherwise. (Guards are not checked: the token may still be refused.)"""
+    cdef Ctx c
+    cdef StateSet scratch
+    cdef int32_t i, k, t
+    cdef uint32_t words[8]
+    cdef uint8_t* flags
+    cdef cnp.ndarray dfa_out
+    cdef const uint32_t* out8
+    cdef int32_t n_terms = matcher.structure.t.n_terms
+    if matcher.finished or not matcher.structure.t.has_special or matcher.live.n == 0:
+        return []
+    dfa_out = dfa_out_table(matcher.structure)
+    out8 = <const uint32_t*>cnp.PyArray_DATA(dfa_out)
+    text = matcher.text
+    matcher.structure.ctx(&c)
+    c.text = text
+    c.pos = len(text)
+    flags = <uint8_t*>calloc(max(n_terms, 1), 1)
+    if flags == NULL:
+        raise MemoryError()
+    stateset_init(&scratch, 8)
+    try:
+        for i in range(matcher.live.n):
+            if is_accepting(&c, &matcher.live.items[i]):
+                return []
+            state_next_bytes(&c, out8, &matcher.live.items[i], words)
+            for k in range(8):
+                if words[k]:
+                    return []
+            special_terms(&c, &matcher.live.items[i], &scratch, flags)
+        return [t for t in range(n_terms) if flags[t]]
+    finally:
+        stateset_free(&scratch)
+        free(flags)
 
 
 cdef class Boundary:
