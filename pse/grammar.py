@@ -74,6 +74,7 @@ class Grammar(StateMachine):
     @classmethod
     def from_gbnf(cls, text: str) -> Grammar:
         """A grammar from GBNF text, llama.cpp's format (`root` is the start; see `pse.gbnf`).
+        The GBNF text is kept as `grammar.gbnf`; `grammar.text` is the Lark text it became.
 
         Args:
             text: the grammar.
