@@ -251,6 +251,18 @@ def test_random_grammars_agree_with_lark(text, rng):
     assert_agrees(grammar, parser, valid + randoms + mutated)
 
 
+def test_priorities_leave_the_language_as_lark_has_it():
+    """Rule and terminal priorities (`a.2:`, `A.2:`) choose among parses in lark; the texts
+    accepted are the same, and pse accepts exactly those."""
+    text = 'start: a | b WORD\na.2: "x" /y+/\nb: "x"\nWORD.3: /[a-z]+/\nNUM.-1: /[0-9]/\n'
+    text += "c: NUM\n"
+    grammar, parser = Grammar.from_lark(text), lark_parser(text)
+    samples = ["xy", "xyy", "xab", "x", "y", "xy1", "xyz", ""]
+    rng = random.Random(3)
+    for sample in samples + [m for s in samples for m in mutations(s, "xyab", rng, 6)]:
+        assert grammar.matches(sample) == lark_accepts(parser, sample), sample
+
+
 def test_unsupported_constructs_name_terminal_and_line():
     with pytest.raises(GrammarError, match=r"terminal WORD \(line 3\).*lookaround"):
         Grammar.from_lark('start: WORD\n\nWORD: /a(?=b)/\n')
