@@ -19,6 +19,7 @@ _CACHES_LOCK = threading.Lock()
 
 # The most forced bytes computed at once: a longer forced run is taken in several steps.
 MAX_FF_BYTES = 1024
+MAX_FF_SPECIAL_TOKENS = 16  # forced special tokens in one call (a bound on the recursion)
 
 
 def _slice_cache(structure: Any, vocab: Vocabulary, mask_memo: int) -> SliceCache:
@@ -259,36 +260,40 @@ class StructuringEngine:
         Raises:
             ValueError: max_bytes is negative.
         """
+        return self._forced_tokens(_max_bytes(max_bytes), MAX_FF_SPECIAL_TOKENS)
+
+    def _forced_tokens(self, max_bytes: int, specials: int) -> list[int]:
+        """compute_ff_tokens, with at most `specials` special tokens."""
         matcher = self.matcher
-        data = forced_bytes(matcher, _max_bytes(max_bytes))
+        data = forced_bytes(matcher, max_bytes)
         body = data[:utf8_complete_length(data)]
         if not body:
-            return self._forced_special(max_bytes)
+            return self._forced_special(max_bytes, specials)
         boundary = Boundary(matcher, body)
         tokens, _ = self.vocab.tokenize_partial(body, self._committed[-MAX_CONTEXT_TOKENS:],
                                                 spans=boundary.spanned_from)
-        if (self.matcher.cache.special_ids and len(body) == len(data) < max_bytes
+        if (specials and matcher.cache.special_ids and len(body) == len(data) < max_bytes
                 and sum(len(self.vocab.token_bytes(t)) for t in tokens) == len(body)):
             # all the forced text is in tokens: a special token may be forced after it
             after = self.copy()
             if after.consume_tokens(tokens) == len(tokens):
-                tokens += after._forced_special(max_bytes - len(body))
+                tokens += after._forced_special(max_bytes - len(body), specials)
         return tokens
 
-    def _forced_special(self, max_bytes: int) -> list[int]:
+    def _forced_special(self, max_bytes: int, specials: int) -> list[int]:
         """The special token the structure forces next, then the tokens forced after it."""
-        if not self.matcher.cache.special_ids:
+        special_ids = self.matcher.cache.special_ids
+        if not specials or max_bytes <= 0 or not special_ids:
             return []
-        terms = forced_special_terms(self.matcher)
-        ids = {self.matcher.cache.special_ids[t] for t in terms
-               if t in self.matcher.cache.special_ids}
+        ids = {special_ids[t] for t in forced_special_terms(self.matcher) if t in special_ids}
         if len(ids) != 1:
             return []
-        after = self.copy()
         token = ids.pop()
+        after = self.copy()
         if not after.consume_token(token):  # a guard refused it
             return []
-        return [token] + after.compute_ff_tokens(max_bytes)
+        spent = max(1, len(self.vocab.token_bytes(token)))
+        return [token] + after._forced_tokens(max_bytes - spent, specials - 1)
 
     def copy(self) -> StructuringEngine:
         """An independent engine in the same state; caches are shared."""

@@ -199,7 +199,8 @@ class ToolCalls(StateMachine):
         return calls
 
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
-        """One (tool name, arguments dict) per call completed in `text`."""
+        """One (tool name, arguments dict) per call completed in `text`, where special tokens
+        are marked as `StructuringEngine.structured_outputs` marks them (`special_text`)."""
         return [(name, args) for name, args in _parse_calls(self, text)]
 
     def __repr__(self) -> str:
@@ -264,9 +265,10 @@ def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
     decoder = json.JSONDecoder()
     key = fmt.arguments_key
     calls = []
+    # special tokens are marked in the text (special_text), as the engine writes it
+    special = special_text(fmt.special) if fmt.special else None
     if fmt.array:
-        special = special_text(fmt.special)
-        at = text.find(special)
+        at = text.find(special) if special else -1
         if at < 0:
             return []
         pos = text.find("[", at + len(special)) + 1
@@ -284,8 +286,8 @@ def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
     if fmt.begin:
         pos += len(fmt.begin)
     while True:
-        if fmt.special and text.startswith(special_text(fmt.special), pos):
-            pos += len(special_text(fmt.special))
+        if special and text.startswith(special, pos):
+            pos += len(special)
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:

@@ -100,6 +100,16 @@ def test_fast_forward_emits_a_forced_special_token():
         assert engine.compute_ff_tokens() == []
 
 
+def test_fast_forward_bounds_the_special_tokens_of_one_call():
+    with_special, _, sid = vocab_pair()
+    engine = StructuringEngine(with_special)
+    engine.configure(Chain(*[SpecialToken(sid) for _ in range(40)]))
+    forced = engine.compute_ff_tokens()
+    assert forced == [sid] * 16  # MAX_FF_SPECIAL_TOKENS; the rest in the next calls
+    assert engine.consume_tokens(forced) == 16
+    assert engine.compute_ff_tokens() == [sid] * 16
+
+
 def test_llama3_fast_forward_through_special_tokens():
     llama = shared_vocab("llama3")
     engine = StructuringEngine(llama)

@@ -15,6 +15,7 @@ import pytest
 from conftest import shared_vocab
 from pse import (GrammarError, SchemaError, StructuringEngine, ToolCalls, Vocabulary,
                  VocabularyError)
+from pse.machines import special_text
 from test_engine import check_along
 
 WEATHER = {"type": "function", "function": {
@@ -230,6 +231,10 @@ def test_mistral_format():
     engine.reset()
     assert engine.consume_tokens([1, 7, 2, 1, 8, 2, 6]) == 7  # free text only
     assert engine.structured_outputs() == []
+    # a caller's own text marks the special token as the engine does
+    marked = f"Ok[TOOL_CALLS]{special_text('[TOOL_CALLS]')}[{call}]"
+    assert ToolCalls(TOOLS, format="mistral").structured_outputs(marked, True) == [
+        ("get_weather", {"city": "Rome"})]
     with pytest.raises(VocabularyError, match="TOOL_CALLS"):
         StructuringEngine(char_vocab()).configure(ToolCalls(TOOLS, format="mistral"))
 
