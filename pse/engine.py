@@ -270,14 +270,18 @@ class StructuringEngine:
         if not body:
             return self._forced_special(max_bytes, specials)
         boundary = Boundary(matcher, body)
-        tokens, _ = self.vocab.tokenize_partial(body, self._committed[-MAX_CONTEXT_TOKENS:],
-                                                spans=boundary.spanned_from)
-        if (specials and matcher.cache.special_ids and len(body) == len(data) < max_bytes
-                and sum(len(self.vocab.token_bytes(t)) for t in tokens) == len(body)):
-            # all the forced text is in tokens: a special token may be forced after it
-            after = self.copy()
-            if after.consume_tokens(tokens) == len(tokens):
-                tokens += after._forced_special(max_bytes - len(body), specials)
+        tokens, held_back = self.vocab.tokenize_partial(
+            body, self._committed[-MAX_CONTEXT_TOKENS:], spans=boundary.spanned_from)
+        if (specials and matcher.cache.special_ids and not held_back
+                and len(body) == len(data) < max_bytes):
+            # all the forced text is in tokens: a special token may be forced after it (looked
+            # at after committing them, then rolled back: no copy of the engine per step)
+            taken = self.consume_tokens(tokens)
+            try:
+                if taken == len(tokens):
+                    tokens = tokens + self._forced_special(max_bytes - len(body), specials)
+            finally:
+                self.rollback(taken)
         return tokens
 
     def _forced_special(self, max_bytes: int, specials: int) -> list[int]:
