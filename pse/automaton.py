@@ -322,6 +322,26 @@ def literal_dfa(data: bytes) -> DFA:
     return DFA([[(b, b, i + 1)] for i, b in enumerate(data)] + [[]], [False] * n + [True])
 
 
+def then_literal(dfa: DFA, data: bytes) -> DFA:
+    """The DFA of `dfa`'s language followed by `data` (not empty). Built directly (each
+    accepting state gains an edge into a chain of `data`'s bytes) when `data`'s first byte is
+    on no edge of `dfa`: the result is then deterministic, and minimal if `dfa` is (a
+    word of `dfa` followed by `data` still tells its states apart). Otherwise through the
+    subset construction."""
+    if not data:
+        raise ValueError("then_literal needs at least one byte")
+    first = data[0]
+    if any(lo <= first <= hi for row in dfa.trans for lo, hi, _ in row):
+        nfa = NFA()
+        frag = concat(nfa, [embed(nfa, dfa), literal(nfa, data)])
+        return minimize(determinize(nfa, frag))
+    n = dfa.n_states
+    trans = [sorted(row + ((first, first, n),)) if accepting else row
+             for row, accepting in zip(dfa.trans, dfa.accept)]
+    trans += [[(b, b, n + i + 1)] for i, b in enumerate(data[1:])] + [[]]
+    return DFA(trans, [False] * (n + len(data) - 1) + [True])
+
+
 def live_states(dfa: DFA) -> list[bool]:
     """Which states of `dfa` can reach an accepting state."""
     rev: list[list[int]] = [[] for _ in range(dfa.n_states)]

@@ -163,14 +163,13 @@ class _Compiler:
             node: dict[Hashable, int] = {}
             # a start state no edge enters is node a itself, and an end state no edge leaves
             # is node b: fewer nodes and epsilon edges for every later pass
-            start, ends = m.start_state, m.end_states
-            if start not in ends and all(t != start for edges in m.state_graph.values()
-                                         for _, t in edges):
+            start, ends, graph = m.start_state, m.end_states, m.state_graph
+            if start not in ends and not _entered(graph, start):
                 node[start] = a
             for state in ends:
-                if state != start and not m.state_graph.get(state):
+                if state != start and not graph.get(state):
                     node[state] = b
-            for state in (start, *ends, *m.state_graph):
+            for state in (start, *ends, *graph):
                 if state not in node:
                     node[state] = rule.new_node()
             if node[start] != a:
@@ -178,7 +177,7 @@ class _Compiler:
             for state in ends:
                 if node[state] != b:
                     rule.eps[node[state]].append(b)
-            for state, edges in m.state_graph.items():
+            for state, edges in graph.items():
                 for sub, target in edges:
                     if target not in node:
                         node[target] = rule.new_node()
@@ -602,6 +601,15 @@ def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     return automaton.DFA([shifted[0]] + shifted, (False,) + dfa.accept, dense=dense)
 
 
+def _entered(graph: dict, state: Hashable) -> bool:
+    """Whether an edge of a machine's state graph enters `state`."""
+    for edges in graph.values():
+        for _, target in edges:
+            if target == state:
+                return True
+    return False
+
+
 def _closure(eps: list[list[int]], s: int | Iterable[int]) -> set[int]:
     """The nodes reachable from s (a node or several) along `eps`."""
     seen = {s} if isinstance(s, int) else set(s)
@@ -661,8 +669,8 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
     # start from the nodes' own labels (end flag, terminals and guards, rules called)
     labels: dict[tuple, int] = {}
     block = [labels.setdefault((s in rule.ends,
-                                frozenset((tid, g) for tid, _, g in rule.terms[s]),
-                                frozenset(r for r, _ in rule.calls[s])), len(labels))
+                                frozenset({(tid, g) for tid, _, g in rule.terms[s]}),
+                                frozenset({r for r, _ in rule.calls[s]})), len(labels))
              for s in range(n)]
     members: list[list[int]] = [[] for _ in labels]
     for s in range(n):
@@ -679,8 +687,8 @@ def _merge_equivalent_nodes(rule: _Rule) -> None:
         for b in todo:
             groups: dict[tuple, list[int]] = {}
             for s in members[b]:
-                sig = (frozenset((tid, block[t], g) for tid, t, g in rule.terms[s]),
-                       frozenset((r, block[t]) for r, t in rule.calls[s]))
+                sig = (frozenset({(tid, block[t], g) for tid, t, g in rule.terms[s]}),
+                       frozenset({(r, block[t]) for r, t in rule.calls[s]}))
                 groups.setdefault(sig, []).append(s)
             if len(groups) == 1:
                 continue

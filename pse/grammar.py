@@ -15,7 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from pse import automaton
 from pse.cfg import Alternative, Symbol, cycles, rewrite
@@ -115,22 +115,36 @@ class Grammar(StateMachine):
         return f"Grammar(start={self.start!r}{where})"
 
 
-def _read_with_lark(text: str, start: str, import_paths: list[str], source_path: str | None):
-    import lark
-    from lark.exceptions import LarkError
+class _LarkGrammar(NamedTuple):
+    """What lark makes of a grammar: its BNF rules, terminal definitions and ignored ones."""
+    rules: list
+    terminals: list
+    ignore_tokens: list
 
+
+def _read_with_lark(text: str, start: str, import_paths: list[str],
+                    source_path: str | None) -> _LarkGrammar:
+    """Lark's reading of the grammar (EBNF to BNF, imports, templates), without building a
+    lark parser: its analysis would cost more than the whole of pse's compile."""
+    from lark.exceptions import LarkError
+    from lark.load_grammar import load_grammar
+
+    where = source_path or "grammar"
     try:
-        return lark.Lark(text, parser="earley", lexer="dynamic_complete", start=start,
-                         import_paths=import_paths, source_path=source_path)
+        grammar, _ = load_grammar(text, source_path or "<string>", import_paths, False)
+        terminals, rules, ignore = grammar.compile([start], set())
     except LarkError as e:
-        where = source_path or "grammar"
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
+    defined = {rule.origin.name for rule in rules}
+    if start not in defined:
+        raise GrammarError(f"{where}: the start rule {start!r} is not defined")
+    return _LarkGrammar(rules, terminals, ignore)
 
 
 class _Builder:
     """Lark's rules and terminals -> machines."""
 
-    def __init__(self, parser, text: str, source_path: str | None,
+    def __init__(self, parser: _LarkGrammar, text: str, source_path: str | None,
                  specials: dict[str, int | str]) -> None:
         self.text, self.source = text, source_path or "grammar"
         self.specials = specials

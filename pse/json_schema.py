@@ -445,6 +445,22 @@ def _colon(ws: int) -> DfaTerminal:
     return DfaTerminal(compile_regex(pattern), "colon", key=("regex", pattern))
 
 
+@functools.lru_cache(maxsize=64)
+def _comma_dfa(ws: int) -> automaton.DFA:
+    """A comma with at most `ws` blanks on each side."""
+    if not ws:
+        return automaton.literal_dfa(b",")
+    blank = f"[ \\t\\n\\r]{{0,{ws}}}"
+    return compile_regex(f"{blank},{blank}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _comma_then_dfa(ws: int, text: str) -> automaton.DFA:
+    """`_comma_dfa(ws)` then `text` (a member's key): one per key, built without a subset
+    construction (a key starts with a quote, which no comma's blank is)."""
+    return automaton.then_literal(_comma_dfa(ws), text.encode())
+
+
 class JsonSchema(StateMachine):
     """A JSON Schema (dict or JSON text) as a structure.
 
@@ -2101,17 +2117,13 @@ class _Compiler:
         """`,` then `text`, with the blanks allowed around the comma, as one terminal."""
         if not self.ws:
             return Phrase("," + text)
-        blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
-        pattern = f"{blank},{blank}{re.escape(text)}"
-        # (a key of its own: hashing the automaton's transitions costs more than the regex's)
-        return DfaTerminal(compile_regex(pattern), f",{text}", key=("regex", pattern))
+        # (a key of its own: hashing the automaton's transitions costs more than this)
+        return DfaTerminal(_comma_then_dfa(self.ws, text), f",{text}",
+                           key=("comma then", self.ws, text))
 
     def comma_dfa(self) -> automaton.DFA:
         """A comma with the blanks allowed around it."""
-        if not self.ws:
-            return automaton.literal_dfa(b",")
-        blank = f"[ \\t\\n\\r]{{0,{self.ws}}}"
-        return compile_regex(f"{blank},{blank}")
+        return _comma_dfa(self.ws)
 
     def dependency_cases(self, node: dict, sources: list[str], needs: dict[str, list[str]],
                          pointer: str) -> StateMachine | None:

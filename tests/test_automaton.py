@@ -138,3 +138,18 @@ def test_intersect_and_difference_against_brute_force(a, b):
     for w in _words(range(8), 4):
         assert both.matches(w) == (a.matches(w) and b.matches(w)), w
         assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w
+
+
+@given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))
+def test_then_literal_against_brute_force(dfa, data):
+    """`then_literal` accepts exactly a word of `dfa` followed by `data` (every split of every
+    word up to 5 bytes over 0-8); built directly (byte 8 is on no edge) or through the
+    subset construction, a minimal `dfa` stays minimal."""
+    if not dfa.accept[0] and not dfa.trans[0]:
+        return  # the empty language
+    dfa = automaton.minimize(dfa)
+    both = automaton.then_literal(dfa, data)
+    for w in _words(range(9), 5):
+        expected = w.endswith(data) and dfa.matches(w[:len(w) - len(data)])
+        assert both.matches(w) == expected, w
+    assert both.n_states == automaton.minimize(both).n_states
