@@ -1,19 +1,37 @@
-"""Mask time per token for the bundled SQL and arithmetic grammars, pse next to llguidance's
-Lark support (`llguidance.LLMatcher.grammar_from_lark`), in the same process on the same
-token streams (Llama 3 tokenizer).
+"""Context-free grammars: pse beside llguidance and XGrammar, in one process on the same token
+streams (Llama 3 tokenizer), with lark as the judge of every text.
 
-Texts: seeded random arithmetic expressions and SQL SELECT statements, tokenized by Llama 3.
-Per token each engine fills the mask and consumes the token (timed together); a text counts
-as accepted when every token was allowed and the engine accepts at the end.
+Grammars:
+- the bundled Lark grammars `arithmetic` and `sql` (pse.grammars), on seeded random texts
+  (expressions; SELECT statements with joins, WHERE, GROUP BY, ORDER BY, LIMIT);
+- with `--gbnf DIR`, the GBNF grammars of llama.cpp's `grammars/` folder found there, on the
+  texts of bench/gbnf_texts.py (the folder is not in this repository: fetch llama.cpp).
+To each valid text the bench adds `--mutations` texts one edit away (seeded), valid or not.
 
-Run: python bench/grammar_bench.py [--texts 200] [--mask-memo 512]
+Every text is labelled by lark's Earley parser: for a Lark grammar on its own text; for a GBNF
+grammar on the Lark text `pse.gbnf` reads it into. An engine's verdict on a text: every token
+allowed by its mask and taken, and at the end the mask allows EOS. "agree" counts the texts
+where the verdict is lark's.
+
+Engines: pse (`pse.grammars.load` / `pse.Grammar.from_gbnf`), llguidance
+(`LLMatcher.grammar_from_lark` on the Lark file, or on `llguidance.gbnf_to_lark` of the GBNF
+text), XGrammar (`compile_grammar` on the GBNF text, `compile_lark` on a Lark file; its cache
+off). Per token: the time to fill the mask and consume the token (`time.perf_counter_ns`),
+over every stream up to the token an engine refuses. Compile: from the grammar's text to a
+matcher ready for its first mask, the median of `--repeat` runs and the first alone. The
+engines take turns grammar by grammar.
+
+Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
+                                   [--mask-memo 512] [--engines pse,llguidance,xgrammar]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import importlib.metadata
+import importlib.util
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -21,9 +39,16 @@ import numpy as np
 
 import pse
 import pse.grammars
+from pse.gbnf import to_lark
 
-SHARED = Path(os.environ.get("PSE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gbnf_texts import TEXTS  # noqa: E402
+from maskbench_files import SHARED  # noqa: E402
 
+TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
+
+
+# --- texts ---------------------------------------------------------------------------------
 
 def arithmetic_text(rng: random.Random, depth: int = 0) -> str:
     r = rng.random()
@@ -59,107 +84,272 @@ def sql_text(rng: random.Random) -> str:
     return q + ";"
 
 
+def mutations(text: str, alphabet: str, rng: random.Random, n: int) -> list[str]:
+    """`n` texts one edit away from `text` (a character inserted, deleted or replaced)."""
+    out = []
+    for _ in range(n):
+        i = rng.randrange(len(text))
+        ch = rng.choice(alphabet)
+        op = rng.randrange(3)
+        out.append(text[:i] + ch + text[i:] if op == 0 else text[:i] + text[i + 1:]
+                   if op == 1 else text[:i] + ch + text[i + 1:])
+    return out
+
+
+class Case:
+    """One grammar: its text in the form each engine reads, lark's parser, and the texts."""
+
+    def __init__(self, name: str, kind: str, source: str, valid: list[str],
+                 n_mutations: int, rng: random.Random) -> None:
+        import lark
+
+        self.name, self.kind, self.source = name, kind, source
+        if kind == "gbnf":
+            lark_text = to_lark(source)
+            self.lark_text, start = lark_text.text, lark_text.start
+        else:
+            self.lark_text, start = source, "start"
+        self.parser = lark.Lark(self.lark_text, parser="earley", lexer="dynamic_complete",
+                                start=start)
+        alphabet = "".join(sorted(set("".join(valid))))
+        self.texts = valid + [m for v in valid for m in mutations(v, alphabet, rng, n_mutations)]
+        self.labels = [self.accepts(t) for t in self.texts]
+
+    def accepts(self, text: str) -> bool:
+        import lark
+
+        try:
+            self.parser.parse(text)
+            return True
+        except lark.exceptions.LarkError:
+            return False
+
+
+def cases(args, rng: random.Random) -> list[Case]:
+    out = []
+    for name, make in (("arithmetic", arithmetic_text), ("sql", sql_text)):
+        texts = [make(rng) for _ in range(args.texts)]
+        out.append(Case(name, "lark", pse.grammars.path(name).read_text(), texts,
+                        args.mutations, rng))
+    if args.gbnf:
+        folder = Path(args.gbnf)
+        if not folder.is_dir():
+            sys.exit(f"--gbnf {folder}: no such folder")
+        for name, texts in TEXTS.items():
+            path = folder / name
+            if not path.is_file():
+                print(f"{path} is missing: skipped", file=sys.stderr)
+                continue
+            out.append(Case(name, "gbnf", path.read_text(encoding="utf-8"), texts,
+                            args.mutations, rng))
+    return out
+
+
+# --- engines: compile a grammar; step = mask + consume of one token ------------------------
+
+def has_bit(mask, token: int) -> bool:
+    return bool((int(mask[0, token >> 5]) >> (token & 31)) & 1)
+
+
 class Pse:
     name = "pse"
 
-    def __init__(self, vocab, grammar, mask_memo: int) -> None:
-        self.engine = pse.StructuringEngine(vocab, mask_memo=mask_memo)
-        self.engine.configure(grammar)
+    def __init__(self, vocab: pse.Vocabulary, mask_memo: int) -> None:
+        self.vocab, self.mask_memo = vocab, mask_memo
         self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
 
-    def reset(self) -> None:
-        self.engine.reset()
+    def compile(self, case: Case):
+        grammar = (pse.Grammar.from_gbnf(case.source) if case.kind == "gbnf"
+                   else pse.Grammar(case.source))
+        engine = pse.StructuringEngine(self.vocab, mask_memo=self.mask_memo)
+        engine.configure(grammar)
+        return engine
 
-    def step(self, token: int) -> bool:
-        self.engine.fill_next_token_bitmask(self.mask, 0)
-        if not (self.mask[0, token >> 5] >> (token & 31)) & 1:
-            return False
-        return self.engine.consume_token(token)
+    def start(self, compiled):
+        compiled.reset()
+        return compiled
 
-    def accepting(self) -> bool:
-        return self.engine.is_accepting()
+    def step(self, m, token: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return has_bit(self.mask, token) and m.consume_token(token)
+
+    def at_end(self, m, eos: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return has_bit(self.mask, eos)
 
 
 class LLGuidance:
     name = "llguidance"
 
-    def __init__(self, tok, lark_text: str) -> None:
+    def __init__(self, vocab: pse.Vocabulary) -> None:
         import llguidance
+        import llguidance.hf
+        import transformers
+        from llguidance.gbnf_to_lark import gbnf_to_lark
         from llguidance.numpy import fill_next_token_bitmask
 
-        self.grammar = llguidance.LLMatcher.grammar_from_lark(lark_text)
-        self.matcher = llguidance.LLMatcher(tok, self.grammar, log_level=0)
-        if self.matcher.is_error():
-            raise RuntimeError(self.matcher.get_error())
-        self.fill = fill_next_token_bitmask
-        self.mask = np.zeros((1, (tok.vocab_size + 31) // 32), dtype=np.int32)
+        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
+        self.llg, self.gbnf_to_lark, self.fill = llguidance, gbnf_to_lark, fill_next_token_bitmask
+        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size,
+                                                eos_token=vocab.eos_token_ids[0])
+        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
 
-    def reset(self) -> None:
-        self.matcher.reset()
+    def compile(self, case: Case):
+        text = self.gbnf_to_lark(case.source) if case.kind == "gbnf" else case.source
+        m = self.llg.LLMatcher(self.tok, self.llg.LLMatcher.grammar_from_lark(text),
+                               log_level=0)
+        if m.is_error():
+            raise RuntimeError(m.get_error())
+        return m
 
-    def step(self, token: int) -> bool:
-        self.fill(self.matcher, self.mask, 0)
-        if not (self.mask[0, token >> 5] >> (token & 31)) & 1:
-            return False
-        return self.matcher.consume_token(token)
+    def start(self, compiled):
+        compiled.reset()
+        return compiled
 
-    def accepting(self) -> bool:
-        return self.matcher.is_accepting()
+    def step(self, m, token: int) -> bool:
+        self.fill(m, self.mask, 0)
+        return has_bit(self.mask, token) and m.consume_token(token)
+
+    def at_end(self, m, eos: int) -> bool:
+        self.fill(m, self.mask, 0)
+        return has_bit(self.mask, eos)
 
 
-def run(engine, streams: list[list[int]]) -> tuple[list[float], int]:
-    times, rejected = [], 0
+class XGrammar:
+    name = "xgrammar"
+
+    def __init__(self, vocab: pse.Vocabulary) -> None:
+        import xgrammar as xgr
+
+        encoded = [b"" if not vocab.has_token(i) or i in vocab.special_token_ids
+                   else vocab.token_bytes(i) for i in range(vocab.size)]
+        info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab.size,
+                                 stop_token_ids=list(vocab.eos_token_ids))
+        self.xgr = xgr
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        self.mask = xgr.allocate_token_bitmask(1, vocab.size)
+
+    def compile(self, case: Case):
+        if case.kind == "gbnf":
+            return self.compiler.compile_grammar(case.source)
+        return self.compiler.compile_lark(case.source)
+
+    def start(self, compiled):
+        return self.xgr.GrammarMatcher(compiled)
+
+    def step(self, m, token: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return has_bit(self.mask, token) and m.accept_token(token)
+
+    def at_end(self, m, eos: int) -> bool:
+        m.fill_next_token_bitmask(self.mask, 0)
+        return has_bit(self.mask, eos)
+
+
+def installed() -> list[str]:
+    return ["pse"] + [n for n in ("llguidance", "xgrammar") if importlib.util.find_spec(n)]
+
+
+def make(name: str, vocab: pse.Vocabulary, mask_memo: int):
+    if name == "pse":
+        return Pse(vocab, mask_memo)
+    if name == "llguidance":
+        return LLGuidance(vocab)
+    if name == "xgrammar":
+        return XGrammar(vocab)
+    raise SystemExit(f"unknown engine {name!r}: use pse, llguidance, xgrammar")
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+def run_case(engine, case: Case, streams: list[list[int]], eos: int, repeat: int) -> dict:
+    """One engine on one grammar: compile times (ms), per-token times (µs), verdicts."""
+    runs = []
+    try:
+        for _ in range(repeat):
+            started = time.perf_counter_ns()
+            compiled = engine.compile(case)
+            runs.append((time.perf_counter_ns() - started) / 1e6)
+    except Exception as e:  # the engine cannot read this grammar
+        return {"error": " ".join(f"{type(e).__name__}: {e}".split())[:200]}
+    times, verdicts = [], []
     for ids in streams:
-        engine.reset()
+        m = engine.start(compiled)
         ok = True
-        for tid in ids:
-            t0 = time.perf_counter()
-            ok = engine.step(tid)
-            times.append(time.perf_counter() - t0)
+        for token in ids:
+            started = time.perf_counter_ns()
+            ok = engine.step(m, token)
+            times.append((time.perf_counter_ns() - started) / 1e3)
             if not ok:
                 break
-        if not (ok and engine.accepting()):
-            rejected += 1
-    return times, rejected
+        verdicts.append(ok and engine.at_end(m, eos))
+    return {"compile_ms": float(np.median(runs)), "first_ms": runs[0], "times": times,
+            "verdicts": verdicts}
+
+
+def report(results: dict, all_cases: list[Case]) -> None:
+    print("| grammar | engine | texts (valid) | agree with lark | tokens | mean µs | p50 µs | "
+          "p99 µs | compile p50 ms | first compile ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for case in all_cases:
+        n_valid = sum(case.labels)
+        for name, per_case in results.items():
+            r = per_case[case.name]
+            if "error" in r:
+                print(f"| {case.name} | {name} | {len(case.texts)} ({n_valid}) | cannot read "
+                      f"the grammar: {r['error']} | | | | | | |")
+                continue
+            agree = sum(v == label for v, label in zip(r["verdicts"], case.labels))
+            us = np.asarray(r["times"])
+            print(f"| {case.name} | {name} | {len(case.texts)} ({n_valid}) | {agree} | "
+                  f"{len(us):,} | {us.mean():.1f} | {np.percentile(us, 50):.1f} | "
+                  f"{np.percentile(us, 99):.1f} | {r['compile_ms']:.2f} | {r['first_ms']:.2f} |")
+    names = list(results)
+    if len(names) < 2:
+        return
+    base = names[0]
+    print(f"\nRatios other / {base} (per token over each engine's own streams; compile p50):\n")
+    print("| grammar | engine | mean | p99 | compile p50 |")
+    print("| --- | --- | --- | --- | --- |")
+    for case in all_cases:
+        a = results[base][case.name]
+        for name in names[1:]:
+            b = results[name][case.name]
+            if "error" in a or "error" in b:
+                continue
+            ta, tb = np.asarray(a["times"]), np.asarray(b["times"])
+            print(f"| {case.name} | {name} / {base} | {tb.mean() / ta.mean():.2f}x | "
+                  f"{np.percentile(tb, 99) / np.percentile(ta, 99):.2f}x | "
+                  f"{b['compile_ms'] / a['compile_ms']:.2f}x |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--texts", type=int, default=200, help="texts per grammar")
+    ap.add_argument("--gbnf", help="a folder holding llama.cpp's GBNF grammars")
+    ap.add_argument("--texts", type=int, default=100, help="random texts per bundled grammar")
+    ap.add_argument("--mutations", type=int, default=3, help="edited texts per valid text")
+    ap.add_argument("--repeat", type=int, default=3, help="compiles per grammar and engine")
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
+    ap.add_argument("--engines", default=",".join(installed()))
     args = ap.parse_args()
-    import llguidance.hf
-    import transformers
-
-    tok_path = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
-    vocab = pse.Vocabulary.from_file(tok_path)
-    hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tok_path))
-    tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size, eos_token=vocab.eos_token_ids[0])
+    if not TOKENIZER.is_file():
+        sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
+    vocab = pse.Vocabulary.from_file(TOKENIZER)
+    eos = vocab.eos_token_ids[0]
+    engines = {name: make(name, vocab, args.mask_memo) for name in args.engines.split(",")}
     rng = random.Random(0)
-    print("| grammar | engine | tokens | mean µs | p50 µs | p99 µs | texts rejected |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, make in (("arithmetic", arithmetic_text), ("sql", sql_text)):
-        texts = [make(rng) for _ in range(args.texts)]
-        streams = [vocab.encode(t) for t in texts]
-        lark_text = pse.grammars.path(name).read_text()
-        t0 = time.perf_counter()
-        engines = [Pse(vocab, pse.grammars.load(name), args.mask_memo)]
-        compile_pse = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        engines.append(LLGuidance(tok, lark_text))
-        compile_llg = time.perf_counter() - t0
-        means = {}
-        for engine in engines:
-            run(engine, streams[:5])  # warm up
-            times, rejected = run(engine, streams)
-            us = np.array(times) * 1e6
-            means[engine.name] = (us.mean(), np.percentile(us, 50), np.percentile(us, 99))
-            print(f"| {name} | {engine.name} | {len(us):,} | {us.mean():.1f} | "
-                  f"{np.percentile(us, 50):.1f} | {np.percentile(us, 99):.1f} | {rejected} |")
-        ratio = [b / a for a, b in zip(means["pse"], means["llguidance"])]
-        print(f"|   ratios llguidance / pse: mean {ratio[0]:.2f}x, p50 {ratio[1]:.2f}x, "
-              f"p99 {ratio[2]:.2f}x; compile pse {compile_pse * 1e3:.0f} ms, llguidance "
-              f"{compile_llg * 1e3:.0f} ms | | | | | |")
+    all_cases = cases(args, rng)
+    streams = {case.name: [vocab.encode(t) for t in case.texts] for case in all_cases}
+    print(f"{len(all_cases)} grammars, Llama 3 tokenizer, pse {pse.__version__}, "
+          + ", ".join(f"{n} {importlib.metadata.version(n)}" for n in engines if n != "pse")
+          + f"; pse mask memo {args.mask_memo}; compile median of {args.repeat}\n")
+    results: dict = {name: {} for name in engines}
+    names = list(engines)
+    for k, case in enumerate(all_cases):
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            results[name][case.name] = run_case(engines[name], case, streams[case.name],
+                                                eos, args.repeat)
+    report(results, all_cases)
 
 
 if __name__ == "__main__":
