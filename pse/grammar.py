@@ -15,11 +15,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 from pse import automaton
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
+from pse.lark_reader import LarkGrammar, read_lark
 from pse.lark_terminals import followed_by_ignored, terminal_dfa
 from pse.machines import (
     Chain, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
@@ -54,7 +55,7 @@ class Grammar(StateMachine):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
         self.text, self.start, self.source_path = text, start, source_path
         lark_text, specials = _special_tokens(text, source_path or "grammar")
-        parser = _read_with_lark(lark_text, start, list(import_paths), source_path)
+        parser = read_lark(lark_text, start, list(import_paths), source_path)
         root = _Builder(parser, text, source_path, specials).build(start)
         super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
 
@@ -115,43 +116,14 @@ class Grammar(StateMachine):
         return f"Grammar(start={self.start!r}{where})"
 
 
-class _LarkGrammar(NamedTuple):
-    """What lark makes of a grammar: its BNF rules, terminal definitions and ignored ones."""
-    rules: list
-    terminals: list
-    ignore_tokens: list
-
-
-def _read_with_lark(text: str, start: str, import_paths: list[str],
-                    source_path: str | None) -> _LarkGrammar:
-    """Lark's reading of the grammar (EBNF to BNF, imports, templates), without building a
-    lark parser: its analysis would cost more than the whole of pse's compile."""
-    from lark.exceptions import LarkError
-    from lark.load_grammar import load_grammar
-
-    where = source_path or "grammar"
-    try:
-        grammar, _ = load_grammar(text, source_path or "<string>", import_paths, False)
-        terminals, rules, ignore = grammar.compile([start], set())
-    except LarkError as e:
-        raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
-    defined = {rule.origin.name for rule in rules}
-    if start not in defined:
-        raise GrammarError(f"{where}: the start rule {start!r} is not defined")
-    return _LarkGrammar(rules, terminals, ignore)
-
-
 class _Builder:
     """Lark's rules and terminals -> machines."""
 
-    def __init__(self, parser: _LarkGrammar, text: str, source_path: str | None,
+    def __init__(self, parser: LarkGrammar, text: str, source_path: str | None,
                  specials: dict[str, int | str]) -> None:
         self.text, self.source = text, source_path or "grammar"
         self.specials = specials
-        self.rules: dict[str, list[Alternative]] = {}
-        for rule in parser.rules:
-            alt = tuple(("t" if s.is_term else "n", str(s.name)) for s in rule.expansion)
-            self.rules.setdefault(str(rule.origin.name), []).append(alt)
+        self.rules: dict[str, list[Alternative]] = parser.rules
         self.defs = {str(t.name): t for t in parser.terminals}
         ignored = [self.terminal_dfa(str(name)) for name in parser.ignore_tokens]
         self.ignored = ignored
