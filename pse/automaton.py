@@ -342,6 +342,30 @@ def then_literal(dfa: DFA, data: bytes) -> DFA:
     return DFA(trans, [False] * (n + len(data) - 1) + [True])
 
 
+def then_run(dfa: DFA, run: DFA) -> DFA | None:
+    """The DFA of `dfa`'s language followed by a text of `run` (whose language holds the
+    empty text), built directly: each accepting state of `dfa` also takes the edges of `run`'s
+    start. None when that would not be deterministic (an accepting state of `dfa` has an
+    edge on a byte that starts a text of `run`): use the subset construction then."""
+    if not run.accept[0]:
+        raise ValueError("then_run needs a run that accepts the empty text")
+    starts = run.trans[0]
+    for row, accepting in zip(dfa.trans, dfa.accept):
+        if accepting and any(lo <= b_hi and b_lo <= hi for lo, hi, _ in row
+                             for b_lo, b_hi, _ in starts):
+            return None
+    # run's states after dfa's; its start only if an edge of run comes back to it
+    reentered = any(t == 0 for row in run.trans for _, _, t in row)
+    n = dfa.n_states
+    number = [n + k - (not reentered) for k in range(run.n_states)]
+    shifted = [[(lo, hi, number[t]) for lo, hi, t in row] for row in run.trans]
+    trans = [sorted(row + tuple(shifted[0])) if accepting else row
+             for row, accepting in zip(dfa.trans, dfa.accept)]
+    trans += shifted if reentered else shifted[1:]
+    accept = list(dfa.accept) + list(run.accept if reentered else run.accept[1:])
+    return DFA(trans, accept)
+
+
 def live_states(dfa: DFA) -> list[bool]:
     """Which states of `dfa` can reach an accepting state."""
     rev: list[list[int]] = [[] for _ in range(dfa.n_states)]

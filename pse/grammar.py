@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from pse import automaton
+from pse import automaton, limits
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
 from pse.lark_reader import LarkGrammar, read_lark
@@ -54,9 +54,11 @@ class Grammar(StateMachine):
         if not isinstance(start, str):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
         self.text, self.start, self.source_path = text, start, source_path
-        lark_text, specials = _special_tokens(text, source_path or "grammar")
-        parser = read_lark(lark_text, start, list(import_paths), source_path)
-        root = _Builder(parser, text, source_path, specials).build(start)
+        # one compile budget (and no garbage collection) from the text to the machines
+        with limits.compile_budget(f"the grammar {source_path or ''}".rstrip()):
+            lark_text, specials = _special_tokens(text, source_path or "grammar")
+            parser = read_lark(lark_text, start, list(import_paths), source_path)
+            root = _Builder(parser, text, source_path, specials).build(start)
         super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
 
     @classmethod

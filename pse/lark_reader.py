@@ -96,6 +96,12 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     return bnf.rules
 
 
+# An expansion with optional parts or groups is spelled out into its alternatives (as lark does,
+# and as the machines share their common prefixes) up to this many; beyond, the part with the
+# most alternatives becomes a rule of its own.
+MAX_SPELLED_OUT = 16
+
+
 class _Bnf:
     """Lark's rule trees (after its literals, symbols and templates are prepared) to BNF."""
 
@@ -109,7 +115,14 @@ class _Bnf:
         self.rules[name] = self.alternatives(tree)
 
     def alternatives(self, node) -> list[Alternative]:
-        data = getattr(node, "data", None)
+        """The alternatives `node` stands for, each a tuple of symbols."""
+        from lark.grammar import NonTerminal, Terminal
+
+        if isinstance(node, Terminal):
+            return [(("t", node.name),)]
+        if isinstance(node, NonTerminal):
+            return [(("n", node.name),)]
+        data = node.data
         if data == "expansions":
             out: dict[Alternative, None] = {}
             for child in node.children:
@@ -117,51 +130,72 @@ class _Bnf:
             return list(out)
         if data == "alias":  # (the alias names the parse tree's node: no language)
             return self.alternatives(node.children[0])
-        return [self.sequence(node)]
-
-    def sequence(self, node) -> Alternative:
-        """The symbols of `node` in a sequence: a group of several alternatives, an optional
-        part or a repetition is one symbol, a rule of its own."""
-        from lark.grammar import NonTerminal, Terminal
-
-        if isinstance(node, Terminal):
-            return (("t", node.name),)
-        if isinstance(node, NonTerminal):
-            return (("n", node.name),)
-        data = node.data
         if data == "expansion":
-            return tuple(s for child in node.children for s in self.sequence(child))
-        if data in ("expansions", "alias"):
-            alts = self.alternatives(node)
-            return alts[0] if len(alts) == 1 else (self.part("group", alts),)
+            return self.expansion([self.alternatives(child) for child in node.children])
         if data == "maybe":
-            return (self.part("opt", self.alternatives(node.children[0]) + [()]),)
+            return self.alternatives(node.children[0]) + [()]
         if data == "expr":
             return self.repeated(node)
         raise GrammarError(f"rule {self.current}: lark's grammar tree holds {data!r}, which "
                            "this reader does not know (a lark release it was not written "
                            "for?)")
 
-    def repeated(self, node) -> Alternative:
+    def expansion(self, options: list[list[Alternative]]) -> list[Alternative]:
+        """A sequence of parts, each given by its alternatives, spelled out; while that makes
+        too many, the part with the most alternatives (or else the last two parts together)
+        becomes a rule of its own."""
+        options = [alts for alts in options if alts != [()]]
+        while len(options) > 1 and _product(map(len, options)) > MAX_SPELLED_OUT:
+            k = max(range(len(options)), key=lambda i: len(options[i]))
+            if len(options[k]) > 2:
+                options[k] = self.one(options[k])
+            else:
+                options[-2:] = [self.one(_spelled(options[-2:]))]
+        return _spelled(options)
+
+    def one(self, alts: list[Alternative]) -> list[Alternative]:
+        """`alts` as one alternative of one symbol (a rule of its own) or, when they hold the
+        empty text, that or nothing: the rules made here never match the empty text."""
+        filled = [alt for alt in alts if alt]
+        if len(filled) == 1:
+            single = filled
+        else:
+            single = [(self.part("group", filled),)]
+        return single + [()] if len(filled) < len(alts) else single
+
+    def repeated(self, node) -> list[Alternative]:
         item, op, *counts = node.children
         alts = self.alternatives(item)
-        one = alts[0] if len(alts) == 1 else (self.part("group", alts),)
         if op == "?":
-            return (self.part("opt", alts + [()]),)
-        if op in ("*", "+"):  # (left-recursive, as pse.cfg turns it into a loop)
-            loop = self.part("star" if op == "*" else "plus", [])  # (its body below)
-            self.rules[loop[1]] = [() if op == "*" else one, (loop,) + one]
-            return (loop,)
+            return alts + [()]
+        if op in ("*", "+"):  # a left-recursive rule, which pse.cfg turns into a loop
+            (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
+            if not unit:
+                return [()]
+            loop = self.part("loop", [])
+            self.rules[loop[1]] = [unit, (loop,) + unit]
+            return [(loop,), ()] if op == "*" or () in alts else [(loop,)]
         if op != "~":
             raise GrammarError(f"rule {self.current}: unknown operator {op!r}")
         low, high = int(counts[0]), int(counts[-1])
         if high < low:
             raise GrammarError(f"rule {self.current}: bad range {low}..{high}")
-        # at most `high - low` more: a chain of optional rules, each one more at most
-        more: Alternative = ()
-        for _ in range(high - low):
-            more = (self.part("opt", [(), one + more]),)
-        return one * low + more
+        return self.expansion([list(alts) for _ in range(low)] + [self.up_to(alts, high - low)])
+
+    def up_to(self, alts: list[Alternative], k: int) -> list[Alternative]:
+        """At most `k` texts of `alts`, one after the other: spelled out when few, else a
+        chain of rules, each one more at most (`alts` once, or `alts` then the next rule)."""
+        if k == 0:
+            return [()]
+        (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
+        if not unit:
+            return [()]
+        if k < MAX_SPELLED_OUT:
+            return [unit * j for j in range(k + 1)]
+        more: list[Alternative] = [unit]
+        for _ in range(k - 1):
+            more = [(self.part("upto", [unit] + [unit + alt for alt in more]),)]
+        return more + [()]
 
     def part(self, kind: str, alts: list[Alternative]) -> Symbol:
         """A rule for `alts` (one per distinct content, named after the rule it is in)."""
@@ -175,3 +209,18 @@ class _Bnf:
             if key:
                 self.parts[key] = name
         return ("n", name)
+
+
+def _product(numbers) -> int:
+    out = 1
+    for n in numbers:
+        out *= n
+    return out
+
+
+def _spelled(options: list[list[Alternative]]) -> list[Alternative]:
+    """Every sequence of one alternative per part, without repeats."""
+    out: list[Alternative] = [()]
+    for alts in options:
+        out = [done + alt for done in out for alt in alts]
+    return list(dict.fromkeys(out))

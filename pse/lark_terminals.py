@@ -16,6 +16,7 @@ Any other lookaround, and lazy quantifiers in other shapes, raise `GrammarError`
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Sequence
 
@@ -35,8 +36,10 @@ _STRING_ESC_INNER = r".*?(?<!\\)(\\\\)*?"
 _ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
 
 
+@functools.lru_cache(maxsize=1024)
 def terminal_dfa(pattern: str) -> automaton.DFA:
-    """The DFA of a lark terminal whose compiled regex is `pattern` (see the module doc).
+    """The DFA of a lark terminal whose compiled regex is `pattern` (see the module doc),
+    made once (shared: not to be changed).
 
     Raises:
         GrammarError: a malformed pattern, lookaround other than lark's ESCAPED_STRING, or a
@@ -132,7 +135,21 @@ def followed_by_ignored(dfa: automaton.DFA | None,
     Raises:
         GrammarError: the combined automaton is too large.
     """
+    run = _ignored_run(tuple(ignored))
+    if dfa is None:
+        return run
+    direct = automaton.then_run(dfa, run)  # (most terminals: no subset construction)
+    if direct is not None:
+        return direct
     nfa = automaton.NFA()
-    run = automaton.star(nfa, automaton.alternation(nfa, [automaton.embed(nfa, d) for d in ignored]))
-    parts = [run] if dfa is None else [automaton.embed(nfa, dfa), run]
-    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+    return automaton.determinize(nfa, automaton.concat(nfa, [automaton.embed(nfa, dfa),
+                                                            automaton.embed(nfa, run)]))
+
+
+@functools.lru_cache(maxsize=64)
+def _ignored_run(ignored: tuple[automaton.DFA, ...]) -> automaton.DFA:
+    """Any run of the ignored texts, the empty one too (one automaton per list of them: the
+    terminals' automata are cached, so a grammar read again finds its run here)."""
+    nfa = automaton.NFA()
+    return automaton.determinize(nfa, automaton.star(nfa, automaton.alternation(
+        nfa, [automaton.embed(nfa, d) for d in ignored])))

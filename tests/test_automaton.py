@@ -153,3 +153,24 @@ def test_then_literal_against_brute_force(dfa, data):
         expected = w.endswith(data) and dfa.matches(w[:len(w) - len(data)])
         assert both.matches(w) == expected, w
     assert both.n_states == automaton.minimize(both).n_states
+
+
+@given(_range_dfas(), _range_dfas())
+def test_then_run_against_brute_force(dfa, word):
+    """`then_run(dfa, run)` with run = `word`* accepts exactly a word of `dfa` followed by any
+    words of `word` (every word up to 5 bytes over 0-7), or is None exactly where an accepting
+    state of `dfa` has an edge on a byte that starts a text of the run."""
+    if not dfa.accept[0] and not dfa.trans[0] or not word.trans[0]:
+        return  # the empty language, or a run of nothing but the empty text
+    nfa = automaton.NFA()
+    run = automaton.determinize(nfa, automaton.star(nfa, automaton.embed(nfa, word)))
+    both = automaton.then_run(dfa, run)
+    starts = {b for lo, hi, _ in run.trans[0] for b in range(lo, hi + 1)}
+    clash = any(acc and any(lo <= b <= hi for lo, hi, _ in row for b in starts)
+                for row, acc in zip(dfa.trans, dfa.accept))
+    assert (both is None) == clash
+    if both is None:
+        return
+    for w in _words(range(8), 5):
+        expected = any(dfa.matches(w[:k]) and run.matches(w[k:]) for k in range(len(w) + 1))
+        assert both.matches(w) == expected, w

@@ -333,3 +333,14 @@ def test_a_grammar_lark_refuses_for_its_expansion_reads():
         lark_parser(text)
     grammar, parser = Grammar.from_lark(text), lark_parser(optional_as_question_mark(text))
     assert_agrees(grammar, parser, ["aa", "aaab", "aaac", "aaa", "a", "", "aaabab"])
+
+
+def test_long_ranges_are_counted_exactly():
+    """`x ~ m..n` with a wide range (a chain of rules, not n - m spelled-out alternatives) and
+    with a narrow one, against lark."""
+    text = 'start: "a" ~ 3..40 ("b" | "cd") ~ 0..2 "e"~2\n'
+    grammar, parser = Grammar.from_lark(text), lark_parser(text)
+    samples = ["a" * k + tail + "ee" for k in (2, 3, 4, 39, 40, 41)
+               for tail in ("", "b", "cdb", "bbb", "c")]
+    assert_agrees(grammar, parser, samples + ["aaa", "aaae", "aaaeee"])
+    assert grammar.matches("a" * 40 + "cdcdee") and not grammar.matches("a" * 41 + "ee")
