@@ -43,6 +43,7 @@ from pse.gbnf import to_lark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gbnf_texts import TEXTS  # noqa: E402
+from maskbench import LLGuidanceEngine, PseEngine, XGrammarEngine  # noqa: E402
 from maskbench_files import SHARED  # noqa: E402
 
 TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
@@ -146,18 +147,13 @@ def cases(args, rng: random.Random) -> list[Case]:
 
 
 # --- engines: compile a grammar; step = mask + consume of one token ------------------------
+# (maskbench's engines, compiling grammars; the verdict at the end: EOS in the mask)
 
 def has_bit(mask, token: int) -> bool:
     return bool((int(mask[0, token >> 5]) >> (token & 31)) & 1)
 
 
-class Pse:
-    name = "pse"
-
-    def __init__(self, vocab: pse.Vocabulary, mask_memo: int) -> None:
-        self.vocab, self.mask_memo = vocab, mask_memo
-        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
-
+class Pse(PseEngine):
     def compile(self, case: Case):
         grammar = (pse.Grammar.from_gbnf(case.source) if case.kind == "gbnf"
                    else pse.Grammar(case.source))
@@ -165,85 +161,36 @@ class Pse:
         engine.configure(grammar)
         return engine
 
-    def start(self, compiled):
-        compiled.reset()
-        return compiled
 
-    def step(self, m, token: int) -> bool:
-        m.fill_next_token_bitmask(self.mask, 0)
-        return has_bit(self.mask, token) and m.consume_token(token)
-
-    def at_end(self, m, eos: int) -> bool:
-        m.fill_next_token_bitmask(self.mask, 0)
-        return has_bit(self.mask, eos)
-
-
-class LLGuidance:
-    name = "llguidance"
-
-    def __init__(self, vocab: pse.Vocabulary) -> None:
-        import llguidance
-        import llguidance.hf
-        import transformers
-        from llguidance.gbnf_to_lark import gbnf_to_lark
-        from llguidance.numpy import fill_next_token_bitmask
-
-        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
-        self.llg, self.gbnf_to_lark, self.fill = llguidance, gbnf_to_lark, fill_next_token_bitmask
-        self.tok = llguidance.hf.from_tokenizer(hf, n_vocab=vocab.size,
-                                                eos_token=vocab.eos_token_ids[0])
-        self.mask = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
-
+class LLGuidance(LLGuidanceEngine):
     def compile(self, case: Case):
-        text = self.gbnf_to_lark(case.source) if case.kind == "gbnf" else case.source
+        from llguidance.gbnf_to_lark import gbnf_to_lark
+
+        text = gbnf_to_lark(case.source) if case.kind == "gbnf" else case.source
         m = self.llg.LLMatcher(self.tok, self.llg.LLMatcher.grammar_from_lark(text),
                                log_level=0)
         if m.is_error():
             raise RuntimeError(m.get_error())
         return m
 
-    def start(self, compiled):
-        compiled.reset()
-        return compiled
-
-    def step(self, m, token: int) -> bool:
+    def accepts(self, m) -> bool:
         self.fill(m, self.mask, 0)
-        return has_bit(self.mask, token) and m.consume_token(token)
-
-    def at_end(self, m, eos: int) -> bool:
-        self.fill(m, self.mask, 0)
-        return has_bit(self.mask, eos)
+        return has_bit(self.mask, self.vocab.eos_token_ids[0])
 
 
-class XGrammar:
-    name = "xgrammar"
-
+class XGrammar(XGrammarEngine):
     def __init__(self, vocab: pse.Vocabulary) -> None:
-        import xgrammar as xgr
-
-        encoded = [b"" if not vocab.has_token(i) or i in vocab.special_token_ids
-                   else vocab.token_bytes(i) for i in range(vocab.size)]
-        info = xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab.size,
-                                 stop_token_ids=list(vocab.eos_token_ids))
-        self.xgr = xgr
-        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
-        self.mask = xgr.allocate_token_bitmask(1, vocab.size)
+        super().__init__(vocab)
+        self.eos = vocab.eos_token_ids[0]
 
     def compile(self, case: Case):
         if case.kind == "gbnf":
             return self.compiler.compile_grammar(case.source)
         return self.compiler.compile_lark(case.source)
 
-    def start(self, compiled):
-        return self.xgr.GrammarMatcher(compiled)
-
-    def step(self, m, token: int) -> bool:
+    def accepts(self, m) -> bool:
         m.fill_next_token_bitmask(self.mask, 0)
-        return has_bit(self.mask, token) and m.accept_token(token)
-
-    def at_end(self, m, eos: int) -> bool:
-        m.fill_next_token_bitmask(self.mask, 0)
-        return has_bit(self.mask, eos)
+        return has_bit(self.mask, self.eos)
 
 
 def installed() -> list[str]:
@@ -254,7 +201,7 @@ def make(name: str, vocab: pse.Vocabulary, mask_memo: int):
     if name == "pse":
         return Pse(vocab, mask_memo)
     if name == "llguidance":
-        return LLGuidance(vocab)
+        return LLGuidance(vocab, TOKENIZER)
     if name == "xgrammar":
         return XGrammar(vocab)
     raise SystemExit(f"unknown engine {name!r}: use pse, llguidance, xgrammar")
@@ -262,7 +209,7 @@ def make(name: str, vocab: pse.Vocabulary, mask_memo: int):
 
 # --- the run ---------------------------------------------------------------------------------
 
-def run_case(engine, case: Case, streams: list[list[int]], eos: int, repeat: int) -> dict:
+def run_case(engine, case: Case, streams: list[list[int]], repeat: int) -> dict:
     """One engine on one grammar: compile times (ms), per-token times (µs), verdicts."""
     runs = []
     try:
@@ -282,7 +229,7 @@ def run_case(engine, case: Case, streams: list[list[int]], eos: int, repeat: int
             times.append((time.perf_counter_ns() - started) / 1e3)
             if not ok:
                 break
-        verdicts.append(ok and engine.at_end(m, eos))
+        verdicts.append(ok and engine.accepts(m))
     return {"compile_ms": float(np.median(runs)), "first_ms": runs[0], "times": times,
             "verdicts": verdicts}
 
@@ -335,7 +282,6 @@ def main() -> None:
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
     vocab = pse.Vocabulary.from_file(TOKENIZER)
-    eos = vocab.eos_token_ids[0]
     engines = {name: make(name, vocab, args.mask_memo) for name in args.engines.split(",")}
     rng = random.Random(0)
     all_cases = cases(args, rng)
@@ -348,7 +294,7 @@ def main() -> None:
     for k, case in enumerate(all_cases):
         for name in names[k % len(names):] + names[:k % len(names)]:
             results[name][case.name] = run_case(engines[name], case, streams[case.name],
-                                                eos, args.repeat)
+                                                args.repeat)
     report(results, all_cases)
 
 
