@@ -3,10 +3,10 @@
 Lark reads the text: its syntax, `%import`, `%ignore`, `%declare`, templates, terminals built
 from other terminals, anonymous terminals for the strings in rules. The EBNF operators are
 pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of alternatives, each
-`?` and `[...]` inside an expansion out into copies of it (`a? b? c?` becomes 2**3
-alternatives), which costs more time than the rest of a grammar's compile and makes the rules
-larger. Here each group, optional part and repetition becomes a rule of its own instead
-(`pse.cfg` then removes the left recursion of the repetitions, and the empty alternatives).
+`?` and `[...]` inside an expansion out into copies of it, however many (`a? b? c? ...`
+becomes 2**n alternatives), which cost more time than the rest of a grammar's compile. Here an
+expansion is spelled out only up to MAX_SPELLED_OUT alternatives; beyond, parts become rules
+of their own; repetitions are loop rules (`pse.cfg` removes their left recursion).
 
 This reads lark's grammar trees, which are not lark's public API: pyproject.toml bounds the lark
 releases it was written for.
@@ -106,6 +106,9 @@ class _Bnf:
     """Lark's rule trees (after its literals, symbols and templates are prepared) to BNF."""
 
     def __init__(self) -> None:
+        from lark.grammar import NonTerminal, Terminal
+
+        self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
         self.rules: dict[str, list[Alternative]] = {}
         self.parts: dict[tuple, str] = {}  # (kind, alternatives) -> the rule made for them
         self.current = ""
@@ -116,12 +119,9 @@ class _Bnf:
 
     def alternatives(self, node) -> list[Alternative]:
         """The alternatives `node` stands for, each a tuple of symbols."""
-        from lark.grammar import NonTerminal, Terminal
-
-        if isinstance(node, Terminal):
-            return [(("t", node.name),)]
-        if isinstance(node, NonTerminal):
-            return [(("n", node.name),)]
+        for kind, letter in self.symbols:
+            if isinstance(node, kind):
+                return [((letter, node.name),)]
         data = node.data
         if data == "expansions":
             out: dict[Alternative, None] = {}
@@ -154,8 +154,9 @@ class _Bnf:
         return _spelled(options)
 
     def one(self, alts: list[Alternative]) -> list[Alternative]:
-        """`alts` as one alternative of one symbol (a rule of its own) or, when they hold the
-        empty text, that or nothing: the rules made here never match the empty text."""
+        """`alts` as one alternative (itself if it is the only non-empty one, else a rule of
+        its own) or, when they hold the empty text, that or nothing: the rules made here never
+        match the empty text."""
         filled = [alt for alt in alts if alt]
         if len(filled) == 1:
             single = filled
