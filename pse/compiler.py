@@ -23,6 +23,7 @@ import numpy as np
 
 from pse import automaton, limits
 from pse.bounded_cache import BoundedCache
+from pse._core.rules import prune_rule
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
@@ -33,7 +34,8 @@ from pse.registers import Guard, Guarded, Scope
 INLINE_LIMIT = 256
 # A structure with more parser nodes than this is refused (compile time and memory).
 MAX_NODES = 100_000
-# Rules with more nodes than this are not searched for equivalent nodes (see below).
+# Rules with more live nodes than this are not searched for bisimilar nodes to merge
+# (pse._core.rules.prune_rule: merging saves parser states, it never changes the language).
 MERGE_LIMIT = 5_000
 # Machines nested in machines (without a Forward between them) deeper than this are refused,
 # and so are rules whose first terminal is reached through more than MAX_LEFT_CALLS nested
@@ -306,8 +308,10 @@ class _Compiler:
         while k < len(order):
             rule = self.rules[order[k]]
             if not rule.done:
-                _keep_live_nodes(rule)
-                _merge_equivalent_nodes(rule)
+                rule.terms, rule.calls, rule.ends = prune_rule(
+                    rule.terms, rule.calls, rule.ends, rule.start, MERGE_LIMIT)
+                rule.eps = [[] for _ in rule.terms]
+                rule.start = 0
             for row in rule.calls:
                 for r, _ in row:
                     if r not in seen:
@@ -635,89 +639,6 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
                 seen.add(t)
                 todo.append(t)
     return False
-
-
-def _keep_live_nodes(rule: _Rule) -> None:
-    """Keep the nodes reachable from the start that can reach an end; renumber them."""
-    n = len(rule.eps)
-    succ = [[e[1] for e in rule.terms[s]] + [t for _, t in rule.calls[s]] for s in range(n)]
-    reach = _closure(succ, rule.start)
-    pred: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in succ[s]:
-            pred[t].append(s)
-    coreach = _closure(pred, rule.ends)
-    live = sorted(reach & coreach, key=lambda s: (s != rule.start, s))
-    remap = {s: i for i, s in enumerate(live)}
-    rule.terms = [[(tid, remap[t], g) for tid, t, g in rule.terms[s] if t in remap]
-                  for s in live]
-    rule.calls = [[(r, remap[t]) for r, t in rule.calls[s] if t in remap] for s in live]
-    rule.ends = {remap[s] for s in rule.ends if s in remap}
-    rule.eps = [[] for _ in live]
-    rule.start = 0
-
-
-def _merge_equivalent_nodes(rule: _Rule) -> None:
-    """Merge bisimilar nodes (same end flag, same edges into the same classes), so that
-    copies made by inlining do not keep equivalent parser states apart. The classes are
-    refined until stable, each time only those holding a node whose edge leads into a class
-    that just split. Very large rules are left as they are (merging only saves work; it never
-    changes the language)."""
-    n = len(rule.terms)
-    if n > MERGE_LIMIT:
-        return
-    # start from the nodes' own labels (end flag, terminals and guards, rules called)
-    labels: dict[tuple, int] = {}
-    block = [labels.setdefault((s in rule.ends,
-                                frozenset({(tid, g) for tid, _, g in rule.terms[s]}),
-                                frozenset({r for r, _ in rule.calls[s]})), len(labels))
-             for s in range(n)]
-    members: list[list[int]] = [[] for _ in labels]
-    for s in range(n):
-        members[block[s]].append(s)
-    pred: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for _, t, _ in rule.terms[s]:
-            pred[t].append(s)
-        for _, t in rule.calls[s]:
-            pred[t].append(s)
-    todo = {b for b, nodes in enumerate(members) if len(nodes) > 1}
-    while todo:
-        moved: list[int] = []
-        for b in todo:
-            groups: dict[tuple, list[int]] = {}
-            for s in members[b]:
-                sig = (frozenset({(tid, block[t], g) for tid, t, g in rule.terms[s]}),
-                       frozenset({(r, block[t]) for r, t in rule.calls[s]}))
-                groups.setdefault(sig, []).append(s)
-            if len(groups) == 1:
-                continue
-            parts = iter(groups.values())
-            members[b] = next(parts)  # the first part keeps the class; the others are new
-            for part in parts:
-                fresh = len(members)
-                members.append(part)
-                for s in part:
-                    block[s] = fresh
-                moved.extend(part)
-        todo = {block[p] for s in moved for p in pred[s] if len(members[block[p]]) > 1}
-    n_blocks = len(members)
-    if n_blocks == n:
-        return
-    # renumber blocks so that the start's block is 0
-    remap = {block[rule.start]: 0}
-    for s in range(n):
-        remap.setdefault(block[s], len(remap))
-    rep = {}
-    for s in range(n):
-        rep.setdefault(remap[block[s]], s)
-    rule.terms = [sorted({(tid, remap[block[t]], g) for tid, t, g in rule.terms[rep[b]]})
-                  for b in range(n_blocks)]
-    rule.calls = [sorted({(r, remap[block[t]]) for r, t in rule.calls[rep[b]]})
-                  for b in range(n_blocks)]
-    rule.ends = {remap[block[s]] for s in rule.ends}
-    rule.eps = [[] for _ in range(n_blocks)]
-    rule.start = 0
 
 
 def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:

@@ -1,0 +1,3 @@
+def prune_rule(terms: list[list[tuple[int, int, int]]], calls: list[list[tuple[int, int]]],
+               ends: set[int], start: int, merge_limit: int
+               ) -> tuple[list[list[tuple[int, int, int]]], list[list[tuple[int, int]]], set[int]]: ...
