@@ -6,9 +6,9 @@ Steps:
    composite becomes a rule of its own that is called (a frame is pushed). A machine marked
    with `share_rules` (JSON Schema's "any value") has its rules built once, through step 2,
    and copied into each structure.
-2. Per rule: epsilon edges are eliminated; then, over all rules, nothing that cannot reach the
-   end is kept (rules that match nothing, nodes that cannot finish), so no parser state is a
-   dead end.
+2. Rules that match nothing are dropped; then each rule is reduced (in C, see
+   pse/_core/rules.pyx): epsilon edges eliminated, only the nodes kept that can be reached and
+   can finish (so no parser state is a dead end), bisimilar nodes merged.
 3. Per node, the closure over calls is precomputed: the terminals that can start there, with
    the frames to push on the way and the guard on the rule's register (see registers.py).
    The step at run time is then a table lookup.
@@ -17,13 +17,13 @@ Steps:
 from __future__ import annotations
 
 import threading
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable
 
 import numpy as np
 
 from pse import automaton, limits
 from pse.bounded_cache import BoundedCache
-from pse._core.rules import prune_rule
+from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
 from pse.machines import Forward, StateMachine, Terminal
@@ -57,8 +57,8 @@ class _Rule:
         self.calls: list[list[tuple[int, int]]] = []  # (rule, return node)
         self.start = self.new_node()
         self.end = self.new_node()
-        self.ends: set[int] = set()  # after epsilon elimination
-        self.done = False  # copied from a shared fragment: epsilons gone, nodes trimmed
+        self.ends: set[int] = {self.end}
+        self.done = False  # reduced (see trim), or copied from a shared fragment that was
 
     def new_node(self) -> int:
         if len(self.eps) >= MAX_NODES:
@@ -255,38 +255,10 @@ class _Compiler:
         rule.terms[a].append((tid, b, guard))
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
-    def eliminate_epsilons(self) -> None:
-        for rule in self.rules:
-            limits.check_budget()
-            if rule.done:
-                continue
-            n = len(rule.eps)
-            terms: list[list[tuple[int, int, int]]] = []
-            calls: list[list[tuple[int, int]]] = []
-            ends = set()
-            # only the start and the targets of edges are reachable once epsilons are gone
-            entered = {rule.start} | {e[1] for row in rule.terms for e in row} \
-                | {t for row in rule.calls for _, t in row}
-            for s in range(n):
-                if s not in entered:
-                    terms.append([])
-                    calls.append([])
-                elif not rule.eps[s]:  # most nodes: the closure is the node itself
-                    terms.append(sorted(set(rule.terms[s])))
-                    calls.append(sorted(set(rule.calls[s])))
-                    if s == rule.end:
-                        ends.add(s)
-                else:
-                    closure = _closure(rule.eps, s)
-                    terms.append(sorted({e for k in closure for e in rule.terms[k]}))
-                    calls.append(sorted({e for k in closure for e in rule.calls[k]}))
-                    if rule.end in closure:
-                        ends.add(s)
-            rule.terms, rule.calls, rule.ends = terms, calls, ends
-            rule.eps = [[] for _ in range(n)]
-
     def trim(self, root: int) -> list[int]:
-        """Drop rules that match nothing and nodes that cannot reach their rule's end.
+        """Drop rules that match nothing; reduce the others (`reduce_rule`: no epsilon edges,
+        no calls of those rules, no node that cannot reach its rule's end, bisimilar nodes
+        merged).
 
         Returns the rules still reachable from the root, root first.
         """
@@ -300,18 +272,21 @@ class _Compiler:
                     changed = True
         if root not in productive:
             raise GrammarError("the structure matches nothing")
-        for rid, rule in enumerate(self.rules):
-            rule.calls = [[(r, t) for r, t in row if r in productive] for row in rule.calls]
+        is_productive = bytes(rid in productive for rid in range(len(self.rules)))
         order = [root]
         seen = {root}
         k = 0
         while k < len(order):
+            limits.check_budget()
             rule = self.rules[order[k]]
-            if not rule.done:
-                rule.terms, rule.calls, rule.ends = prune_rule(
-                    rule.terms, rule.calls, rule.ends, rule.start, MERGE_LIMIT)
+            if rule.done:
+                rule.calls = [[(r, t) for r, t in row if r in productive] for row in rule.calls]
+            else:
+                rule.terms, rule.calls, rule.ends = reduce_rule(
+                    rule.eps, rule.terms, rule.calls, rule.start, rule.ends, is_productive,
+                    MERGE_LIMIT)
                 rule.eps = [[] for _ in rule.terms]
-                rule.start = 0
+                rule.start, rule.done = 0, True
             for row in rule.calls:
                 for r, _ in row:
                     if r not in seen:
@@ -572,7 +547,6 @@ def _fragment(machine: StateMachine) -> _Fragment:
         compiler = _Compiler(share=False)
         root = compiler.rule_for(machine)
         compiler.build_rules()
-        compiler.eliminate_epsilons()
         order = compiler.trim(root)
         new_id = {rid: k for k, rid in enumerate(order)}
         rules = [compiler.rules[rid] for rid in order]
@@ -614,19 +588,8 @@ def _entered(graph: dict, state: Hashable) -> bool:
     return False
 
 
-def _closure(eps: list[list[int]], s: int | Iterable[int]) -> set[int]:
-    """The nodes reachable from s (a node or several) along `eps`."""
-    seen = {s} if isinstance(s, int) else set(s)
-    todo = list(seen)
-    while todo:
-        for t in eps[todo.pop()]:
-            if t not in seen:
-                seen.add(t)
-                todo.append(t)
-    return seen
-
-
 def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
+    """Whether the rule's start reaches one of its ends, calling only productive rules."""
     seen = {rule.start}
     todo = [rule.start]
     while todo:
@@ -634,7 +597,7 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
         if s in rule.ends:
             return True
         nxt = [e[1] for e in rule.terms[s]] + [t for r, t in rule.calls[s] if r in productive]
-        for t in nxt:
+        for t in nxt + rule.eps[s]:
             if t not in seen:
                 seen.add(t)
                 todo.append(t)
@@ -670,7 +633,6 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
         compiler = _Compiler()
         root = compiler.rule_for(machine)
         compiler.build_rules()
-        compiler.eliminate_epsilons()
         tables = compiler.tables(root)
         return CompiledStructure(machine.value_parser(), tables, len(compiler.rules))
 

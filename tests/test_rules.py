@@ -1,11 +1,14 @@
-"""pse._core.rules.prune_rule against a plain Python oracle and against the language of the
-rule: random rule graphs (edges labelled by terminal and guard, calls labelled by rule)."""
+"""pse._core.rules.reduce_rule against a plain Python oracle and against the language of the
+rule: random rule graphs (edges labelled by terminal and guard, calls labelled by rule,
+epsilon edges), some of whose callees match nothing."""
 
 import random
 
 import pytest
 
-from pse._core.rules import prune_rule
+from pse._core.rules import reduce_rule
+
+MERGE_LIMIT = 5_000
 
 
 def random_rule(rng: random.Random, n: int):
@@ -29,14 +32,27 @@ def random_rule(rng: random.Random, n: int):
                 terms[s].append((label, t, rng.choice((0, 0, 0, 5)) if rng.random() < 0.2 else 0))
             else:
                 calls[s].append((label, t))
+    eps = [[rng.randrange(n) for _ in range(rng.choice((0, 0, 0, 1, 2)))] for _ in range(n)]
     ends = {s for s in range(n) if copy_of[s] == 0 or rng.random() < 0.05}
-    return terms, calls, ends, rng.randrange(n)
+    productive = bytes(rng.random() < 0.8 for _ in range(3))
+    return eps, terms, calls, ends, rng.randrange(n), productive
 
 
 def edges(terms, calls, s):
     """Node s's edges as (label, target); a label is ("t", terminal, guard) or ("c", rule)."""
     return ([(("t", tid, g), t) for tid, t, g in terms[s]]
             + [(("c", r), t) for r, t in calls[s]])
+
+
+def without_epsilons(eps, terms, calls, ends, productive):
+    """Each node takes the edges (but calls of unproductive rules) and the end flags of the
+    nodes its epsilon edges reach."""
+    n = len(terms)
+    closure = [reachable(eps, [s]) for s in range(n)]
+    new_terms = [[e for k in closure[s] for e in terms[k]] for s in range(n)]
+    new_calls = [[(r, t) for k in closure[s] for r, t in calls[k] if productive[r]]
+                 for s in range(n)]
+    return new_terms, new_calls, {s for s in range(n) if closure[s] & ends}
 
 
 def reachable(succ, sources):
@@ -49,9 +65,11 @@ def reachable(succ, sources):
     return seen
 
 
-def oracle(terms, calls, ends, start):
-    """Live nodes (start first, then in order), then the coarsest bisimulation by refining
-    {ends, others} until no class splits; one node per class, numbered as prune_rule does."""
+def oracle(eps, terms, calls, ends, start, productive):
+    """Epsilons gone, then the live nodes (start first, then in order), then the coarsest
+    bisimulation by refining {ends, others} until no class splits; one node per class,
+    numbered as reduce_rule does."""
+    terms, calls, ends = without_epsilons(eps, terms, calls, ends, productive)
     n = len(terms)
     succ = [[t for _, t in edges(terms, calls, s)] for s in range(n)]
     pred = [[] for _ in range(n)]
@@ -85,8 +103,10 @@ def oracle(terms, calls, ends, start):
     return out_terms, out_calls, {number[cls[s]] for s in range(len(order)) if is_end[s]}
 
 
-def words(terms, calls, ends, start, length):
-    """Every label sequence of at most `length` labels that leads from start to an end."""
+def words(eps, terms, calls, ends, start, productive, length):
+    """Every label sequence of at most `length` labels that leads from start to an end
+    (calling only productive rules)."""
+    terms, calls, ends = without_epsilons(eps, terms, calls, ends, productive)
     found, layer = set(), {((), start)}
     for _ in range(length + 1):
         found |= {w for w, s in layer if s in ends}
@@ -94,35 +114,46 @@ def words(terms, calls, ends, start, length):
     return found
 
 
+def no_eps(n):
+    return [[] for _ in range(n)]
+
+
 @pytest.mark.parametrize("seed", range(300))
-def test_prune_rule_matches_the_oracle_and_keeps_the_language(seed):
+def test_reduce_rule_matches_the_oracle_and_keeps_the_language(seed):
     rng = random.Random(seed)
-    terms, calls, ends, start = random_rule(rng, rng.randint(1, 14))
-    expected = oracle(terms, calls, ends, start)
+    eps, terms, calls, ends, start, productive = random_rule(rng, rng.randint(1, 14))
+    expected = oracle(eps, terms, calls, ends, start, productive)
     if expected is None:
         with pytest.raises(ValueError):
-            prune_rule(terms, calls, ends, start, 5_000)
+            reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT)
         return
-    got = prune_rule(terms, calls, ends, start, 5_000)
+    got = reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT)
     assert got == expected
     new_terms, new_calls, new_ends = got
-    assert words(new_terms, new_calls, new_ends, 0, 6) == words(terms, calls, ends, start, 6)
-    # minimal: merging the result again changes nothing
-    assert prune_rule(new_terms, new_calls, new_ends, 0, 5_000) == got
+    n = len(new_terms)
+    assert (words(no_eps(n), new_terms, new_calls, new_ends, 0, productive, 6)
+            == words(eps, terms, calls, ends, start, productive, 6))
+    # minimal: reducing the result again changes nothing
+    assert reduce_rule(no_eps(n), new_terms, new_calls, 0, new_ends, productive,
+                       MERGE_LIMIT) == got
 
 
-def test_prune_rule_past_the_merge_limit_only_drops_dead_nodes():
+def test_reduce_rule_past_the_merge_limit_only_drops_dead_nodes():
     # 0 -a-> 1 -b-> 3(end), 0 -a-> 2 -b-> 3: nodes 1 and 2 are twins; 4 is dead
     terms = [[(0, 1, 0), (0, 2, 0)], [(1, 3, 0)], [(1, 3, 0)], [], [(0, 3, 0)]]
-    calls = [[] for _ in terms]
-    assert prune_rule(terms, calls, {3}, 0, 5_000) == ([[(0, 1, 0)], [(1, 2, 0)], []],
-                                                        [[], [], []], {2})
-    assert prune_rule(terms, calls, {3}, 0, 2) == (
+    calls, eps, yes = no_eps(5), no_eps(5), b"\1"
+    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 5_000) == (
+        [[(0, 1, 0)], [(1, 2, 0)], []], [[], [], []], {2})
+    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 2) == (
         [[(0, 1, 0), (0, 2, 0)], [(1, 3, 0)], [(1, 3, 0)], []], [[], [], [], []], {3})
 
 
-def test_prune_rule_refuses_ids_it_cannot_pack():
+def test_reduce_rule_refuses_what_it_cannot_number():
     with pytest.raises(OverflowError):
-        prune_rule([[(1 << 40, 0, 0)]], [[]], {0}, 0, 5_000)
+        reduce_rule([[]], [[(1 << 40, 0, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT)
     with pytest.raises(ValueError):
-        prune_rule([[]], [[]], {0}, 3, 5_000)
+        reduce_rule([[]], [[]], [[]], 3, {0}, b"\1", MERGE_LIMIT)
+    with pytest.raises(ValueError):  # an edge to a node that is not there
+        reduce_rule([[]], [[(0, 7, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT)
+    with pytest.raises(ValueError):
+        reduce_rule([[5]], [[]], [[]], 0, {0}, b"\1", MERGE_LIMIT)

@@ -1,3 +1,4 @@
-def prune_rule(terms: list[list[tuple[int, int, int]]], calls: list[list[tuple[int, int]]],
-               ends: set[int], start: int, merge_limit: int
-               ) -> tuple[list[list[tuple[int, int, int]]], list[list[tuple[int, int]]], set[int]]: ...
+def reduce_rule(eps: list[list[int]], terms: list[list[tuple[int, int, int]]],
+                calls: list[list[tuple[int, int]]], start: int, ends: set[int],
+                productive: bytes, merge_limit: int
+                ) -> tuple[list[list[tuple[int, int, int]]], list[list[tuple[int, int]]], set[int]]: ...

@@ -1,16 +1,18 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""One rule's graph of parser nodes, pruned in C (pse.compiler's step 2): keep the nodes that
-are reachable from the start and can reach an end, then merge bisimilar ones.
+"""One rule's graph of parser nodes, reduced in C (pse.compiler's step 2): epsilon edges
+eliminated, calls of rules that match nothing dropped, only the nodes kept that are reachable
+from the start and can reach an end, and bisimilar nodes merged.
 
-A node has edges labelled by a terminal and a guard (`terms`: (terminal, target, guard)) and
-calls of rules (`calls`: (rule, return node)); both kinds lead to a target node. Two nodes are
+A node has edges labelled by a terminal and a guard (`terms`: (terminal, target, guard)),
+calls of rules (`calls`: (rule, return node)) and epsilon edges (`eps`: target nodes). Two
+nodes are
 bisimilar when both or neither may end the rule and their edges lead, label for label, into
 bisimilar nodes: one of them can stand for the other in every parse. The compiler inlines
 copies of machines, so rules hold many such twins; merged, they are fewer parser states.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport free, malloc, qsort, realloc
 
 # A label packs (terminal, guard) or a called rule into one integer; odd: a call.
 cdef int64_t MAX_ID = 1 << 30
@@ -50,51 +52,67 @@ cdef int sort_unique(Edge* e, int n) noexcept nogil:
     return k
 
 
-def prune_rule(list terms, list calls, ends, int start, int merge_limit):
-    """Keep the live nodes of one rule, merge bisimilar ones, renumber.
+def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t[::1] productive,
+                int merge_limit):
+    """Reduce one rule: no epsilon edges, no calls of unproductive rules, only live nodes,
+    bisimilar nodes merged; renumbered.
 
     Args:
+        eps: per node, the nodes its epsilon edges lead to.
         terms: per node, its edges (terminal, target node, guard).
         calls: per node, its calls (rule, return node).
+        start: the start node; it must reach an end.
         ends: the nodes where the rule may end.
-        start: the start node (live: its rule matches something).
-        merge_limit: rules with more live nodes than this are only pruned, not merged (the
-            merge takes a round per step of the longest path that tells two nodes apart).
+        productive: per rule, 1 where it matches something (calls of the others are dropped).
+        merge_limit: rules with more live nodes than this are not merged (the merge takes a
+            round per step of the longest path that tells two nodes apart).
 
     Returns:
         (terms, calls, ends) over the new nodes: the start's node is 0, the others follow
         in the order of their first old node; each node's edges and calls sorted, without
         repeats.
+
+    Raises:
+        ValueError: the start cannot reach an end, or a node out of range.
+        OverflowError: a terminal, guard or rule id of 2**30 or more.
     """
-    cdef int n = len(terms), n_edges = 0, s, n_live
-    cdef Graph g
-    g.n = n
-    for s in range(n):
-        n_edges += len(terms[s]) + len(calls[s])
-    # per node: its new number in turn (old -> live -> class -> output); scratch arrays
-    cdef int32_t* live = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* cls = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t* scratch = <int32_t*>malloc((2 * n + 2) * sizeof(int32_t))
-    cdef int32_t* rev = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
-    cdef uint8_t* flag = <uint8_t*>malloc(n + 1)
-    cdef Edge* work = <Edge*>malloc((n_edges + 1) * sizeof(Edge))
-    g.off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    g.edges = <Edge*>malloc((n_edges + 1) * sizeof(Edge))
+    cdef int n = len(terms), s, n_live
+    cdef Graph raw, g
+    raw.n = g.n = n
+    raw.off = g.off = NULL
+    raw.edges = g.edges = NULL
+    cdef int32_t* eps_off = NULL
+    cdef int32_t* eps_to = NULL
+    cdef int32_t* live = NULL
+    cdef int32_t* cls = NULL
+    cdef int32_t* scratch = NULL
+    cdef int32_t* rev = NULL
+    cdef uint8_t* flag = NULL
+    cdef Edge* work = NULL
+    if not (len(eps) == len(calls) == n and 0 <= start < n):
+        raise ValueError(f"a rule of {n} nodes: eps, terms and calls per node, start in range")
     try:
-        if not (live and cls and scratch and rev and flag and work and g.off and g.edges):
+        flag = <uint8_t*>malloc(n + 1)
+        live = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        scratch = <int32_t*>malloc((2 * n + 2) * sizeof(int32_t))
+        if not (flag and live and scratch):
             raise MemoryError()
-        read_graph(&g, terms, calls)
-        if not 0 <= start < n:
-            raise ValueError(f"start node {start} out of range")
-        find_live(&g, ends, start, scratch, rev, flag)
-        n_live = keep_live(&g, flag, live)
-        if live[start] < 0:
-            raise ValueError("the rule's start cannot reach its end (trim productive rules only)")
-        for s in range(n_live):
+        read_graph(&raw, eps, terms, calls, productive, &eps_off, &eps_to)
+        for s in range(n):
             flag[s] = 0
         for s in ends:
-            if live[s] >= 0:
-                flag[live[s]] = 1
+            check_node(s, n)
+            flag[s] = 1
+        close_epsilons(&raw, eps_off, eps_to, start, flag, scratch, &g)
+        cls = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        rev = <int32_t*>malloc((g.off[n] + 1) * sizeof(int32_t))
+        work = <Edge*>malloc((g.off[n] + 1) * sizeof(Edge))
+        if not (cls and rev and work):
+            raise MemoryError()
+        find_live(&g, flag, start, scratch, rev, cls)
+        n_live = keep_live(&g, flag, cls, live)
+        if live[start] < 0:
+            raise ValueError("the rule's start cannot reach its end")
         if n_live <= merge_limit:
             merge(&g, flag, cls, scratch, work)
         else:
@@ -102,24 +120,46 @@ def prune_rule(list terms, list calls, ends, int start, int merge_limit):
                 cls[s] = s
         return write_rule(&g, flag, live[start], cls, scratch, work)
     finally:
+        free(raw.off)
+        free(raw.edges)
+        free(g.off)
+        free(g.edges)
+        free(eps_off)
+        free(eps_to)
         free(live)
         free(cls)
         free(scratch)
         free(rev)
         free(flag)
         free(work)
-        free(g.off)
-        free(g.edges)
 
 
-cdef void read_graph(Graph* g, list terms, list calls) except *:
-    cdef int s, k = 0
-    cdef int64_t tid, guard, rule
-    for s in range(g.n):
+cdef inline void check_node(int64_t s, int n) except *:
+    if not 0 <= s < n:
+        raise ValueError(f"node {s} out of range (the rule has {n})")
+
+
+cdef void read_graph(Graph* g, list eps, list terms, list calls,
+                     const uint8_t[::1] productive, int32_t** eps_off, int32_t** eps_to) except *:
+    """g: the rule's labelled edges (calls of unproductive rules left out); eps_off/eps_to:
+    its epsilon edges, node s's at eps_to[eps_off[s] .. eps_off[s + 1]]."""
+    cdef int n = g.n, s, k = 0, n_edges = 0, n_eps = 0
+    cdef int64_t tid, guard, rule, target
+    for s in range(n):
+        n_edges += len(terms[s]) + len(calls[s])
+        n_eps += len(eps[s])
+    g.off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    g.edges = <Edge*>malloc((n_edges + 1) * sizeof(Edge))
+    eps_off[0] = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    eps_to[0] = <int32_t*>malloc((n_eps + 1) * sizeof(int32_t))
+    if not (g.off and g.edges and eps_off[0] and eps_to[0]):
+        raise MemoryError()
+    for s in range(n):
         g.off[s] = k
         for tid, target, guard in terms[s]:
             if not (0 <= tid < MAX_ID and 0 <= guard < MAX_ID):
                 raise OverflowError(f"terminal {tid} or guard {guard} out of range")
+            check_node(target, n)
             g.edges[k].a = ((tid << 31) | guard) << 1
             g.edges[k].b = target
             g.edges[k].c = 0
@@ -127,18 +167,85 @@ cdef void read_graph(Graph* g, list terms, list calls) except *:
         for rule, target in calls[s]:
             if not 0 <= rule < MAX_ID:
                 raise OverflowError(f"rule {rule} out of range")
-            g.edges[k].a = (rule << 1) | 1
-            g.edges[k].b = target
-            g.edges[k].c = 0
+            check_node(target, n)
+            if rule < productive.shape[0] and productive[rule]:
+                g.edges[k].a = (rule << 1) | 1
+                g.edges[k].b = target
+                g.edges[k].c = 0
+                k += 1
+    g.off[n] = k
+    k = 0
+    for s in range(n):
+        eps_off[0][s] = k
+        for target in eps[s]:
+            check_node(target, n)
+            eps_to[0][k] = <int32_t>target
             k += 1
-    g.off[g.n] = k
+    eps_off[0][n] = k
 
 
-cdef void find_live(Graph* g, ends, int start, int32_t* scratch, int32_t* rev,
-                    uint8_t* mark) except *:
+cdef void close_epsilons(const Graph* raw, const int32_t* eps_off, const int32_t* eps_to,
+                         int start, uint8_t* is_end, int32_t* scratch, Graph* g) except *:
+    """g: raw without epsilon edges. A node takes the edges of every node its epsilon edges
+    reach, and ends where one of them ends; only the start and the targets of edges keep
+    edges (no other node is reachable once the epsilons are gone). is_end is updated."""
+    cdef int n = raw.n, s, k, e, t, top, size = raw.off[n] + 1, used = 0
+    cdef int32_t* seen = scratch  # per node: the last node whose closure reached it
+    cdef int32_t* todo = scratch + n + 1
+    cdef uint8_t* entered = <uint8_t*>malloc(n + 1)
+    cdef uint8_t* ends_here = <uint8_t*>malloc(n + 1)
+    cdef Edge* grown
+    g.off = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    g.edges = <Edge*>malloc(size * sizeof(Edge))
+    try:
+        if not (entered and ends_here and g.off and g.edges):
+            raise MemoryError()
+        for s in range(n):
+            entered[s] = 0
+            seen[s] = -1
+            ends_here[s] = is_end[s]
+        entered[start] = 1
+        for e in range(raw.off[n]):
+            entered[raw.edges[e].b] = 1
+        for s in range(n):
+            g.off[s] = used
+            is_end[s] = 0
+            if not entered[s]:
+                continue
+            seen[s] = s
+            todo[0] = s
+            top = 1
+            while top:
+                top -= 1
+                k = todo[top]
+                if ends_here[k]:
+                    is_end[s] = 1
+                if used + raw.off[k + 1] - raw.off[k] > size:
+                    size = 2 * size + raw.off[k + 1] - raw.off[k]
+                    grown = <Edge*>realloc(g.edges, size * sizeof(Edge))
+                    if not grown:
+                        raise MemoryError()
+                    g.edges = grown
+                for e in range(raw.off[k], raw.off[k + 1]):
+                    g.edges[used] = raw.edges[e]
+                    used += 1
+                for e in range(eps_off[k], eps_off[k + 1]):
+                    t = eps_to[e]
+                    if seen[t] != s:
+                        seen[t] = s
+                        todo[top] = t
+                        top += 1
+        g.off[n] = used
+    finally:
+        free(entered)
+        free(ends_here)
+
+
+cdef void find_live(const Graph* g, const uint8_t* is_end, int start, int32_t* scratch,
+                    int32_t* rev, int32_t* mark) noexcept:
     """mark[s]: bit 1 where s is reachable from `start`, bit 2 where it reaches an end."""
     cdef int n = g.n, s, t, e, top = 0
-    cdef int32_t* rev_off = scratch  # n + 1 entries; then the stack, n more
+    cdef int32_t* rev_off = scratch  # n + 1 entries; then the stack, n + 1 more
     cdef int32_t* todo = scratch + n + 1
     # the sources of each node's incoming edges: counted, summed (rev_off[t]: the end of
     # t's sources), then placed counting down (rev_off[t]: their start; rev_off[n]: all)
@@ -167,8 +274,8 @@ cdef void find_live(Graph* g, ends, int start, int32_t* scratch, int32_t* rev,
                 mark[t] |= 1
                 todo[top] = t
                 top += 1
-    for s in ends:
-        if not mark[s] & 2:
+    for s in range(n):
+        if is_end[s]:
             mark[s] |= 2
             todo[top] = s
             top += 1
@@ -183,9 +290,10 @@ cdef void find_live(Graph* g, ends, int start, int32_t* scratch, int32_t* rev,
                 top += 1
 
 
-cdef int keep_live(Graph* g, const uint8_t* mark, int32_t* live) noexcept:
-    """Drop the nodes not marked 3 (reachable and live) and the edges into them, in place;
-    live[old] is then a node's new number (in the old order), or -1. Returns their count."""
+cdef int keep_live(Graph* g, uint8_t* is_end, const int32_t* mark, int32_t* live) noexcept:
+    """Keep the nodes marked 3 (reachable and live), the edges between them and their end
+    flags, in place; live[old] is then a node's new number (in the old order), or -1.
+    Returns their count."""
     cdef int n = g.n, s, e, k = 0, m = 0, first
     for s in range(n):
         if mark[s] == 3:
@@ -203,6 +311,7 @@ cdef int keep_live(Graph* g, const uint8_t* mark, int32_t* live) noexcept:
                 g.edges[k].b = live[g.edges[e].b]
                 k += 1
         g.off[live[s]] = first
+        is_end[live[s]] = is_end[s]
     g.off[m] = k
     g.n = m
     return m
