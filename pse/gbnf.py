@@ -1,5 +1,6 @@
-"""GBNF, the grammar format of llama.cpp (also what XGrammar reads as EBNF), read into the Lark
-text that `Grammar` compiles.
+"""GBNF, the grammar format of llama.cpp (also what XGrammar reads as EBNF), read into BNF rules
+that `Grammar` compiles (`to_bnf`), and into the same grammar as Lark text (`to_lark`: what
+`Grammar.from_gbnf` keeps as `grammar.text`, and what tests give lark's parser as a reference).
 
 GBNF is character-level: rules `name ::= ...` of literals (`"..."` with `\\x`, `\\u`, `\\U`,
 `\\t`, `\\r`, `\\n`, `\\\\`, `\\"`, `\\[`, `\\]` escapes), character classes (`[a-z]`, negated
@@ -9,20 +10,31 @@ start. A rule ends at the end of its line, except inside parentheses and after `
 pse's scannerless reading has the same language: every literal and class becomes an anonymous
 terminal, there is nothing `%ignore`d, and a rule's name maps to a Lark name (lower case, `-`
 as `_`). Errors name the line and column of the GBNF text.
+
+The reader makes a tree of each rule's body: alternatives (lists of sequences), a sequence a
+list of items, an item one of ("lit", text), ("class", regex), ("tok", "<...>"),
+("ref", rule name), ("group", alternatives), ("rep", item, least, most or None).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from pse.cfg import Alternative
 from pse.errors import GrammarError
+from pse.lark_reader import BnfBuilder, BnfGrammar
 
 ROOT = "root"
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
 _SIMPLE_ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "\\": "\\", '"': '"', "[": "[", "]": "]"}
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 _READABLE = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+ANY_CHAR = r"[\s\S]"
+
+Item = tuple  # see the module doc
+Alternatives = list  # of sequences, each a list of items
 
 
 @dataclass
@@ -39,16 +51,23 @@ class LarkGrammar:
     start: str
     names: dict[str, str]
 
-    def gbnf_names(self, message: str) -> str:
-        """`message` with Lark's rule names back as the GBNF grammar wrote them."""
-        if not self.names:
-            return message
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, self.names)) + r")\b")
-        return pattern.sub(lambda m: self.names[m.group(1)], message)
-
-
 def to_lark(text: str) -> LarkGrammar:
     """Read a GBNF grammar into Lark text.
+
+    Raises:
+        TypeError: `text` is not a str.
+        GrammarError: see `to_bnf`.
+    """
+    return _LarkWriter(_read(text)).write()
+
+
+def to_bnf(text: str) -> tuple[BnfGrammar, dict[str, int | str]]:
+    """Read a GBNF grammar into BNF rules (named as the GBNF names them; `root` is the start)
+    and terminal definitions, with no lark in between.
+
+    Returns:
+        The grammar, and {terminal name: special token (its text or its id)} for the
+        terminals that stand for special tokens.
 
     Raises:
         TypeError: `text` is not a str.
@@ -56,22 +75,23 @@ def to_lark(text: str) -> LarkGrammar:
             rule, or a negated token (`!<...>`, which pse does not read); the message names
             the line and column.
     """
+    return _BnfWriter(_read(text)).write()
+
+
+def _read(text: str) -> dict[str, Alternatives]:
     if not isinstance(text, str):
         raise TypeError(f"the grammar text must be a str, got {type(text).__name__}")
     return _Reader(text).read()
 
 
 class _Reader:
-    """A recursive-descent reader that writes the Lark text as it goes."""
+    """A recursive-descent reader of GBNF into rule trees (see the module doc)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
-        self.rules: dict[str, tuple[int, str]] = {}  # GBNF name -> (where defined, Lark body)
-        self.references: list[tuple[str, int]] = []  # (GBNF name, where)
-        self.lark_names: dict[str, str] = {}
-        self.taken: set[str] = set()
-        self.parts: dict[str, str] = {}  # Lark body -> the helper rule that holds it
+        self.rules: dict[str, tuple[int, Alternatives]] = {}  # name -> (where defined, body)
+        self.references: list[tuple[str, int]] = []  # (rule name, where)
 
     # -- positions and errors -----------------------------------------------------------------
     def error(self, message: str, pos: int | None = None) -> GrammarError:
@@ -97,7 +117,7 @@ class _Reader:
                 break
 
     # -- rules --------------------------------------------------------------------------------
-    def read(self) -> LarkGrammar:
+    def read(self) -> dict[str, Alternatives]:
         while True:
             self.skip_space(newlines=True)
             if self.pos >= len(self.text):
@@ -108,10 +128,7 @@ class _Reader:
         for name, where in self.references:
             if name not in self.rules:
                 raise self.error(f"undefined rule {name!r}", where)
-        lines = [f"{self.lark_name(name)}: {body}" for name, (_, body) in self.rules.items()]
-        lines += [f"{name}: {body}" for body, name in self.parts.items()]
-        renamed = {self.lark_name(n): n for n in self.rules if self.lark_name(n) != n}
-        return LarkGrammar("\n".join(lines) + "\n", self.lark_name(ROOT), renamed)
+        return {name: body for name, (_, body) in self.rules.items()}
 
     def rule(self) -> None:
         start = self.pos
@@ -139,39 +156,17 @@ class _Reader:
         self.pos = match.end()
         return match.group()
 
-    def lark_name(self, name: str) -> str:
-        """A Lark rule name of its own for each GBNF name."""
-        if name not in self.lark_names:
-            base = name.lower().replace("-", "_").strip("_") or "rule"
-            self.lark_names[name] = self.fresh(base if base[0].isalpha() else "r" + base)
-        return self.lark_names[name]
-
-    def fresh(self, base: str) -> str:
-        candidate, n = base, 1
-        while candidate in self.taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        self.taken.add(candidate)
-        return candidate
-
-    def part(self, body: str) -> str:
-        """A rule of its own for an optional, counted or alternative part: lark multiplies
-        such parts out inside a rule (`a? b? c{0,15}` is 2 x 2 x 16 expansions)."""
-        if body not in self.parts:
-            self.parts[body] = self.fresh("part")
-        return self.parts[body]
-
     # -- expressions --------------------------------------------------------------------------
-    def alternatives(self, nested: bool) -> str:
+    def alternatives(self, nested: bool) -> Alternatives:
         alts = [self.sequence(nested)]
         while self.peek() == "|":
             self.pos += 1
             self.skip_space(newlines=True)
             alts.append(self.sequence(nested))
-        return " | ".join(alts)
+        return alts
 
-    def sequence(self, nested: bool) -> str:
-        items: list[str] = []
+    def sequence(self, nested: bool) -> list[Item]:
+        items: list[Item] = []
         while True:
             self.skip_space(newlines=nested)
             start = self.pos
@@ -182,7 +177,7 @@ class _Reader:
                 items.append(self.char_class())
             elif c == ".":
                 self.pos += 1
-                items.append(r"/[\s\S]/")
+                items.append(("class", ANY_CHAR))
             elif c == "(":
                 self.pos += 1
                 self.skip_space(newlines=True)
@@ -191,10 +186,7 @@ class _Reader:
                 if self.peek() != ")":
                     raise self.error("expected ')'", self.pos)
                 self.pos += 1
-                if not inner.replace("|", "").strip():
-                    items.append("")
-                else:
-                    items.append(self.part(inner) if "|" in inner else f"({inner})")
+                items.append(("group", inner))
             elif c == "<":
                 items.append(self.token())
             elif c == "!":
@@ -202,16 +194,16 @@ class _Reader:
             elif c and _WORD.match(c):
                 name = self.name()
                 self.references.append((name, start))
-                items.append(self.lark_name(name))
+                items.append(("ref", name))
             elif c in ("*", "+", "?", "{"):
                 if not items:
                     raise self.error(f"{c!r} with nothing before it to repeat")
                 items[-1] = self.repeated(items[-1])
             else:
                 break
-        return " ".join(item for item in items if item)
+        return items
 
-    def repeated(self, item: str) -> str:
+    def repeated(self, item: Item) -> Item:
         start = self.pos
         c = self.peek()
         self.pos += 1
@@ -229,26 +221,19 @@ class _Reader:
             high = low if comma is None else int(high_text) if high_text else None
             if high is not None and high < low:
                 raise self.error(f"{{{low},{high}}}: the most is below the least", start)
-        if not item or high == 0:  # the empty text, however often
-            return ""
-        operand = f"({item})"
-        if high is None:
-            if low <= 1:
-                return f"{operand}{'*+'[low]}"
-            return self.part(f"{operand} ~ {low} {operand}*")
-        if (low, high) == (1, 1):
-            return item
-        if (low, high) == (0, 1):
-            return self.part(f"{item} |")
-        return self.part(f"{operand} ~ {low}" if low == high else f"{operand} ~ {low}..{high}")
+        return ("rep", item, low, high)
 
-    def token(self) -> str:
+    def token(self) -> Item:
+        start = self.pos
         end = self.text.find(">", self.pos)
         if end < 0 or "\n" in self.text[self.pos:end]:
             raise self.error("a token <...> without its '>'")
         token = self.text[self.pos:end + 1]
+        if len(token) < 3 or any(c.isspace() for c in token):
+            raise self.error(f"a special token is written <|name|> or <[id]>, got {token!r}",
+                             start)
         self.pos = end + 1
-        return token
+        return ("tok", token)
 
     # -- characters ---------------------------------------------------------------------------
     def char(self, where: str) -> str:
@@ -275,15 +260,15 @@ class _Reader:
             return chr(code)
         raise self.error(f"unknown escape \\{e}", self.pos - 2)
 
-    def literal(self) -> str:
+    def literal(self) -> Item:
         self.pos += 1  # the opening quote
         chars = []
         while self.peek() != '"':
             chars.append(self.char("literal"))
         self.pos += 1
-        return '"' + "".join(map(_in_string, chars)) + '"' if chars else ""
+        return ("lit", "".join(chars))
 
-    def char_class(self) -> str:
+    def char_class(self) -> Item:
         start = self.pos
         self.pos += 1  # '['
         negated = self.peek() == "^"
@@ -303,9 +288,142 @@ class _Reader:
         self.pos += 1
         if not parts:
             if negated:  # [^]: any character
-                return r"/[\s\S]/"
+                return ("class", ANY_CHAR)
             raise self.error("an empty character class matches nothing", start)
-        return "/[" + ("^" if negated else "") + "".join(parts) + "]/"
+        return ("class", "[" + ("^" if negated else "") + "".join(parts) + "]")
+
+
+class _LarkWriter:
+    """Rule trees -> Lark text, with a rule of its own for each alternative, optional or
+    counted part (lark multiplies such parts out inside a rule: `a? b? c{0,15}` is 2 x 2 x
+    16 expansions)."""
+
+    def __init__(self, rules: dict[str, Alternatives]) -> None:
+        self.rules = rules
+        self.lark_names: dict[str, str] = {}
+        self.taken: set[str] = set()
+        self.parts: dict[str, str] = {}  # Lark body -> the helper rule that holds it
+
+    def write(self) -> LarkGrammar:
+        bodies = {name: self.alternatives(body) for name, body in self.rules.items()}
+        lines = [f"{self.lark_name(name)}: {body}" for name, body in bodies.items()]
+        lines += [f"{name}: {body}" for body, name in self.parts.items()]
+        renamed = {self.lark_name(n): n for n in self.rules if self.lark_name(n) != n}
+        return LarkGrammar("\n".join(lines) + "\n", self.lark_name(ROOT), renamed)
+
+    def lark_name(self, name: str) -> str:
+        """A Lark rule name of its own for each GBNF name."""
+        if name not in self.lark_names:
+            base = name.lower().replace("-", "_").strip("_") or "rule"
+            self.lark_names[name] = self.fresh(base if base[0].isalpha() else "r" + base)
+        return self.lark_names[name]
+
+    def fresh(self, base: str) -> str:
+        candidate, n = base, 1
+        while candidate in self.taken:
+            n += 1
+            candidate = f"{base}_{n}"
+        self.taken.add(candidate)
+        return candidate
+
+    def part(self, body: str) -> str:
+        if body not in self.parts:
+            self.parts[body] = self.fresh("part")
+        return self.parts[body]
+
+    def alternatives(self, alts: Alternatives) -> str:
+        return " | ".join(self.sequence(seq) for seq in alts)
+
+    def sequence(self, items: list[Item]) -> str:
+        return " ".join(text for text in map(self.item, items) if text)
+
+    def item(self, item: Item) -> str:
+        kind = item[0]
+        if kind == "lit":
+            return '"' + "".join(map(_in_string, item[1])) + '"' if item[1] else ""
+        if kind == "class":
+            return "/" + item[1] + "/"
+        if kind == "tok":
+            return item[1]
+        if kind == "ref":
+            return self.lark_name(item[1])
+        if kind == "group":
+            texts = [self.sequence(seq) for seq in item[1]]
+            if not any(texts):
+                return ""
+            inner = " | ".join(texts)
+            return self.part(inner) if len(texts) > 1 else f"({inner})"
+        return self.repeated(item)
+
+    def repeated(self, item: Item) -> str:
+        _, inner, low, high = item
+        text = self.item(inner)
+        if not text or high == 0:  # the empty text, however often
+            return ""
+        operand = f"({text})"
+        if high is None:
+            if low <= 1:
+                return f"{operand}{'*+'[low]}"
+            return self.part(f"{operand} ~ {low} {operand}*")
+        if (low, high) == (1, 1):
+            return text
+        if (low, high) == (0, 1):
+            return self.part(f"{text} |")
+        return self.part(f"{operand} ~ {low}" if low == high else f"{operand} ~ {low}..{high}")
+
+
+class _BnfWriter(BnfBuilder):
+    """Rule trees -> BNF (the GBNF rule names kept), the way `BnfBuilder` writes Lark's EBNF:
+    a terminal per distinct literal, class and special token."""
+
+    def __init__(self, rules: dict[str, Alternatives]) -> None:
+        super().__init__()
+        self.tree = rules
+        self.rules.update({name: [] for name in rules})  # (names parts must not take)
+        self.terminals: dict[tuple[str, str], str] = {}  # (kind, literal or regex) -> name
+        self.definitions: list = []
+        self.specials: dict[str, int | str] = {}
+
+    def write(self) -> tuple[BnfGrammar, dict[str, int | str]]:
+        for name, body in self.tree.items():
+            self.current = name
+            self.rules[name] = self.alternatives(body)
+        return BnfGrammar(self.rules, self.definitions, []), self.specials
+
+    def alternatives(self, alts: Alternatives) -> list[Alternative]:
+        out: dict[Alternative, None] = {}
+        for seq in alts:
+            out.update(dict.fromkeys(self.expansion([self.item(item) for item in seq])))
+        return list(out)
+
+    def item(self, item: Item) -> list[Alternative]:
+        kind = item[0]
+        if kind == "ref":
+            return [(("n", item[1]),)]
+        if kind == "group":
+            return self.alternatives(item[1])
+        if kind == "rep":
+            return self.repeat(self.item(item[1]), item[2], item[3])
+        if kind == "lit" and not item[1]:
+            return [()]
+        return [(("t", self.terminal(kind, item[1])),)]
+
+    def terminal(self, kind: str, value: str) -> str:
+        """The name of the terminal for a literal, a class (its regex) or a special token."""
+        name = self.terminals.get((kind, value))
+        if name is None:
+            from lark.lexer import PatternRE, PatternStr, TerminalDef
+
+            if kind == "tok":
+                name = f"TOKEN_{len(self.specials)}"
+                ident = re.fullmatch(r"<\[(\d+)\]>", value)
+                self.specials[name] = int(ident.group(1)) if ident else value
+            else:
+                name = f"{'LITERAL' if kind == 'lit' else 'CLASS'}_{len(self.definitions)}"
+                pattern = PatternStr(value) if kind == "lit" else PatternRE(value)
+                self.definitions.append(TerminalDef(name, pattern))
+            self.terminals[(kind, value)] = name
+        return name
 
 
 def _escape(c: str) -> str:

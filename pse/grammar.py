@@ -1,12 +1,13 @@
-"""`Grammar`: a grammar in Lark's EBNF syntax, compiled to state machines.
+"""`Grammar`: a grammar in Lark's EBNF syntax (or GBNF, `Grammar.from_gbnf`), compiled to state
+machines.
 
-The `lark` package reads the grammar (imports, templates, `~ n..m`, `?`/`*`/`+`/`[...]` all
-expanded by lark into BNF rules and flattened terminal regexes); from there the compilation is
-ours: terminals become byte DFAs (`pse.lark_terminals`), rules are rewritten without left
-recursion (`pse.cfg`), and each rule becomes a machine whose alternatives share their common
-prefixes. The language is the one lark's Earley parser accepts with
-`lexer="dynamic_complete"` (scannerless): `%ignore`d text may come before, between and after
-terminals, never inside one.
+The grammar is read into BNF rules and terminal definitions (`pse.lark_reader`: lark reads the
+text, its imports and templates, and pse rewrites the EBNF; `pse.gbnf` for GBNF, without lark);
+from there the compilation is ours: terminals become byte DFAs (`pse.lark_terminals`), rules
+are rewritten without left recursion (`pse.cfg`), and each rule becomes a machine whose
+alternatives share their common prefixes. The language is the one lark's Earley parser accepts
+with `lexer="dynamic_complete"` (scannerless): `%ignore`d text may come before, between and
+after terminals, never inside one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Iterable
 from pse import automaton, limits
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
-from pse.lark_reader import LarkGrammar, read_lark
+from pse.lark_reader import BnfGrammar, read_lark
 from pse.lark_terminals import followed_by_ignored, terminal_dfa
 from pse.machines import (
     Chain, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
@@ -54,6 +55,7 @@ class Grammar(StateMachine):
         if not isinstance(start, str):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
         self.text, self.start, self.source_path = text, start, source_path
+        self.gbnf: str | None = None  # (see from_gbnf)
         # one compile budget (and no garbage collection) from the text to the machines
         with limits.compile_budget(f"the grammar {source_path or ''}".rstrip()):
             lark_text, specials = _special_tokens(text, source_path or "grammar")
@@ -77,25 +79,39 @@ class Grammar(StateMachine):
     @classmethod
     def from_gbnf(cls, text: str) -> Grammar:
         """A grammar from GBNF text, llama.cpp's format (`root` is the start; see `pse.gbnf`).
-        The GBNF text is kept as `grammar.gbnf`; `grammar.text` is the Lark text it became.
+        The GBNF text is kept as `grammar.gbnf`; `grammar.text` is the same grammar in Lark's
+        syntax (made on first use).
 
         Args:
             text: the grammar.
 
         Raises:
-            GrammarError: see `pse.gbnf.to_lark` (syntax errors name the line and column) and
+            GrammarError: see `pse.gbnf.to_bnf` (syntax errors name the line and column) and
                 `Grammar` (the messages name the GBNF rules).
         """
-        from pse.gbnf import to_lark
+        from pse.gbnf import ROOT, to_bnf
 
-        lark = to_lark(text)
-        try:
-            grammar = cls(lark.text, start=lark.start)
-        except GrammarError as e:
-            raise GrammarError(lark.gbnf_names(str(e)).replace("grammar: ", "GBNF: ", 1)) \
-                from None
-        grammar.gbnf = text
+        grammar = cls.__new__(cls)
+        grammar.gbnf, grammar.start, grammar.source_path = text, ROOT, None
+        grammar._text = None
+        with limits.compile_budget("the GBNF grammar"):  # (as __init__)
+            bnf, specials = to_bnf(text)
+            root = _Builder(bnf, text, "GBNF", specials).build(ROOT)
+        StateMachine.__init__(grammar, {0: [(root, "$")]}, start_state=0, end_states=("$",))
         return grammar
+
+    @property
+    def text(self) -> str:
+        """The grammar in Lark's syntax (for a GBNF grammar: what it is in Lark's)."""
+        if self._text is None:
+            from pse.gbnf import to_lark
+
+            self._text = to_lark(self.gbnf).text
+        return self._text
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, start: str = "start") -> Grammar:
@@ -121,7 +137,7 @@ class Grammar(StateMachine):
 class _Builder:
     """Lark's rules and terminals -> machines."""
 
-    def __init__(self, parser: LarkGrammar, text: str, source_path: str | None,
+    def __init__(self, parser: BnfGrammar, text: str, source_path: str | None,
                  specials: dict[str, int | str]) -> None:
         self.text, self.source = text, source_path or "grammar"
         self.specials = specials

@@ -20,8 +20,8 @@ from pse.cfg import Alternative, Symbol
 from pse.errors import GrammarError
 
 
-class LarkGrammar(NamedTuple):
-    """A grammar as lark reads it, its EBNF rewritten to BNF.
+class BnfGrammar(NamedTuple):
+    """A grammar in BNF, as `read_lark` (or `pse.gbnf.to_bnf`) reads it.
 
     Attributes:
         rules: per rule name, its alternatives (tuples of symbols).
@@ -35,7 +35,7 @@ class LarkGrammar(NamedTuple):
 
 
 def read_lark(text: str, start: str, import_paths: list[str],
-              source_path: str | None) -> LarkGrammar:
+              source_path: str | None) -> BnfGrammar:
     """The BNF rules and terminals of the Lark grammar `text`.
 
     Raises:
@@ -53,7 +53,7 @@ def read_lark(text: str, start: str, import_paths: list[str],
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
     if start not in rules:
         raise GrammarError(f"{where}: the start rule {start!r} is not defined")
-    return LarkGrammar(rules, terminals, list(grammar.ignore))
+    return BnfGrammar(rules, terminals, list(grammar.ignore))
 
 
 def _terminals(grammar) -> list:
@@ -82,7 +82,7 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     anonymous = PrepareAnonTerminals(terminals)
     rule_defs = list(grammar.rule_defs)
     prepare = PrepareLiterals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
-    bnf = _Bnf()
+    bnf = _LarkTrees()
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
         name, params, tree, options = rule_defs[i]
@@ -102,43 +102,14 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
 MAX_SPELLED_OUT = 16
 
 
-class _Bnf:
-    """Lark's rule trees (after its literals, symbols and templates are prepared) to BNF."""
+class BnfBuilder:
+    """EBNF to BNF: sequences of parts spelled out into alternatives (`expansion`),
+    repetitions (`repeat`), rules made for parts (`part`). `rules` collects the rules."""
 
     def __init__(self) -> None:
-        from lark.grammar import NonTerminal, Terminal
-
-        self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
         self.rules: dict[str, list[Alternative]] = {}
         self.parts: dict[tuple, str] = {}  # (kind, alternatives) -> the rule made for them
-        self.current = ""
-
-    def rule(self, name: str, tree) -> None:
-        self.current = name
-        self.rules[name] = self.alternatives(tree)
-
-    def alternatives(self, node) -> list[Alternative]:
-        """The alternatives `node` stands for, each a tuple of symbols."""
-        for kind, letter in self.symbols:
-            if isinstance(node, kind):
-                return [((letter, node.name),)]
-        data = node.data
-        if data == "expansions":
-            out: dict[Alternative, None] = {}
-            for child in node.children:
-                out.update(dict.fromkeys(self.alternatives(child)))
-            return list(out)
-        if data == "alias":  # (the alias names the parse tree's node: no language)
-            return self.alternatives(node.children[0])
-        if data == "expansion":
-            return self.expansion([self.alternatives(child) for child in node.children])
-        if data == "maybe":
-            return self.alternatives(node.children[0]) + [()]
-        if data == "expr":
-            return self.repeated(node)
-        raise GrammarError(f"rule {self.current}: lark's grammar tree holds {data!r}, which "
-                           "this reader does not know (a lark release it was not written "
-                           "for?)")
+        self.current = ""  # the rule being read: parts are named after it
 
     def expansion(self, options: list[list[Alternative]]) -> list[Alternative]:
         """A sequence of parts, each given by its alternatives, spelled out; while that makes
@@ -164,24 +135,23 @@ class _Bnf:
             single = [(self.part("group", filled),)]
         return single + [()] if len(filled) < len(alts) else single
 
-    def repeated(self, node) -> list[Alternative]:
-        item, op, *counts = node.children
-        alts = self.alternatives(item)
-        if op == "?":
-            return alts + [()]
-        if op in ("*", "+"):  # a left-recursive rule, which pse.cfg turns into a loop
-            (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
-            if not unit:
-                return [()]
-            loop = self.part("loop", [])
-            self.rules[loop[1]] = [unit, (loop,) + unit]
-            return [(loop,), ()] if op == "*" or () in alts else [(loop,)]
-        if op != "~":
-            raise GrammarError(f"rule {self.current}: unknown operator {op!r}")
-        low, high = int(counts[0]), int(counts[-1])
-        if high < low:
+    def repeat(self, alts: list[Alternative], low: int, high: int | None) -> list[Alternative]:
+        """`low` to `high` (None: any number of) texts of `alts`, one after the other."""
+        if high is not None and high < low:
             raise GrammarError(f"rule {self.current}: bad range {low}..{high}")
-        return self.expansion([list(alts) for _ in range(low)] + [self.up_to(alts, high - low)])
+        if (low, high) == (0, 1):
+            return alts + [()]
+        if high is not None:
+            return self.expansion([list(alts) for _ in range(low)]
+                                  + [self.up_to(alts, high - low)])
+        # one or more: a left-recursive rule, which pse.cfg turns into a loop
+        (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
+        if not unit:
+            return [()]
+        loop = self.part("loop", [])
+        self.rules[loop[1]] = [unit, (loop,) + unit]
+        more = [(loop,), ()] if low == 0 or () in alts else [(loop,)]
+        return self.expansion([list(alts) for _ in range(low - 1)] + [more])
 
     def up_to(self, alts: list[Alternative], k: int) -> list[Alternative]:
         """At most `k` texts of `alts`, one after the other: spelled out when few, else a
@@ -210,6 +180,52 @@ class _Bnf:
             if key:
                 self.parts[key] = name
         return ("n", name)
+
+
+class _LarkTrees(BnfBuilder):
+    """Lark's rule trees (after its literals, symbols and templates are prepared) to BNF."""
+
+    def __init__(self) -> None:
+        from lark.grammar import NonTerminal, Terminal
+
+        super().__init__()
+        self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
+
+    def rule(self, name: str, tree) -> None:
+        self.current = name
+        self.rules[name] = self.alternatives(tree)
+
+    def alternatives(self, node) -> list[Alternative]:
+        """The alternatives `node` stands for, each a tuple of symbols."""
+        for kind, letter in self.symbols:
+            if isinstance(node, kind):
+                return [((letter, node.name),)]
+        data = node.data
+        if data == "expansions":
+            out: dict[Alternative, None] = {}
+            for child in node.children:
+                out.update(dict.fromkeys(self.alternatives(child)))
+            return list(out)
+        if data == "alias":  # (the alias names the parse tree's node: no language)
+            return self.alternatives(node.children[0])
+        if data == "expansion":
+            return self.expansion([self.alternatives(child) for child in node.children])
+        if data == "maybe":
+            return self.alternatives(node.children[0]) + [()]
+        if data == "expr":
+            item, op, *counts = node.children
+            alts = self.alternatives(item)
+            if op in REPEATS:
+                return self.repeat(alts, *REPEATS[op])
+            if op != "~":
+                raise GrammarError(f"rule {self.current}: unknown operator {op!r}")
+            return self.repeat(alts, int(counts[0]), int(counts[-1]))
+        raise GrammarError(f"rule {self.current}: lark's grammar tree holds {data!r}, which "
+                           "this reader does not know (a lark release it was not written "
+                           "for?)")
+
+
+REPEATS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
 
 
 def _product(numbers) -> int:

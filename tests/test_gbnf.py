@@ -1,4 +1,4 @@
-"""Grammar.from_gbnf (pse.gbnf): GBNF read into Lark text. Three oracles: hand-labelled texts
+"""Grammar.from_gbnf (pse.gbnf): GBNF read into BNF rules, and into Lark text. Three oracles: hand-labelled texts
 per grammar (what GBNF means), a regular expression written by hand for the grammars without
 recursion (random texts, hypothesis), and lark's Earley parser on the Lark text (valid samples
 and their mutations); masks equal brute force over the Llama 3 vocabulary; errors name the
@@ -223,6 +223,7 @@ def test_tokens_by_id_and_by_text():
     ('root ::= "a" ) "b"', "line 1, column 14", "unexpected ')'"),
     ('root ::= !<x>', "line 1, column 10", "negated tokens"),
     ('\n\n  root ::= "a" @', "line 3, column 16", "unexpected '@'"),
+    ('root ::= "a" <a b>', "line 1, column 14", "a special token is written <|name|> or <[id]>"),
 ])
 def test_errors_name_the_line_and_column(text, where, message):
     with pytest.raises(GrammarError) as info:
@@ -239,10 +240,27 @@ def test_a_grammar_that_matches_nothing_is_an_error():
         Grammar.from_gbnf("root ::= a-b\na-b ::= a-b")  # epsilon recursion, not a hang
 
 
-def test_lark_messages_name_the_gbnf_rules():
+def test_lark_names_map_back_to_the_gbnf_names():
     grammar = to_lark('root ::= item-list\nitem-list ::= "a"\nItem ::= "b"')
-    assert grammar.gbnf_names("rule item_list and rule item, not item_lists") == \
-        "rule item-list and rule Item, not item_lists"
+    assert grammar.names == {"item_list": "item-list", "item": "Item"}
+    assert grammar.start == "root"
+
+
+def test_the_lark_text_is_made_on_first_use():
+    text = 'root ::= "a" [b-d]+ ("x" | "y"){2,3} <[128009]>?'
+    grammar = Grammar.from_gbnf(text)
+    assert grammar.gbnf == text and grammar.start == "root"
+    assert grammar.text == to_lark(text).text
+    assert Grammar.from_lark("start: \"a\"").gbnf is None
+
+
+def test_rule_names_from_gbnf_do_not_clash_with_the_rules_made_for_parts():
+    # (the BNF writer names a part of rule r "__r_<kind>_<number of rules so far>": these
+    # two would be the names of the parts of root, were the GBNF names not taken first)
+    text = 'root ::= ("a" | "b" | "c")+ __root_loop_1\n__root_loop_1 ::= "z"\n' \
+           '__root_group_0 ::= "q"'
+    grammar = Grammar.from_gbnf(text)
+    assert grammar.matches("abcz") and not grammar.matches("abc") and not grammar.matches("q")
 
 
 # --- random grammars without recursion, against a regular expression made from the same tree ---
