@@ -47,28 +47,42 @@ class Rewritten:
 
 
 def _productive(rules: dict[str, list[Alternative]]) -> set[str]:
-    done: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, alts in rules.items():
-            if name not in done and any(
-                    all(k == "t" or s in done for k, s in alt) for alt in alts):
-                done.add(name)
-                changed = True
-    return done
+    """The rules that derive some text."""
+    return _least_fixpoint(rules, lambda alt: {s for k, s in alt if k != "t"})
 
 
 def _nullable(rules: dict[str, list[Alternative]]) -> set[str]:
+    """The rules that derive the empty text."""
+    return _least_fixpoint(rules, lambda alt: None if any(k != "n" for k, _ in alt)
+                           else {s for _, s in alt})
+
+
+def _least_fixpoint(rules: dict[str, list[Alternative]], needs) -> set[str]:
+    """The rules with an alternative whose `needs(alt)` (a set of rules; None: never) are
+    all in the result, found in time linear in the grammar: each alternative counts the
+    rules it still waits for."""
     done: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, alts in rules.items():
-            if name not in done and any(all(k == "n" and s in done for k, s in alt)
-                                        for alt in alts):
-                done.add(name)
-                changed = True
+    todo: list[str] = []
+    waiting: dict[str, list[list]] = {}  # rule -> the [count, owner] of alternatives needing it
+    for name, alts in rules.items():
+        for alt in alts:
+            need = needs(alt)
+            if need is None:
+                continue
+            if not need:
+                if name not in done:
+                    done.add(name)
+                    todo.append(name)
+                continue
+            counter = [len(need), name]
+            for s in need:
+                waiting.setdefault(s, []).append(counter)
+    while todo:
+        for counter in waiting.pop(todo.pop(), ()):
+            counter[0] -= 1
+            if counter[0] == 0 and counter[1] not in done:
+                done.add(counter[1])
+                todo.append(counter[1])
     return done
 
 

@@ -262,14 +262,19 @@ class _Compiler:
 
         Returns the rules still reachable from the root, root first.
         """
+        # a rule is looked at again only when a rule it calls turns out productive
+        callers: dict[int, set[int]] = {}
+        for rid, rule in enumerate(self.rules):
+            for row in rule.calls:
+                for r, _ in row:
+                    callers.setdefault(r, set()).add(rid)
         productive: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for rid, rule in enumerate(self.rules):
-                if rid not in productive and _reaches_end(rule, productive):
-                    productive.add(rid)
-                    changed = True
+        todo = list(range(len(self.rules)))  # (the last first: callees come after callers)
+        while todo:
+            rid = todo.pop()
+            if rid not in productive and _reaches_end(self.rules[rid], productive):
+                productive.add(rid)
+                todo.extend(callers.get(rid, ()))
         if root not in productive:
             raise GrammarError("the structure matches nothing")
         is_productive = bytes(rid in productive for rid in range(len(self.rules)))
