@@ -81,8 +81,12 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
 
     anonymous = PrepareAnonTerminals(terminals)
     rule_defs = list(grammar.rule_defs)
-    prepare = PrepareLiterals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
-    bnf = _LarkTrees()
+    # lark's passes over each rule's tree; without templates, `_LarkTrees` does their work
+    # (literals to anonymous terminals) as it reads the tree, in one walk instead of four
+    prepare = None
+    if any(params for _, params, _, _ in rule_defs):
+        prepare = PrepareLiterals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
+    bnf = _LarkTrees(anonymous)
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
         name, params, tree, options = rule_defs[i]
@@ -92,7 +96,7 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
         # (as lark: `!rule` keeps its anonymous terminals in the parse tree)
         anonymous.rule_options = (RuleOptions(keep_all_tokens=True)
                                   if options and options.keep_all_tokens else None)
-        bnf.rule(str(name), prepare.transform(tree))
+        bnf.rule(str(name), prepare.transform(tree) if prepare else tree)
     return bnf.rules
 
 
@@ -183,13 +187,18 @@ class BnfBuilder:
 
 
 class _LarkTrees(BnfBuilder):
-    """Lark's rule trees (after its literals, symbols and templates are prepared) to BNF."""
+    """Lark's rule trees to BNF: as its parser leaves them (strings and regexes become
+    anonymous terminals here, by lark's own naming), or after its passes that instantiate
+    templates."""
 
-    def __init__(self) -> None:
+    def __init__(self, anonymous) -> None:
         from lark.grammar import NonTerminal, Terminal
+        from lark.load_grammar import PrepareLiterals
 
         super().__init__()
         self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
+        self.anonymous = anonymous  # lark's PrepareAnonTerminals: names a literal's terminal
+        self.literals = PrepareLiterals()
 
     def rule(self, name: str, tree) -> None:
         self.current = name
@@ -208,6 +217,11 @@ class _LarkTrees(BnfBuilder):
             return list(out)
         if data == "alias":  # (the alias names the parse tree's node: no language)
             return self.alternatives(node.children[0])
+        if data == "value":
+            return self.alternatives(node.children[0])
+        if data in ("literal", "range"):  # a string, regex or range: its terminal
+            (pattern,) = getattr(self.literals, data)(*node.children).children
+            return self.alternatives(self.anonymous.pattern(pattern))
         if data == "expansion":
             return self.expansion([self.alternatives(child) for child in node.children])
         if data == "maybe":

@@ -330,7 +330,7 @@ def random_gbnf(draw):
     return "\n".join(reversed(lines)), regexes[0]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, derandomize=True)  # (as in test_grammar.py)
 @given(random_gbnf(), st.data())
 def test_random_grammars_agree_with_their_regex(grammar_and_regex, data):
     text, regex = grammar_and_regex

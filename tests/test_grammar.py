@@ -241,7 +241,9 @@ def optional_as_question_mark(text: str) -> str:
     return "".join(parts) + text[at:].replace("[", "(").replace("]", ")?")
 
 
-@settings(max_examples=40)
+# derandomized: lark's Earley parser, the judge, can take hours on a few very ambiguous random
+# grammars; the same examples in every run keep the suite's time known (a new seed once hung)
+@settings(max_examples=40, derandomize=True)
 @given(random_grammars(), st.randoms(use_true_random=False))
 def test_random_grammars_agree_with_lark(text, rng):
     try:
