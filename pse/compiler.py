@@ -35,7 +35,7 @@ INLINE_LIMIT = 256
 # A structure with more parser nodes than this is refused (compile time and memory).
 MAX_NODES = 100_000
 # Rules with more live nodes than this are not searched for bisimilar nodes to merge
-# (pse._core.rules.prune_rule: merging saves parser states, it never changes the language).
+# (pse._core.rules.reduce_rule: merging saves parser states, it never changes the language).
 MERGE_LIMIT = 5_000
 # Machines nested in machines (without a Forward between them) deeper than this are refused,
 # and so are rules whose first terminal is reached through more than MAX_LEFT_CALLS nested
@@ -58,7 +58,7 @@ class _Rule:
         self.start = self.new_node()
         self.end = self.new_node()
         self.ends: set[int] = {self.end}
-        self.done = False  # reduced (see trim), or copied from a shared fragment that was
+        self.done = False  # reduced by trim (or copied from a shared fragment, reduced there)
 
     def new_node(self) -> int:
         if len(self.eps) >= MAX_NODES:
@@ -287,9 +287,13 @@ class _Compiler:
             if rule.done:
                 rule.calls = [[(r, t) for r, t in row if r in productive] for row in rule.calls]
             else:
-                rule.terms, rule.calls, rule.ends = reduce_rule(
-                    rule.eps, rule.terms, rule.calls, rule.start, rule.ends, is_productive,
-                    MERGE_LIMIT)
+                try:
+                    rule.terms, rule.calls, rule.ends = reduce_rule(
+                        rule.eps, rule.terms, rule.calls, rule.start, rule.ends,
+                        is_productive, MERGE_LIMIT, MAX_ENTRIES)
+                except OverflowError as e:
+                    raise GrammarError(f"{rule.name}: {e} (MAX_ENTRIES: optional parts in "
+                                       "a row multiply them)") from None
                 rule.eps = [[] for _ in rule.terms]
                 rule.start, rule.done = 0, True
             for row in rule.calls:

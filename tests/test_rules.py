@@ -9,6 +9,7 @@ import pytest
 from pse._core.rules import reduce_rule
 
 MERGE_LIMIT = 5_000
+MAX_EDGES = 2_000_000
 
 
 def random_rule(rng: random.Random, n: int):
@@ -125,9 +126,9 @@ def test_reduce_rule_matches_the_oracle_and_keeps_the_language(seed):
     expected = oracle(eps, terms, calls, ends, start, productive)
     if expected is None:
         with pytest.raises(ValueError):
-            reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT)
+            reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT, MAX_EDGES)
         return
-    got = reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT)
+    got = reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT, MAX_EDGES)
     assert got == expected
     new_terms, new_calls, new_ends = got
     n = len(new_terms)
@@ -135,25 +136,63 @@ def test_reduce_rule_matches_the_oracle_and_keeps_the_language(seed):
             == words(eps, terms, calls, ends, start, productive, 6))
     # minimal: reducing the result again changes nothing
     assert reduce_rule(no_eps(n), new_terms, new_calls, 0, new_ends, productive,
-                       MERGE_LIMIT) == got
+                       MERGE_LIMIT, MAX_EDGES) == got
 
 
 def test_reduce_rule_past_the_merge_limit_only_drops_dead_nodes():
     # 0 -a-> 1 -b-> 3(end), 0 -a-> 2 -b-> 3: nodes 1 and 2 are twins; 4 is dead
     terms = [[(0, 1, 0), (0, 2, 0)], [(1, 3, 0)], [(1, 3, 0)], [], [(0, 3, 0)]]
     calls, eps, yes = no_eps(5), no_eps(5), b"\1"
-    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 5_000) == (
+    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 5_000, MAX_EDGES) == (
         [[(0, 1, 0)], [(1, 2, 0)], []], [[], [], []], {2})
-    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 2) == (
+    assert reduce_rule(eps, terms, calls, 0, {3}, yes, 2, MAX_EDGES) == (
         [[(0, 1, 0), (0, 2, 0)], [(1, 3, 0)], [(1, 3, 0)], []], [[], [], [], []], {3})
 
 
 def test_reduce_rule_refuses_what_it_cannot_number():
     with pytest.raises(OverflowError):
-        reduce_rule([[]], [[(1 << 40, 0, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT)
+        reduce_rule([[]], [[(1 << 40, 0, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
     with pytest.raises(ValueError):
-        reduce_rule([[]], [[]], [[]], 3, {0}, b"\1", MERGE_LIMIT)
+        reduce_rule([[]], [[]], [[]], 3, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
     with pytest.raises(ValueError):  # an edge to a node that is not there
-        reduce_rule([[]], [[(0, 7, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT)
+        reduce_rule([[]], [[(0, 7, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
     with pytest.raises(ValueError):
-        reduce_rule([[5]], [[]], [[]], 0, {0}, b"\1", MERGE_LIMIT)
+        reduce_rule([[5]], [[]], [[]], 0, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
+
+
+def twin_chains(length: int):
+    """start -a-> ... -a-> end along two chains of `length` nodes: each node has a twin."""
+    n = 2 * length + 2
+    terms = [[] for _ in range(n)]
+    for chain in range(2):
+        nodes = [0] + [2 + chain * length + k for k in range(length)] + [1]
+        for a, b in zip(nodes, nodes[1:]):
+            terms[a].append((0, b, 0))
+    return no_eps(n), terms, no_eps(n), 0, {1}, b"", n
+
+
+def test_reduce_rule_merges_twin_chains():
+    eps, terms, calls, start, ends, productive, n = twin_chains(100)
+    new_terms, _, new_ends = reduce_rule(eps, terms, calls, start, ends, productive,
+                                         MERGE_LIMIT, MAX_EDGES)
+    assert len(new_terms) == 102 and new_ends == {1}  # (numbered by first old node)
+
+
+def test_reduce_rule_gives_up_merging_where_it_would_take_too_long():
+    # a round of the merge per node of a chain, each round over every edge: 4,000 rounds
+    # over 8,000 edges is past the merge's budget; the rule stays as it is, live and correct
+    eps, terms, calls, start, ends, productive, n = twin_chains(4_000)
+    new_terms, _, new_ends = reduce_rule(eps, terms, calls, start, ends, productive,
+                                         100_000, MAX_EDGES)
+    assert len(new_terms) == n and len(new_ends) == 1
+    assert sorted(len(row) for row in new_terms) == [0] + [1] * (n - 2) + [2]
+
+
+def test_reduce_rule_refuses_too_many_edges_once_epsilons_are_gone():
+    # a chain of n optional parts: node k takes the edges of every node after it
+    n = 300
+    terms = [[(0, k + 1, 0)] for k in range(n)] + [[]]
+    eps = [[k + 1] for k in range(n)] + [[]]
+    reduce_rule(eps, terms, no_eps(n + 1), 0, {n}, b"", MERGE_LIMIT, n * n)
+    with pytest.raises(OverflowError, match="more than 1000 edges"):
+        reduce_rule(eps, terms, no_eps(n + 1), 0, {n}, b"", MERGE_LIMIT, 1000)

@@ -16,6 +16,9 @@ from libc.stdlib cimport free, malloc, qsort, realloc
 
 # A label packs (terminal, guard) or a called rule into one integer; odd: a call.
 cdef int64_t MAX_ID = 1 << 30
+# The merge gives up (merging only saves parser states) past this many edge visits: a round
+# visits every edge, and a long chain of twins takes a round per node.
+cdef int64_t MAX_MERGE_WORK = 1 << 25
 
 
 cdef struct Edge:
@@ -53,7 +56,7 @@ cdef int sort_unique(Edge* e, int n) noexcept nogil:
 
 
 def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t[::1] productive,
-                int merge_limit):
+                int merge_limit, int64_t max_edges):
     """Reduce one rule: no epsilon edges, no calls of unproductive rules, only live nodes,
     bisimilar nodes merged; renumbered.
 
@@ -66,6 +69,9 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
         productive: per rule, 1 where it matches something (calls of the others are dropped).
         merge_limit: rules with more live nodes than this are not merged (the merge takes a
             round per step of the longest path that tells two nodes apart).
+        max_edges: the most edges the rule may have once its epsilon edges are gone (a node
+            takes the edges of every node its epsilons reach: a chain of n optional parts
+            makes n * n / 2).
 
     Returns:
         (terms, calls, ends) over the new nodes: the start's node is 0, the others follow
@@ -74,7 +80,8 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
 
     Raises:
         ValueError: the start cannot reach an end, or a node out of range.
-        OverflowError: a terminal, guard or rule id of 2**30 or more.
+        OverflowError: a terminal, guard or rule id of 2**30 or more, or more than
+            `max_edges` edges.
     """
     cdef int n = len(terms), s, n_live
     cdef Graph raw, g
@@ -103,7 +110,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
         for s in ends:
             check_node(s, n)
             flag[s] = 1
-        close_epsilons(&raw, eps_off, eps_to, start, flag, scratch, &g)
+        close_epsilons(&raw, eps_off, eps_to, start, flag, scratch, &g, max_edges)
         cls = <int32_t*>malloc((n + 1) * sizeof(int32_t))
         rev = <int32_t*>malloc((g.off[n] + 1) * sizeof(int32_t))
         work = <Edge*>malloc((g.off[n] + 1) * sizeof(Edge))
@@ -113,9 +120,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
         n_live = keep_live(&g, flag, cls, live)
         if live[start] < 0:
             raise ValueError("the rule's start cannot reach its end")
-        if n_live <= merge_limit:
-            merge(&g, flag, cls, scratch, work)
-        else:
+        if n_live > merge_limit or not merge(&g, flag, cls, scratch, work):
             for s in range(n_live):
                 cls[s] = s
         return write_rule(&g, flag, live[start], cls, scratch, work)
@@ -185,7 +190,8 @@ cdef void read_graph(Graph* g, list eps, list terms, list calls,
 
 
 cdef void close_epsilons(const Graph* raw, const int32_t* eps_off, const int32_t* eps_to,
-                         int start, uint8_t* is_end, int32_t* scratch, Graph* g) except *:
+                         int start, uint8_t* is_end, int32_t* scratch, Graph* g,
+                         int64_t max_edges) except *:
     """g: raw without epsilon edges. A node takes the edges of every node its epsilon edges
     reach, and ends where one of them ends; only the start and the targets of edges keep
     edges (no other node is reachable once the epsilons are gone). is_end is updated."""
@@ -220,6 +226,9 @@ cdef void close_epsilons(const Graph* raw, const int32_t* eps_off, const int32_t
                 k = todo[top]
                 if ends_here[k]:
                     is_end[s] = 1
+                if used + raw.off[k + 1] - raw.off[k] > max_edges:
+                    raise OverflowError(f"more than {max_edges} edges once epsilon edges "
+                                        "are gone")
                 if used + raw.off[k + 1] - raw.off[k] > size:
                     size = 2 * size + raw.off[k + 1] - raw.off[k]
                     grown = <Edge*>realloc(g.edges, size * sizeof(Edge))
@@ -317,9 +326,10 @@ cdef int keep_live(Graph* g, uint8_t* is_end, const int32_t* mark, int32_t* live
     return m
 
 
-cdef void merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
-                Edge* sig) except *:
+cdef bint merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
+                Edge* sig) except -1:
     """cls[s]: the class of node s among bisimilar nodes, classes numbered by first node.
+    Returns False, cls undefined, where that would take more than MAX_MERGE_WORK.
 
     Moore's refinement: start from {ends, others}; in each round a node's signature is its
     class and the set of (label, class of target) over its edges; nodes with equal signatures
@@ -327,6 +337,7 @@ cdef void merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
     coarsest stable one. Signatures are grouped in an open hash table, compared exactly."""
     cdef int n = g.n, s, r, e, k, n_classes, count, slot
     cdef int size = 1
+    cdef int64_t work = 0
     cdef int32_t* nxt = scratch
     cdef int32_t* sig_len
     cdef int32_t* table
@@ -355,6 +366,9 @@ cdef void merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
                     n_classes += 1
                 cls[s] = k
         while True:
+            work += g.off[n] + n
+            if work > MAX_MERGE_WORK:
+                return False
             for s in range(n):
                 for e in range(g.off[s], g.off[s + 1]):
                     sig[e].a = g.edges[e].a
@@ -382,7 +396,7 @@ cdef void merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
                         break
                     slot = (slot + 1) & (size - 1)
             if count == n_classes:
-                return
+                return True
             n_classes = count
             for s in range(n):
                 cls[s] = nxt[s]
