@@ -5,10 +5,10 @@ from the start and can reach an end, and bisimilar nodes merged.
 
 A node has edges labelled by a terminal and a guard (`terms`: (terminal, target, guard)),
 calls of rules (`calls`: (rule, return node)) and epsilon edges (`eps`: target nodes). Two
-nodes are
-bisimilar when both or neither may end the rule and their edges lead, label for label, into
-bisimilar nodes: one of them can stand for the other in every parse. The compiler inlines
-copies of machines, so rules hold many such twins; merged, they are fewer parser states.
+nodes are bisimilar when both or neither may end the rule and their edges lead, label for
+label, into bisimilar nodes: one of them can stand for the other in every parse. The compiler
+inlines copies of machines, so rules hold many such twins; merged, they are fewer parser
+states.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
@@ -98,6 +98,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
     cdef Edge* work = NULL
     if not (len(eps) == len(calls) == n and 0 <= start < n):
         raise ValueError(f"a rule of {n} nodes: eps, terms and calls per node, start in range")
+    max_edges = min(max_edges, MAX_ID)  # (edge offsets are int32)
     try:
         flag = <uint8_t*>malloc(n + 1)
         live = <int32_t*>malloc((n + 1) * sizeof(int32_t))
