@@ -291,7 +291,7 @@ class _Compiler:
                     rule.terms, rule.calls, rule.ends = reduce_rule(
                         rule.eps, rule.terms, rule.calls, rule.start, rule.ends,
                         is_productive, MERGE_LIMIT, MAX_ENTRIES)
-                except OverflowError as e:
+                except OverflowError as e:  # (the edge bound: see reduce_rule)
                     raise GrammarError(f"{rule.name}: {e} (MAX_ENTRIES: optional parts in "
                                        "a row multiply them)") from None
                 rule.eps = [[] for _ in rule.terms]

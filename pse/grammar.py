@@ -96,7 +96,7 @@ class Grammar(StateMachine):
         grammar._text = None
         with limits.compile_budget("the GBNF grammar"):  # (as __init__)
             bnf, specials = to_bnf(text)
-            root = _Builder(bnf, text, "GBNF", specials).build(ROOT)
+            root = _Builder(bnf, text, "GBNF", specials, marked=False).build(ROOT)
         StateMachine.__init__(grammar, {0: [(root, "$")]}, start_state=0, end_states=("$",))
         return grammar
 
@@ -138,9 +138,12 @@ class _Builder:
     """Lark's rules and terminals -> machines."""
 
     def __init__(self, parser: BnfGrammar, text: str, source_path: str | None,
-                 specials: dict[str, int | str]) -> None:
+                 specials: dict[str, int | str], marked: bool = True) -> None:
         self.text, self.source = text, source_path or "grammar"
         self.specials = specials
+        # a terminal pattern holding SPECIAL_MARK is a special token written inside a terminal
+        # (only where the text went through _special_tokens: GBNF's tokens are not marked)
+        self.marked = marked
         self.rules: dict[str, list[Alternative]] = parser.rules
         self.defs = {str(t.name): t for t in parser.terminals}
         ignored = [self.terminal_dfa(str(name)) for name in parser.ignore_tokens]
@@ -157,7 +160,7 @@ class _Builder:
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) has no "
                                "pattern (declared with %declare?): it cannot be matched")
         regex = definition.pattern.to_regexp()
-        if SPECIAL_MARK[1:] in regex and name not in self.specials:
+        if self.marked and SPECIAL_MARK[1:] in regex and name not in self.specials:
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) holds a "
                                "special token: a special token is no text, write it in a rule")
         return regex

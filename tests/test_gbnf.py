@@ -254,6 +254,11 @@ def test_the_lark_text_is_made_on_first_use():
     assert Grammar.from_lark("start: \"a\"").gbnf is None
 
 
+def test_a_literal_may_hold_any_text():
+    # (Lark text marks the special tokens it holds with a text of its own; GBNF needs none)
+    assert Grammar.from_gbnf('root ::= "PSESPECIALTOKEN_0"').matches("PSESPECIALTOKEN_0")
+
+
 def test_rule_names_from_gbnf_do_not_clash_with_the_rules_made_for_parts():
     # (the BNF writer names a part of rule r "__r_<kind>_<number of rules so far>": these
     # two would be the names of the parts of root, were the GBNF names not taken first)

@@ -150,7 +150,7 @@ def test_reduce_rule_past_the_merge_limit_only_drops_dead_nodes():
 
 
 def test_reduce_rule_refuses_what_it_cannot_number():
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="out of range"):
         reduce_rule([[]], [[(1 << 40, 0, 0)]], [[]], 0, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
     with pytest.raises(ValueError):
         reduce_rule([[]], [[]], [[]], 3, {0}, b"\1", MERGE_LIMIT, MAX_EDGES)
@@ -196,3 +196,7 @@ def test_reduce_rule_refuses_too_many_edges_once_epsilons_are_gone():
     reduce_rule(eps, terms, no_eps(n + 1), 0, {n}, b"", MERGE_LIMIT, n * n)
     with pytest.raises(OverflowError, match="more than 1000 edges"):
         reduce_rule(eps, terms, no_eps(n + 1), 0, {n}, b"", MERGE_LIMIT, 1000)
+    # the same edge brought by two nodes an epsilon reaches counts once
+    eps, terms = [[1, 2], [], [], []], [[], [(0, 3, 0)], [(0, 3, 0)], []]
+    assert reduce_rule(eps, terms, no_eps(4), 0, {3}, b"", MERGE_LIMIT, 1) == (
+        [[(0, 1, 0)], []], [[], []], {1})

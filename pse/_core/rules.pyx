@@ -55,8 +55,8 @@ cdef int sort_unique(Edge* e, int n) noexcept nogil:
     return k
 
 
-def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t[::1] productive,
-                int merge_limit, int64_t max_edges):
+def reduce_rule(list eps, list terms, list calls, int start, ends,
+                const uint8_t[::1] productive not None, int merge_limit, int64_t max_edges):
     """Reduce one rule: no epsilon edges, no calls of unproductive rules, only live nodes,
     bisimilar nodes merged; renumbered.
 
@@ -79,9 +79,10 @@ def reduce_rule(list eps, list terms, list calls, int start, ends, const uint8_t
         repeats.
 
     Raises:
-        ValueError: the start cannot reach an end, or a node out of range.
-        OverflowError: a terminal, guard or rule id of 2**30 or more, or more than
-            `max_edges` edges.
+        ValueError: the start cannot reach an end, a node out of range, or a terminal, guard
+            or rule id of 2**30 or more.
+        OverflowError: more than `max_edges` edges (without repeats) once the epsilon edges
+            are gone.
     """
     cdef int n = len(terms), s, n_live
     cdef Graph raw, g
@@ -164,7 +165,7 @@ cdef void read_graph(Graph* g, list eps, list terms, list calls,
         g.off[s] = k
         for tid, target, guard in terms[s]:
             if not (0 <= tid < MAX_ID and 0 <= guard < MAX_ID):
-                raise OverflowError(f"terminal {tid} or guard {guard} out of range")
+                raise ValueError(f"terminal {tid} or guard {guard} out of range")
             check_node(target, n)
             g.edges[k].a = ((tid << 31) | guard) << 1
             g.edges[k].b = target
@@ -172,7 +173,7 @@ cdef void read_graph(Graph* g, list eps, list terms, list calls,
             k += 1
         for rule, target in calls[s]:
             if not 0 <= rule < MAX_ID:
-                raise OverflowError(f"rule {rule} out of range")
+                raise ValueError(f"rule {rule} out of range")
             check_node(target, n)
             if rule < productive.shape[0] and productive[rule]:
                 g.edges[k].a = (rule << 1) | 1
@@ -227,9 +228,6 @@ cdef void close_epsilons(const Graph* raw, const int32_t* eps_off, const int32_t
                 k = todo[top]
                 if ends_here[k]:
                     is_end[s] = 1
-                if used + raw.off[k + 1] - raw.off[k] > max_edges:
-                    raise OverflowError(f"more than {max_edges} edges once epsilon edges "
-                                        "are gone")
                 if used + raw.off[k + 1] - raw.off[k] > size:
                     size = 2 * size + raw.off[k + 1] - raw.off[k]
                     grown = <Edge*>realloc(g.edges, size * sizeof(Edge))
@@ -245,6 +243,10 @@ cdef void close_epsilons(const Graph* raw, const int32_t* eps_off, const int32_t
                         seen[t] = s
                         todo[top] = t
                         top += 1
+            # (nodes with the same edges bring them twice: kept and counted once)
+            used = g.off[s] + sort_unique(g.edges + g.off[s], used - g.off[s])
+            if used > max_edges:
+                raise OverflowError(f"more than {max_edges} edges once epsilon edges are gone")
         g.off[n] = used
     finally:
         free(entered)
