@@ -9,7 +9,9 @@ GBNF is character-level: rules `name ::= ...` of literals (`"..."` with `\\x`, `
 start. A rule ends at the end of its line, except inside parentheses and after `|`. Lark with
 pse's scannerless reading has the same language: every literal and class becomes an anonymous
 terminal, there is nothing `%ignore`d, and a rule's name maps to a Lark name (lower case, `-`
-as `_`). Errors name the line and column of the GBNF text.
+as `_`). In the BNF, a run of literals and classes (with their groups and repetitions) becomes
+one terminal: with nothing ignored between terminals the language is the same, and a mask
+does not take a parser step per character. Errors name the line and column of the GBNF text.
 
 The reader makes a tree of each rule's body: alternatives (lists of sequences), a sequence a
 list of items, an item one of ("lit", text), ("class", regex), ("tok", "<...>"),
@@ -25,6 +27,7 @@ from typing import Any
 from pse.cfg import Alternative
 from pse.errors import GrammarError
 from pse.lark_reader import BnfBuilder, BnfGrammar
+from pse.lark_terminals import terminal_dfa
 
 ROOT = "root"
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
@@ -393,11 +396,53 @@ class _BnfWriter(BnfBuilder):
     def alternatives(self, alts: Alternatives) -> list[Alternative]:
         out: dict[Alternative, None] = {}
         for seq in alts:
-            out.update(dict.fromkeys(self.expansion([self.item(item) for item in seq])))
+            out.update(dict.fromkeys(self.expansion(self.sequence(seq))))
         return list(out)
+
+    def sequence(self, seq: list[Item]) -> list[list[Alternative]]:
+        """The parts of a sequence, each given by its alternatives. A run of items without
+        rules or tokens, longer than one literal or class, becomes one terminal where it
+        cannot match the empty text: GBNF spells strings and numbers character by
+        character, and a terminal per character would cost a parser step per character of
+        every token a mask tries (the language is the same: nothing is ignored between
+        terminals)."""
+        out: list[list[Alternative]] = []
+        run: list[Item] = []
+        for item in [*seq, ("ref", None)]:  # (the sentinel ends the last run)
+            if _regular(item):
+                run.append(item)
+                continue
+            fused = None
+            if (len(run) > 1 or (run and run[0][0] in ("group", "rep"))) \
+                    and not all(map(_nullable, run)):
+                fused = self.fused("".join(map(_regex, run)))
+            if fused is not None:
+                out.append([(("t", fused),)])
+            else:
+                out += [self.item(i) for i in run]
+            run = []
+            if item[1] is not None:
+                out.append(self.item(item))
+        return out
+
+    def fused(self, regex: str) -> str | None:
+        """The terminal of a regex made of several items, or None where its automaton is
+        past the automaton limits (the items stay terminals of their own)."""
+        try:
+            terminal_dfa(regex)  # (cached: the grammar's builder finds it made)
+        except GrammarError:
+            return None
+        return self.terminal("class", regex)
 
     def item(self, item: Item) -> list[Alternative]:
         kind = item[0]
+        if kind == "rep" and _regular(item[1]) and not _nullable(item[1]) and item[3] != 0:
+            # a repeated regular item: one terminal for one or more repeats (or none)
+            _, inner, low, high = item
+            regex = "(?:" + _regex(inner) + ")" + _quantifier(max(low, 1), high)
+            fused = self.fused(regex)
+            if fused is not None:
+                return [(("t", fused),), ()] if low == 0 else [(("t", fused),)]
         if kind == "ref":
             return [(("n", item[1]),)]
         if kind == "group":
@@ -424,6 +469,47 @@ class _BnfWriter(BnfBuilder):
                 self.definitions.append(TerminalDef(name, pattern))
             self.terminals[(kind, value)] = name
         return name
+
+
+def _regular(item: Item) -> bool:
+    """Whether `item` holds no rule and no token (a regular language of its own)."""
+    kind = item[0]
+    if kind in ("lit", "class"):
+        return True
+    if kind == "group":
+        return all(_regular(i) for seq in item[1] for i in seq)
+    return kind == "rep" and _regular(item[1])
+
+
+def _nullable(item: Item) -> bool:
+    """Whether a regular `item` matches the empty text."""
+    kind = item[0]
+    if kind == "lit":
+        return not item[1]
+    if kind == "group":
+        return any(all(map(_nullable, seq)) for seq in item[1])
+    if kind == "rep":
+        return item[2] == 0 or item[3] == 0 or _nullable(item[1])
+    return False
+
+
+def _regex(item: Item) -> str:
+    """A regular `item` as a regex (Python's syntax, which pse.regex reads)."""
+    kind = item[0]
+    if kind == "lit":
+        return re.escape(item[1])
+    if kind == "class":
+        return item[1]
+    if kind == "group":
+        return "(?:" + "|".join("".join(map(_regex, seq)) for seq in item[1]) + ")"
+    _, inner, low, high = item
+    return "" if high == 0 else "(?:" + _regex(inner) + ")" + _quantifier(low, high)
+
+
+def _quantifier(low: int, high: int | None) -> str:
+    if high is None:
+        return {0: "*", 1: "+"}.get(low, f"{{{low},}}")
+    return "?" if (low, high) == (0, 1) else f"{{{low},{high}}}"
 
 
 def _escape(c: str) -> str:

@@ -254,6 +254,19 @@ def test_the_lark_text_is_made_on_first_use():
     assert Grammar.from_lark("start: \"a\"").gbnf is None
 
 
+def test_runs_of_characters_become_one_terminal():
+    # a string spelled character by character: one terminal, not a parser step per character
+    grammar = Grammar.from_gbnf(r'root ::= "\"" ( [^"\\] | "\\" ["\\nt] )* "\"" ws' + "\n"
+                                r'ws ::= [ ]*')
+    assert grammar.compile().n_terminals == 2  # the string; one or more blanks
+    assert grammar.matches('"a\\"b"  ') and not grammar.matches('"a\\"')
+    # where one automaton for the run would be too large, its items stay terminals of
+    # their own (`[ab]{16}` after `[ab]* "a"` needs 2**17 states)
+    grammar = Grammar.from_gbnf('root ::= [ab]* "a" [ab]{16} "c"')
+    assert grammar.compile().n_terminals == 4
+    assert grammar.matches("ba" + "b" * 16 + "c") and not grammar.matches("b" * 18 + "c")
+
+
 def test_a_literal_may_hold_any_text():
     # (Lark text marks the special tokens it holds with a text of its own; GBNF needs none)
     assert Grammar.from_gbnf('root ::= "PSESPECIALTOKEN_0"').matches("PSESPECIALTOKEN_0")
