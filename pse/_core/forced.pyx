@@ -246,4 +246,4 @@ cdef class Boundary:
         if m.structure.t.has_unique:
             m.load_text(self.data)
             m.w.base += start  # the path below `node` continues data[start:]
-        return walk_subtree(&m.w, &self.after, node, NULL) == 1
+        return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1

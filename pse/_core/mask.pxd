@@ -8,6 +8,9 @@
 #    byte) are cached too; at mask time only their subtrees are walked, with the live context.
 # Inside a JSON string nearly every token is "within"; only the few thousand tokens holding a
 # quote after string characters are walked.
+# An exit node with a large subtree (after a blank: every token " name...") is not walked
+# either: each state the exit leads to is a "job", a root of its own below that node, with
+# a cached entry of that subtree (the same kind of entry, keyed by the node too).
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
@@ -26,6 +29,9 @@ ctypedef struct Slice:
     int32_t leaf_off[257]         # leaf_ids[leaf_off[b]:...]: tokens that end at an exit node
     int32_t* leaf_ids
     uint32_t exit_bytes[8]        # bytes with any exit
+    const uint8_t* full           # bit (i - full_lo) set: the tokens at node i and below it
+    int32_t full_lo               # are all within (a walk below an exit skips them); NULL:
+    int32_t full_hi               # no such node below an exit
 
 
 cdef class SliceEntry:
@@ -56,12 +62,14 @@ cdef class SliceCache:
     cdef readonly dict special_terms_of # {token id: [terminals naming it]}
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
     cdef dict risky                # see risky_of
+    cdef object subtrees           # entries below large exit nodes (an LRU): see plan
 
     cdef SliceEntry get(self, const PState* s)
     cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls)
     cdef SliceEntry derive(self, int32_t term, SliceEntry base, tuple ends)
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t count)
-    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count)
+    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count, int32_t node)
+    cdef SliceEntry subtree_entry(self, const PState* s, int32_t node)
     cdef tuple profile(self, int32_t term, int32_t dstate)
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t count)
     cdef tuple risky_of(self, const PState* s, SliceEntry entry, bint after_zero)
@@ -79,7 +87,14 @@ ctypedef struct Walker:
     StateSet roots                 # live states, each inside (or before) a terminal
     StateSet seed
     Slice** slices                 # the cache entry of each root
+    uint8_t* planned               # per root: its exits into large subtrees are jobs
     int32_t slices_cap
+    # jobs: states that start below a large exit node, each with that subtree's entry
+    PState* jobs
+    Slice** job_slices
+    uint8_t* job_planned
+    int32_t n_jobs
+    int32_t jobs_cap
     # unique arrays: a step may depend on the bytes before it (see structure.pxd)
     SeenStore* seen_kept           # items closed by committed tokens
     SeenStore seen                 # items closed during the walk; dropped after it
@@ -94,8 +109,8 @@ ctypedef struct Walker:
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil
-cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out
-                      ) except -1 nogil
+cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out,
+                      const Slice* known) except -1 nogil
 
 
 cdef class Matcher:
@@ -120,4 +135,6 @@ cdef class Matcher:
     cdef object lookup_memo(self, uint32_t* out)
     cdef int prepare(self) except -1
     cdef int prepare_special(self, Ctx* c) except -1
+    cdef int plan(self, Ctx* c) except -1
+    cdef int add_job(self, const PState* s, int32_t node) except -1
     cdef int finish(self, object key, uint32_t* out) except -1

@@ -1,5 +1,5 @@
 from concurrent.futures import Executor
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -44,3 +44,6 @@ class Matcher:
 
 def fill_batch(matchers: list[Matcher], bitmask: np.ndarray, pool: Executor,
                n_threads: int) -> None: ...
+
+def _set_planning(min_subtree: int, most_jobs: int) -> tuple[int, int]:
+    """For tests: which exit nodes are planned as jobs; returns the old values."""

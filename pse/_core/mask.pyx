@@ -28,6 +28,23 @@ from collections import OrderedDict
 MAX_SHARED_SLICES = 4096
 # Count profiles kept per structure (each up to 6 bytes per token of the vocabulary).
 MAX_PROFILES = 8
+# Subtree entries kept per structure (see Matcher.plan).
+MAX_SUBTREE_SLICES = 8192
+
+# An exit node with at least this many nodes below it is planned as jobs, not walked (see
+# Matcher.plan): below that, a walk with the live states costs less than building an entry.
+cdef int32_t min_planned_subtree = 256
+# Jobs per mask at most (past that, exits are walked).
+cdef int32_t max_jobs = 4096
+
+
+def _set_planning(int32_t min_subtree, int32_t most_jobs) -> tuple:
+    """For tests: plan exits into subtrees of at least `min_subtree` nodes, at most
+    `most_jobs` jobs per mask; returns the old values."""
+    global min_planned_subtree, max_jobs
+    old = (min_planned_subtree, max_jobs)
+    min_planned_subtree, max_jobs = min_subtree, most_jobs
+    return old
 
 cdef enum:
     TOKEN_TEXT = 0
@@ -71,6 +88,13 @@ cdef inline int32_t class_count(const Tables* t, int32_t term, int32_t cls, int3
     if cls == FAR:
         return t.term_min[term]
     return cls
+
+
+cdef extern from *:
+    int ctz32 "__builtin_ctz"(uint32_t x) noexcept nogil
+
+cdef enum:
+    NOT_TRACKING = 0x7FFFFFFF    # walk_entry: no live exit on the path
 
 
 cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
@@ -131,6 +155,7 @@ cdef class SliceCache:
         self.entries = {}
         self.risky = {}
         self.profiles = OrderedDict()
+        self.subtrees = OrderedDict()
         self.horizon = trie.t.max_depth
         follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
         self._follow = follow
@@ -209,7 +234,7 @@ cdef class SliceCache:
                     tokens.append(tr.tok_ids[k])
         if not nodes:
             return base
-        words, bits, exit_node, leaf_id = base._arrays
+        words, bits, exit_node, leaf_id, full = base._arrays
         exit_byte = np.repeat(np.arange(256, dtype=np.uint8),
                               [base.s.exit_off[k + 1] - base.s.exit_off[k] for k in range(256)])
         leaf_byte = np.repeat(np.arange(256, dtype=np.uint8),
@@ -217,7 +242,7 @@ cdef class SliceCache:
         keep_exit = ~np.isin(exit_node, nodes)
         keep_leaf = ~np.isin(leaf_id, tokens)
         return make_entry(words, bits, exit_node[keep_exit], exit_byte[keep_exit],
-                          leaf_id[keep_leaf], leaf_byte[keep_leaf])
+                          leaf_id[keep_leaf], leaf_byte[keep_leaf], full)
 
     cdef tuple risky_of(self, const PState* s, SliceEntry entry, bint after_zero):
         """For a root in a unique array: the tokens of `entry`'s "within" set that pass a
@@ -289,26 +314,38 @@ cdef class SliceCache:
         if t.term_counted[term] == TERM_UNITS and (t.term_max[term] != UNBOUNDED
                                                    or t.term_min[term] > 0):
             return self.profile_entry(term, dstate, cls)
-        return self.walk_entry(term, dstate, cls)
+        return self.walk_entry(term, dstate, cls, 0)
 
-    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t cls):
-        """One walk of the trie from the terminal state (term, dstate) at count class `cls`."""
+    cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t cls, int32_t node):
+        """One walk of the trie below `node` (0: the whole trie) from the terminal state
+        (term, dstate) at count class `cls`.
+
+        An exit or leaf whose tokens are all within the terminal is left out: those tokens
+        are allowed whatever follows (a name's every letter is a place where another name
+        could start, but the tokens below are names already)."""
         cdef const Tables* t = &self.structure.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
+        cdef int32_t first = node + 1, stop = tr.node_end[node], base = tr.node_depth[node]
         within = np.zeros(self.n_words, dtype=np.uint32)
-        exit_node = np.empty(tr.n_nodes, dtype=np.int32)
-        exit_byte = np.empty(tr.n_nodes, dtype=np.uint8)
-        leaf_id = np.empty(max(tr.node_tok_off[tr.n_nodes], 1), dtype=np.int32)
+        exit_node = np.empty(max(stop - first, 1), dtype=np.int32)
+        exit_byte = np.empty(len(exit_node), dtype=np.uint8)
+        leaf_id = np.empty(max(tr.node_tok_off[stop] - tr.node_tok_off[first], 1), dtype=np.int32)
         leaf_byte = np.empty(len(leaf_id), dtype=np.uint8)
-        levels = np.empty((2, tr.max_depth + 1), dtype=np.int32)
+        # per depth: the DFA state, count, the node on the path and whether it is full so far
+        levels = np.empty((4, tr.max_depth + 1 - base), dtype=np.int32)
+        # per node below `node`: 1 when all its tokens and those below it are within
+        full_flags = np.zeros(max(stop - first, 1), dtype=np.uint8)
         cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(within)
         cdef int32_t* x_node = <int32_t*>cnp.PyArray_DATA(exit_node)
         cdef uint8_t* x_byte = <uint8_t*>cnp.PyArray_DATA(exit_byte)
         cdef int32_t* l_id = <int32_t*>cnp.PyArray_DATA(leaf_id)
         cdef uint8_t* l_byte = <uint8_t*>cnp.PyArray_DATA(leaf_byte)
         cdef int32_t* lvl_d = <int32_t*>cnp.PyArray_DATA(levels)
-        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1
+        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1 - base
+        cdef int32_t* lvl_node = lvl_c + tr.max_depth + 1 - base
+        cdef int32_t* lvl_full = lvl_node + tr.max_depth + 1 - base
+        cdef uint8_t* full = <uint8_t*>cnp.PyArray_DATA(full_flags) - first
         cdef const uint32_t* follow = &self.follow[8 * term]
         cdef const int32_t* tok_off = tr.node_tok_off
         cdef const int32_t* tok_ids = tr.tok_ids
@@ -318,49 +355,84 @@ cdef class SliceCache:
         cdef const int32_t* trans = t.dfa_trans
         cdef const uint8_t* accept = t.dfa_accept
         cdef int64_t n_classes = t.n_classes
-        cdef int32_t n_nodes = tr.n_nodes
-        cdef int32_t i = 1, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0
-        cdef bint counted = t.term_counted[term], ends
+        cdef int32_t i = first, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0
+        cdef int32_t top = 0, track_from = NOT_TRACKING
+        cdef bint counted = t.term_counted[term], ends, live, is_exit
         cdef uint8_t b
         cdef PState ps
         lvl_d[0] = dstate
         lvl_c[0] = count
         with nogil:
-            while i < n_nodes:
-                depth = node_depth[i]
+            while i < stop:
+                depth = node_depth[i] - base
+                # full flags are kept below live exits only (elsewhere nothing asks): the
+                # nodes tracked on the path at this depth and below are done; a node is
+                # full when it is live and all its children are full
+                while top >= depth and top >= track_from:
+                    close_level(full, lvl_node, lvl_full, top, track_from)
+                    top -= 1
+                if top < track_from:  # (or no region was open)
+                    track_from = NOT_TRACKING
+                    top = 0
                 pd = lvl_d[depth - 1]
                 b = node_byte[i]
                 if counted:
                     pc = lvl_c[depth - 1]
                     ends = term_accepting(t, term, pd, pc)
+                    live = term_step(t, term, pd, pc, b, &ps)
+                    nd = ps.dstate
+                    lvl_c[depth] = ps.count
                 else:
                     ends = accept[pd]
-                if ends and has_bit(follow, b):
-                    for k in range(tok_off[i], tok_off[i + 1]):
-                        l_id[n_leaf] = tok_ids[k]
-                        l_byte[n_leaf] = b
-                        n_leaf += 1
+                    nd = trans[pd * n_classes + t.byte_class[b]]
+                    live = nd >= 0
+                is_exit = ends and has_bit(follow, b)
+                if is_exit:
+                    if not live:
+                        for k in range(tok_off[i], tok_off[i + 1]):
+                            l_id[n_leaf] = tok_ids[k]
+                            l_byte[n_leaf] = b
+                            n_leaf += 1
                     if node_end[i] > i + 1:
                         x_node[n_exit] = i
                         x_byte[n_exit] = b
                         n_exit += 1
-                if counted:
-                    if not term_step(t, term, pd, pc, b, &ps):
-                        i = node_end[i]
-                        continue
-                    nd = ps.dstate
-                    lvl_c[depth] = ps.count
-                else:
-                    nd = trans[pd * n_classes + t.byte_class[b]]
-                    if nd < 0:
-                        i = node_end[i]
-                        continue
+                if not live:
+                    if depth > track_from:
+                        lvl_full[depth - 1] = 0
+                    i = node_end[i]
+                    continue
                 for k in range(tok_off[i], tok_off[i + 1]):
                     set_bit(w, tok_ids[k])
                 lvl_d[depth] = nd
+                if depth > track_from or (is_exit and node_end[i] > i + 1):
+                    if track_from == NOT_TRACKING:
+                        track_from = depth
+                    lvl_node[depth] = i
+                    lvl_full[depth] = 1
+                    top = depth
                 i += 1
-        return entry_of_mask(within, exit_node[:n_exit], exit_byte[:n_exit], leaf_id[:n_leaf],
-                             leaf_byte[:n_leaf])
+            while top >= track_from:
+                close_level(full, lvl_node, lvl_full, top, track_from)
+                top -= 1
+        exit_node = exit_node[:n_exit]
+        keep = full_flags[exit_node - first] == 0
+        exit_node = exit_node[keep]
+        return entry_of_mask(within, exit_node, exit_byte[:n_exit][keep], leaf_id[:n_leaf],
+                             leaf_byte[:n_leaf], full_below(full_flags, first, exit_node, tr))
+
+    cdef SliceEntry subtree_entry(self, const PState* s, int32_t node):
+        """The entry of the terminal state of `s` (just started on the byte of trie node
+        `node`) over the tokens below that node: built on first use, kept in an LRU."""
+        cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
+        key = (s.term, s.dstate, cls, node)
+        entry = self.subtrees.pop(key, None)  # pop and re-insert: see entry()
+        if entry is None:
+            entry = self.walk_entry(s.term, s.dstate, cls, node)
+        self.subtrees[key] = entry
+        if len(self.subtrees) > MAX_SUBTREE_SLICES:
+            self.subtrees.popitem(last=False)
+        return <SliceEntry>entry
 
     cdef tuple profile(self, int32_t term, int32_t dstate):
         """One walk of the trie from (term, dstate) of a counted terminal, recording per token
@@ -466,26 +538,51 @@ cdef class SliceCache:
                              leaf_byte[leaves])
 
 
-cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
+cdef object full_below(cnp.ndarray full_flags, int32_t first, cnp.ndarray exit_node,
+                       const Trie* tr):
+    """The full flags (per node from `first`) of the nodes below the exits, as (bits, lo, hi)
+    over the nodes lo..hi-1; None when no node below an exit is full."""
+    cdef const int32_t[::1] nodes = exit_node
+    cdef int32_t lo = tr.n_nodes, hi = 0, k
+    if len(exit_node) == 0:
+        return None
+    for k in range(len(nodes)):
+        lo = min(lo, nodes[k])
+        hi = max(hi, tr.node_end[nodes[k]])
+    flags = full_flags[lo - first:hi - first]
+    if not flags.any():
+        return None
+    return np.packbits(flags, bitorder="little"), lo, hi
+
+
+cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte,
+                              full=None):
     """make_entry with the tokens within the terminal as a bitmask."""
     words = np.flatnonzero(within).astype(np.int32)
     return make_entry(words, np.ascontiguousarray(within[words]), exit_node, exit_byte,
-                      leaf_id, leaf_byte)
+                      leaf_id, leaf_byte, full)
 
 
-cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte):
+cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte, full=None):
     """A slice entry from the tokens within the terminal (the nonzero words of their bitmask,
-    which it keeps as they are) and the trie nodes and tokens where it may end, each with the
-    byte after its end (grouped by that byte)."""
+    which it keeps as they are), the trie nodes and tokens where it may end, each with the
+    byte after its end (grouped by that byte), and `full`: None or (bits, lo, hi), the nodes
+    lo..hi-1 whose tokens and those below them are all within."""
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
     cdef int32_t k
+    cdef cnp.ndarray full_bits
     order = np.argsort(exit_byte, kind="stable")
     nodes = np.ascontiguousarray(exit_node[order], dtype=np.int32)
-    exit_counts = np.bincount(exit_byte, minlength=256)
+    cdef const cnp.intp_t[::1] exit_counts = np.bincount(exit_byte, minlength=256)
     order = np.argsort(leaf_byte, kind="stable")
     leaves = np.ascontiguousarray(leaf_id[order], dtype=np.int32)
-    leaf_counts = np.bincount(leaf_byte, minlength=256)
-    entry._arrays = (words, bits, nodes, leaves)
+    cdef const cnp.intp_t[::1] leaf_counts = np.bincount(leaf_byte, minlength=256)
+    entry._arrays = (words, bits, nodes, leaves, full)
+    entry.s.full = NULL
+    entry.s.full_lo = entry.s.full_hi = 0
+    if full is not None:
+        full_bits, entry.s.full_lo, entry.s.full_hi = full
+        entry.s.full = <const uint8_t*>cnp.PyArray_DATA(full_bits)
     entry.s.within_words = <int32_t*>cnp.PyArray_DATA(words)
     entry.s.within_bits = <uint32_t*>cnp.PyArray_DATA(bits)
     entry.s.n_within_words = len(words)
@@ -513,6 +610,11 @@ cdef class Matcher:
         self.w.levels = NULL
         self.w.marks = NULL
         self.w.slices = NULL
+        self.w.planned = NULL
+        self.w.jobs = NULL
+        self.w.job_slices = NULL
+        self.w.job_planned = NULL
+        self.w.n_jobs = self.w.jobs_cap = 0
         self.w.text = NULL
         self.w.unique = NULL
         self.w.risky_bits = NULL
@@ -549,11 +651,12 @@ cdef class Matcher:
         self.w.slices_cap = 16
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
         self.w.unique = <uint8_t*>malloc(self.w.slices_cap)
+        self.w.planned = <uint8_t*>malloc(self.w.slices_cap)
         self.w.risky_bits = <const uint32_t**>malloc(self.w.slices_cap * sizeof(uint32_t*))
         self.w.risky_nodes = <const int32_t**>malloc(self.w.slices_cap * sizeof(int32_t*))
         self.w.n_risky = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
-                or self.w.unique == NULL or self.w.risky_bits == NULL
+                or self.w.unique == NULL or self.w.planned == NULL or self.w.risky_bits == NULL
                 or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
             raise MemoryError()
         for i in range(self.w.n_levels):
@@ -574,6 +677,10 @@ cdef class Matcher:
         free(self.w.marks)
         free(self.w.slices)
         free(self.w.unique)
+        free(self.w.planned)
+        free(self.w.jobs)
+        free(self.w.job_slices)
+        free(self.w.job_planned)
         free(<void*>self.w.risky_bits)
         free(<void*>self.w.risky_nodes)
         free(self.w.n_risky)
@@ -910,12 +1017,14 @@ cdef class Matcher:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
             self.w.unique = <uint8_t*>realloc(self.w.unique, self.w.slices_cap)
+            self.w.planned = <uint8_t*>realloc(self.w.planned, self.w.slices_cap)
             self.w.risky_bits = <const uint32_t**>realloc(
                 <void*>self.w.risky_bits, self.w.slices_cap * sizeof(uint32_t*))
             self.w.risky_nodes = <const int32_t**>realloc(
                 <void*>self.w.risky_nodes, self.w.slices_cap * sizeof(int32_t*))
             self.w.n_risky = <int32_t*>realloc(self.w.n_risky, self.w.slices_cap * sizeof(int32_t))
-            if (self.w.slices == NULL or self.w.unique == NULL or self.w.risky_bits == NULL
+            if (self.w.slices == NULL or self.w.unique == NULL or self.w.planned == NULL
+                    or self.w.risky_bits == NULL
                     or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
                 raise MemoryError()
         self._keep.clear()
@@ -934,6 +1043,91 @@ cdef class Matcher:
                 self.w.risky_bits[i] = <const uint32_t*>cnp.PyArray_DATA(bits)
                 self.w.risky_nodes[i] = <const int32_t*>cnp.PyArray_DATA(nodes)
                 self.w.n_risky[i] = len(nodes)
+            # in a unique array a step depends on the bytes before it: no entry below a node
+            self.w.planned[i] = not self.structure.t.has_unique
+        self.plan(&c)
+        return 0
+
+    cdef int plan(self, Ctx* c) except -1:
+        """Turn the roots' exits into large subtrees into jobs: each state the exit byte leads
+        to becomes a root of its own below the exit node, with that subtree's cached entry, so
+        that `walk` walks only the small subtrees. A job's exits are planned in turn. Past
+        max_jobs the rest is walked."""
+        cdef Walker* w = &self.w
+        cdef const Trie* tr = w.trie
+        cdef int32_t i = 0, j, k, k2, b, x, n_seed, n_roots = w.roots.n
+        cdef PState r, ended
+        cdef const Slice* sl
+        cdef uint32_t bytes8[8]
+        cdef uint32_t bits
+        cdef bint planned, big
+        w.n_jobs = 0
+        while i < n_roots + w.n_jobs:
+            if i < n_roots:
+                planned = w.planned[i]
+                r = w.roots.items[i]
+                sl = w.slices[i]
+            else:
+                planned = True
+                r = w.jobs[i - n_roots]  # a copy: add_job may move the jobs
+                sl = w.job_slices[i - n_roots]
+            if planned and w.n_jobs >= max_jobs:
+                for j in range(i, n_roots):
+                    w.planned[j] = False
+                for j in range(max(i - n_roots, 0), w.n_jobs):
+                    w.job_planned[j] = False
+                return 0
+            i += 1
+            if not planned:
+                continue
+            memset(bytes8, 0, sizeof(bytes8))
+            exit_bytes(c, &r, bytes8)
+            for k in range(8):
+                bits = bytes8[k] & sl.exit_bytes[k]
+                while bits:
+                    b = 32 * k + ctz32(bits)
+                    bits &= bits - 1
+                    big = False
+                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                        if large_subtree(tr, sl.exit_nodes[j]):
+                            big = True
+                            break
+                    if not big:
+                        continue
+                    w.seed.n = 0
+                    expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
+                    # a state whose terminal ended on b (term -1) starts the next ones below
+                    n_seed = w.seed.n
+                    for k2 in range(n_seed):
+                        if w.seed.items[k2].term < 0:
+                            ended = w.seed.items[k2]  # a copy: the set may move as it grows
+                            expand(c, &ended, NO_BYTE, &w.seed)
+                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                        x = sl.exit_nodes[j]
+                        if large_subtree(tr, x):
+                            for k2 in range(w.seed.n):
+                                if w.seed.items[k2].term >= 0:
+                                    self.add_job(&w.seed.items[k2], x)
+        return 0
+
+    cdef int add_job(self, const PState* s, int32_t node) except -1:
+        """State `s` (its terminal started on trie node `node`'s byte) as a job below `node`."""
+        cdef Walker* w = &self.w
+        cdef int32_t cap
+        cdef SliceEntry entry = self.cache.subtree_entry(s, node)
+        if w.n_jobs == w.jobs_cap:
+            cap = max(64, 2 * w.jobs_cap)
+            w.jobs = <PState*>realloc(w.jobs, cap * sizeof(PState))
+            w.job_slices = <Slice**>realloc(w.job_slices, cap * sizeof(Slice*))
+            w.job_planned = <uint8_t*>realloc(w.job_planned, cap)
+            if w.jobs == NULL or w.job_slices == NULL or w.job_planned == NULL:
+                raise MemoryError()
+            w.jobs_cap = cap
+        self._keep.append(entry)
+        w.jobs[w.n_jobs] = s[0]
+        w.job_slices[w.n_jobs] = &entry.s
+        w.job_planned[w.n_jobs] = True
+        w.n_jobs += 1
         return 0
 
     cdef int prepare_special(self, Ctx* c) except -1:
@@ -989,50 +1183,74 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.pos = w.base
 
 
+cdef inline void close_level(uint8_t* full, const int32_t* lvl_node, int32_t* lvl_full,
+                             int32_t depth, int32_t track_from) noexcept nogil:
+    """The node tracked at `depth` is done: record it as full, or its parent as not."""
+    if lvl_full[depth]:
+        full[lvl_node[depth]] = 1
+    elif depth > track_from:
+        lvl_full[depth - 1] = 0
+
+
+cdef inline bint large_subtree(const Trie* tr, int32_t node) noexcept nogil:
+    return tr.node_end[node] - node >= min_planned_subtree
+
+
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
-    """OR into `out` the tokens the roots allow: cached slices, plus walks of the trie
-    below the exit nodes whose byte can follow the root's terminal in its context."""
-    cdef Ctx c
-    cdef int32_t i, k, b, base
-    cdef Slice* sl
-    cdef const PState* r
-    cdef uint32_t bytes8[8]
-    walker_ctx(w, &c)
-    base = w.scratch.n
+    """OR into `out` the tokens the roots and jobs allow (see cover)."""
+    cdef int32_t i, base = w.scratch.n
     for i in range(w.roots.n):
-        sl = w.slices[i]
-        r = &w.roots.items[i]
         if w.unique[i]:
             walk_unique_root(w, i, base, out)
-            continue
-        for k in range(sl.n_within_words):
-            out[sl.within_words[k]] |= sl.within_bits[k]
-        memset(bytes8, 0, sizeof(bytes8))
-        exit_bytes(&c, r, bytes8)
-        for k in range(8):
-            bytes8[k] &= sl.exit_bytes[k]
-        for b in range(256):
-            if not has_bit(bytes8, b):
-                continue
+        else:
+            cover(w, &w.roots.items[i], w.slices[i], w.planned[i], base, out)
+    for i in range(w.n_jobs):
+        cover(w, &w.jobs[i], w.job_slices[i], w.job_planned[i], base, out)
+    return 0
+
+
+cdef int cover(Walker* w, const PState* r, const Slice* sl, bint planned, int32_t base,
+               uint32_t* out) except -1 nogil:
+    """OR into `out` the tokens state `r` allows with its cache entry `sl`: the entry's
+    tokens within r's terminal, plus walks of the trie below the exit nodes whose byte can
+    follow the terminal in r's context (but for the large ones, when `planned`: they are
+    jobs)."""
+    cdef Ctx c
+    cdef int32_t k, j, b, x
+    cdef uint32_t bytes8[8]
+    cdef uint32_t bits
+    walker_ctx(w, &c)
+    for k in range(sl.n_within_words):
+        out[sl.within_words[k]] |= sl.within_bits[k]
+    memset(bytes8, 0, sizeof(bytes8))
+    exit_bytes(&c, r, bytes8)
+    for k in range(8):
+        bits = bytes8[k] & sl.exit_bytes[k]
+        while bits:
+            b = 32 * k + ctz32(bits)
+            bits &= bits - 1
             w.scratch.n = base
             w.seed.n = 0
+            c.pos = w.base
             expand(&c, r, <uint8_t>b, &w.seed)
             if w.seed.n == 0:
                 continue
-            for k in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
-                set_bit(out, sl.leaf_ids[k])
+            for j in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
+                set_bit(out, sl.leaf_ids[j])
             if w.tables.has_unique and any_in_unique(&c, &w.seed):
                 # b opened a unique array: its states hold b's position, so each exit node
                 # (at its own depth) gets its own
-                for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                     w.scratch.n = base
                     w.seed.n = 0
-                    c.pos = w.base + w.trie.node_depth[sl.exit_nodes[k]] - 1
+                    c.pos = w.base + w.trie.node_depth[sl.exit_nodes[j]] - 1
                     expand(&c, r, <uint8_t>b, &w.seed)
-                    walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
+                    walk_subtree(w, &w.seed, sl.exit_nodes[j], out, sl)
                 continue
-            for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
+            for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                x = sl.exit_nodes[j]
+                if not (planned and large_subtree(w.trie, x)):
+                    walk_subtree(w, &w.seed, x, out, sl)
     return 0
 
 
@@ -1066,7 +1284,7 @@ cdef int walk_unique_root(Walker* w, int32_t i, int32_t base, uint32_t* out) exc
                 set_bit(out, sl.leaf_ids[k])
         for k in range(sl.exit_off[b], sl.exit_off[b + 1]):
             if path_states(w, &c, r, sl.exit_nodes[k], base):
-                walk_subtree(w, &w.seed, sl.exit_nodes[k], out)
+                walk_subtree(w, &w.seed, sl.exit_nodes[k], out, NULL)
     return 0
 
 
@@ -1086,11 +1304,12 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
     return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)
 
 
-cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out
-                      ) except -1 nogil:
+cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out,
+                      const Slice* known) except -1 nogil:
     """Walk the children of trie node `node`, whose byte took the live states to `seed`,
     setting in `out` the tokens they allow. With out NULL: 1 at the first such token (the
-    forced path's spanning check), else 0."""
+    forced path's spanning check), else 0. `known` (or NULL): an entry whose tokens within
+    are set in `out` already: its full nodes are skipped."""
     cdef Ctx c
     cdef const Trie* tr = w.trie
     cdef int32_t base_depth = tr.node_depth[node]
@@ -1101,6 +1320,10 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
+        if (known != NULL and known.full != NULL and known.full_lo <= i < known.full_hi
+                and known.full[(i - known.full_lo) >> 3] >> ((i - known.full_lo) & 7) & 1):
+            i = tr.node_end[i]
+            continue
         depth = tr.node_depth[i]
         cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
         nxt = &w.levels[depth]

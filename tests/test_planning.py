@@ -1,0 +1,121 @@
+"""Masks with exits planned as jobs (a state that starts below a large exit node of the trie,
+with that subtree's cached entry; see Matcher.plan in pse/_core/mask.pyx) equal brute force
+over the vocabulary: with every exit planned, with the job cap reached at once, and with
+nothing planned. The default (large subtrees only) is what the other mask tests run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pse
+import pse.grammars
+from conftest import shared_vocab
+from pse import Json, JsonSchema, StructuringEngine, Vocabulary
+from pse._core.mask import _set_planning
+from test_engine import SMALL, check_along
+from test_properties import ALPHABET, json_values, trees
+
+PLANS = {"every exit": (1, 1 << 30), "three jobs at most": (1, 3), "none": (1 << 30, 1 << 30)}
+
+
+@pytest.fixture(params=list(PLANS), autouse=True)
+def plan(request):
+    old = _set_planning(*PLANS[request.param])
+    yield request.param
+    _set_planning(*old)
+
+
+@settings(max_examples=30)
+@given(trees, st.data())
+def test_random_structures_small_vocab(tree, data):
+    machine, regex = tree
+    text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
+        lambda t: set(t) <= set(ALPHABET)))
+    engine = StructuringEngine(SMALL)
+    engine.configure(machine)
+    check_along(engine, SMALL.encode(text.encode()))
+    assert engine.is_accepting()
+
+
+def small(tokens: list[str]) -> Vocabulary:
+    return Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                  special_token_ids=[len(tokens)])
+
+
+def test_arithmetic_small_vocab():
+    """Terminals that end on their last byte (a state before the next terminal), names
+    after blanks, a left-recursive grammar."""
+    vocab = small(list("0123456789.+-*/%^(), xyfe") + [
+        " x", " xy", " f(", " (", " 1", " 12", "  x", " +", "+ ", "x)", ") *", "f(x", "xy"])
+    engine = StructuringEngine(vocab)
+    engine.configure(pse.grammars.load("arithmetic"))
+    for text in ["1 + (x * 12) / f(2, .5e3)", "((- x)) ^ 2 % 3", "f( f(xy ,1))"]:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
+
+
+def test_json_with_whitespace_small_vocab():
+    vocab = small(list('{}[],:"ab015-.e \n') + [
+        '{"', '":', '",', ' "', ', "', ',\n', '\n ', '  ', ' {', ' [', ' 1', ' 1.', '"}', "ab"])
+    engine = StructuringEngine(vocab)
+    engine.configure(Json(whitespace=2))
+    for text in ['{"a": [1, -1.5e-1, "b"]}', '[\n {"ab": {}},\n ""\n]', '0']:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
+
+
+def test_unique_items_small_vocab():
+    """In a unique array a step depends on the bytes before it: nothing is planned there."""
+    vocab = small(list('[],"ab1 ') + ['["', '",', ', "', '"a"', ' 1', '1,', '"]'])
+    engine = StructuringEngine(vocab)
+    engine.configure(JsonSchema({"type": "array", "uniqueItems": True,
+                                 "items": {"enum": ["a", "b", 1, 11]}}, whitespace=1))
+    for text in ['["a", "b", 1]', '[11, 1, "b"]']:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
+
+
+def test_sql_names_without_separators_llama3():
+    """SQL's names may follow names with nothing between (an alias): every letter of a name
+    is a place where another starts; blanks lead into large subtrees."""
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(pse.grammars.load("sql"))
+    text = "SELECT DISTINCT count(x) total, t.price * qty AS v FROM orders o WHERE n LIKE 'A%'"
+    check_along(engine, llama.encode(text), every=2)
+    assert engine.is_accepting()
+
+
+@settings(max_examples=3)
+@given(json_values)
+def test_indented_json_llama3(value):
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(Json(whitespace="flexible"))
+    check_along(engine, llama.encode(json.dumps(value, indent=2)), every=3)
+
+
+def test_names_after_names_deep_vocab():
+    """Every string over "ab (" of up to four bytes is a token: exits at every depth, names
+    that may follow names with nothing between, blanks between."""
+    alphabet = "ab ("
+    words = [""]
+    tokens = []
+    for _ in range(4):
+        words = [w + c for w in words for c in alphabet]
+        tokens += words
+    vocab = small(tokens + [")"])
+    engine = StructuringEngine(vocab)
+    engine.configure(pse.Grammar('start: item+\n?item: NAME | "(" start ")"\n'
+                                 'NAME: /[ab]+/\n%ignore " "\n'))
+    for text in ["ab (ba b) a", "(a(b ( bab )))aa", "b  a (ab)"]:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
