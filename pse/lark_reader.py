@@ -1,7 +1,8 @@
 """Read a Lark grammar into BNF rules and terminal definitions.
 
-Lark reads the text: its syntax, `%import`, `%ignore`, `%declare`, templates, terminals built
-from other terminals, anonymous terminals for the strings in rules. The EBNF operators are
+Lark reads the text (its syntax by `pse.lark_syntax`, in lark's own terms): `%import`,
+`%ignore`, `%declare`, templates, terminals built from other terminals, anonymous terminals for
+the strings in rules. The EBNF operators are
 pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of alternatives, each
 `?` and `[...]` inside an expansion out into copies of it, however many (`a? b? c? ...`
 becomes 2**n alternatives), which cost more time than the rest of a grammar's compile. Here an
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pse import lark_syntax
 from pse.cfg import Alternative, Symbol
 from pse.errors import GrammarError
 
@@ -42,11 +44,10 @@ def read_lark(text: str, start: str, import_paths: list[str],
         GrammarError: lark cannot read the grammar (its message), or `start` is not a rule.
     """
     from lark.exceptions import LarkError
-    from lark.load_grammar import load_grammar
 
     where = source_path or "grammar"
     try:
-        grammar, _ = load_grammar(text, source_path or "<string>", import_paths, False)
+        grammar = _load(text, source_path or "<string>", import_paths)
         terminals = _terminals(grammar)
         rules = _rules(grammar, terminals)
     except LarkError as e:
@@ -54,6 +55,36 @@ def read_lark(text: str, start: str, import_paths: list[str],
     if start not in rules:
         raise GrammarError(f"{where}: the start rule {start!r} is not defined")
     return BnfGrammar(rules, terminals, list(grammar.ignore))
+
+
+def _load(text: str, source: str, import_paths: list[str]):
+    """Lark's `Grammar` of `text`: its statements read by `pse.lark_syntax`, each given to
+    lark's `GrammarBuilder` as lark's own reader would; text that reader leaves (`%import`, a
+    syntax error) is lark's to read."""
+    from lark.grammar import Terminal
+    from lark.load_grammar import GrammarBuilder, load_grammar, resolve_term_references
+
+    try:
+        tree = lark_syntax.parse(text)
+    except lark_syntax.Unread:
+        return load_grammar(text, source, import_paths, False)[0]
+    builder = GrammarBuilder(False, import_paths)
+    for stmt in tree.children:
+        if stmt.data in ("term", "rule"):
+            builder._define(*builder._unpack_definition(stmt, None))
+        elif stmt.data == "override":
+            builder._define(*builder._unpack_definition(stmt.children[0], None), override=True)
+        elif stmt.data == "extend":
+            builder._extend(*builder._unpack_definition(stmt.children[0], None))
+        elif stmt.data == "ignore":
+            builder._ignore(*stmt.children)
+        else:  # declare
+            for symbol in stmt.children:
+                builder._define(symbol.name, isinstance(symbol, Terminal), None)
+    # terminals written with other terminals: the others' trees in their place
+    resolve_term_references({name: d.tree for name, d in builder._definitions.items()
+                             if d.is_term})
+    return builder.build()
 
 
 def _terminals(grammar) -> list:

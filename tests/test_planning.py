@@ -19,6 +19,7 @@ from pse._core.mask import _set_planning
 from test_engine import SMALL, check_along
 from test_properties import ALPHABET, json_values, trees
 
+# (smallest subtree planned, most jobs per mask)
 PLANS = {"every exit": (1, 1 << 30), "three jobs at most": (1, 3), "none": (1 << 30, 1 << 30)}
 
 

@@ -69,6 +69,8 @@ cdef class SliceCache:
     cdef SliceEntry derive(self, int32_t term, SliceEntry base, tuple ends)
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t count)
     cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t count, int32_t node)
+    cdef SliceEntry walk_terminal(self, int32_t term, int32_t dstate, int32_t count, int32_t node,
+                                  tuple buffers)
     cdef SliceEntry subtree_entry(self, const PState* s, int32_t node)
     cdef tuple profile(self, int32_t term, int32_t dstate)
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t count)
@@ -87,12 +89,12 @@ ctypedef struct Walker:
     StateSet roots                 # live states, each inside (or before) a terminal
     StateSet seed
     Slice** slices                 # the cache entry of each root
-    uint8_t* planned               # per root: its exits into large subtrees are jobs
+    int32_t* plan_from             # per root: its exits into subtrees this large are jobs
     int32_t slices_cap
     # jobs: states that start below a large exit node, each with that subtree's entry
     PState* jobs
     Slice** job_slices
-    uint8_t* job_planned
+    int32_t* job_plan_from
     int32_t n_jobs
     int32_t jobs_cap
     # unique arrays: a step may depend on the bytes before it (see structure.pxd)

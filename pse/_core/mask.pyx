@@ -22,6 +22,7 @@ from pse.errors import GrammarError
 
 cnp.import_array()
 
+import threading
 from collections import OrderedDict
 
 # Slice entries kept per vocabulary for reuse across structures (least recently used dropped).
@@ -33,7 +34,7 @@ MAX_SUBTREE_SLICES = 8192
 
 # An exit node with at least this many nodes below it is planned as jobs, not walked (see
 # Matcher.plan): below that, a walk with the live states costs less than building an entry.
-cdef int32_t min_planned_subtree = 256
+cdef int32_t min_planned_subtree = 64
 # Jobs per mask at most (past that, exits are walked).
 cdef int32_t max_jobs = 4096
 
@@ -95,6 +96,7 @@ cdef extern from *:
 
 cdef enum:
     NOT_TRACKING = 0x7FFFFFFF    # walk_entry: no live exit on the path
+    NOT_PLANNED = 0x7FFFFFFF     # a root none of whose exits is planned (see Matcher.plan)
 
 
 cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
@@ -103,6 +105,30 @@ cdef inline void set_bit(uint32_t* out, int32_t i) noexcept nogil:
 
 cdef class SliceEntry:
     """The cached part of the mask for one (terminal, DFA state, count class)."""
+
+
+_buffers = None  # ((n_nodes, n_tokens, max_depth), the buffers): see walk_buffers
+_walk_lock = threading.Lock()
+
+
+cdef tuple walk_buffers(const Trie* tr, int32_t n_nodes):
+    """What SliceCache.walk_terminal writes as it walks: exit nodes and their bytes, leaf
+    tokens and their bytes, tokens within, per depth the walk's state (DFA state, count, node
+    on the path, full so far), per node whether it is full (zeroed for the `n_nodes` nodes
+    walked). Sized for the whole trie and kept from one walk to the next: a walk holds
+    _walk_lock while it uses them."""
+    global _buffers
+    cdef int32_t n_tokens = max(tr.node_tok_off[tr.n_nodes], 1)
+    size = (tr.n_nodes, n_tokens, tr.max_depth)
+    if _buffers is None or _buffers[0] != size:
+        _buffers = (size, (
+            np.empty(tr.n_nodes, dtype=np.int32), np.empty(tr.n_nodes, dtype=np.uint8),
+            np.empty(n_tokens, dtype=np.int32), np.empty(n_tokens, dtype=np.uint8),
+            np.empty(n_tokens, dtype=np.int32), np.empty((4, tr.max_depth + 1), dtype=np.int32),
+            np.empty(tr.n_nodes, dtype=np.uint8)))
+    buffers = _buffers[1]
+    memset(cnp.PyArray_DATA(buffers[6]), 0, max(n_nodes, 1))
+    return buffers
 
 
 cdef class SliceCache:
@@ -234,7 +260,7 @@ cdef class SliceCache:
                     tokens.append(tr.tok_ids[k])
         if not nodes:
             return base
-        words, bits, exit_node, leaf_id, full = base._arrays
+        words, bits, exit_node, leaf_id, full = entry_arrays(base)
         exit_byte = np.repeat(np.arange(256, dtype=np.uint8),
                               [base.s.exit_off[k + 1] - base.s.exit_off[k] for k in range(256)])
         leaf_byte = np.repeat(np.arange(256, dtype=np.uint8),
@@ -302,7 +328,7 @@ cdef class SliceCache:
                 lvl_c[depth] = ps.count
                 lvl_r[depth] = risky
                 i += 1
-        words = entry._arrays[0]
+        words = entry_arrays(entry)[0]
         found = (np.ascontiguousarray(full[words]), nodes[:n].copy())
         self.risky[key] = found
         return <tuple>found
@@ -318,7 +344,15 @@ cdef class SliceCache:
 
     cdef SliceEntry walk_entry(self, int32_t term, int32_t dstate, int32_t cls, int32_t node):
         """One walk of the trie below `node` (0: the whole trie) from the terminal state
-        (term, dstate) at count class `cls`.
+        (term, dstate) at count class `cls` (see walk_terminal)."""
+        cdef const Trie* tr = &self.trie.t
+        with _walk_lock:  # (the walks share one set of buffers)
+            return self.walk_terminal(term, dstate, cls, node,
+                                      walk_buffers(tr, tr.node_end[node] - node - 1))
+
+    cdef SliceEntry walk_terminal(self, int32_t term, int32_t dstate, int32_t cls, int32_t node,
+                                  tuple buffers):
+        """walk_entry, writing into `buffers` (see walk_buffers) as it goes.
 
         An exit or leaf whose tokens are all within the terminal is left out: those tokens
         are allowed whatever follows (a name's every letter is a place where another name
@@ -327,24 +361,16 @@ cdef class SliceCache:
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
         cdef int32_t first = node + 1, stop = tr.node_end[node], base = tr.node_depth[node]
-        within = np.zeros(self.n_words, dtype=np.uint32)
-        exit_node = np.empty(max(stop - first, 1), dtype=np.int32)
-        exit_byte = np.empty(len(exit_node), dtype=np.uint8)
-        leaf_id = np.empty(max(tr.node_tok_off[stop] - tr.node_tok_off[first], 1), dtype=np.int32)
-        leaf_byte = np.empty(len(leaf_id), dtype=np.uint8)
-        # per depth: the DFA state, count, the node on the path and whether it is full so far
-        levels = np.empty((4, tr.max_depth + 1 - base), dtype=np.int32)
-        # per node below `node`: 1 when all its tokens and those below it are within
-        full_flags = np.zeros(max(stop - first, 1), dtype=np.uint8)
-        cdef uint32_t* w = <uint32_t*>cnp.PyArray_DATA(within)
+        exit_node, exit_byte, leaf_id, leaf_byte, within_id, levels, full_flags = buffers
+        cdef int32_t* w_id = <int32_t*>cnp.PyArray_DATA(within_id)
         cdef int32_t* x_node = <int32_t*>cnp.PyArray_DATA(exit_node)
         cdef uint8_t* x_byte = <uint8_t*>cnp.PyArray_DATA(exit_byte)
         cdef int32_t* l_id = <int32_t*>cnp.PyArray_DATA(leaf_id)
         cdef uint8_t* l_byte = <uint8_t*>cnp.PyArray_DATA(leaf_byte)
         cdef int32_t* lvl_d = <int32_t*>cnp.PyArray_DATA(levels)
-        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1 - base
-        cdef int32_t* lvl_node = lvl_c + tr.max_depth + 1 - base
-        cdef int32_t* lvl_full = lvl_node + tr.max_depth + 1 - base
+        cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1
+        cdef int32_t* lvl_node = lvl_c + tr.max_depth + 1
+        cdef int32_t* lvl_full = lvl_node + tr.max_depth + 1
         cdef uint8_t* full = <uint8_t*>cnp.PyArray_DATA(full_flags) - first
         cdef const uint32_t* follow = &self.follow[8 * term]
         cdef const int32_t* tok_off = tr.node_tok_off
@@ -355,7 +381,7 @@ cdef class SliceCache:
         cdef const int32_t* trans = t.dfa_trans
         cdef const uint8_t* accept = t.dfa_accept
         cdef int64_t n_classes = t.n_classes
-        cdef int32_t i = first, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0
+        cdef int32_t i = first, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0, n_within = 0
         cdef int32_t top = 0, track_from = NOT_TRACKING
         cdef bint counted = t.term_counted[term], ends, live, is_exit
         cdef uint8_t b
@@ -403,7 +429,8 @@ cdef class SliceCache:
                     i = node_end[i]
                     continue
                 for k in range(tok_off[i], tok_off[i + 1]):
-                    set_bit(w, tok_ids[k])
+                    w_id[n_within] = tok_ids[k]
+                    n_within += 1
                 lvl_d[depth] = nd
                 if depth > track_from or (is_exit and node_end[i] > i + 1):
                     if track_from == NOT_TRACKING:
@@ -415,11 +442,8 @@ cdef class SliceCache:
             while top >= track_from:
                 close_level(full, lvl_node, lvl_full, top, track_from)
                 top -= 1
-        exit_node = exit_node[:n_exit]
-        keep = full_flags[exit_node - first] == 0
-        exit_node = exit_node[keep]
-        return entry_of_mask(within, exit_node, exit_byte[:n_exit][keep], leaf_id[:n_leaf],
-                             leaf_byte[:n_leaf], full_below(full_flags, first, exit_node, tr))
+        return pack_entry(w_id, n_within, x_node, x_byte, n_exit, l_id, l_byte, n_leaf, full, tr,
+                          self.n_words)
 
     cdef SliceEntry subtree_entry(self, const PState* s, int32_t node):
         """The entry of the terminal state of `s` (just started on the byte of trie node
@@ -538,23 +562,6 @@ cdef class SliceCache:
                              leaf_byte[leaves])
 
 
-cdef object full_below(cnp.ndarray full_flags, int32_t first, cnp.ndarray exit_node,
-                       const Trie* tr):
-    """The full flags (per node from `first`) of the nodes below the exits, as (bits, lo, hi)
-    over the nodes lo..hi-1; None when no node below an exit is full."""
-    cdef const int32_t[::1] nodes = exit_node
-    cdef int32_t lo = tr.n_nodes, hi = 0, k
-    if len(exit_node) == 0:
-        return None
-    for k in range(len(nodes)):
-        lo = min(lo, nodes[k])
-        hi = max(hi, tr.node_end[nodes[k]])
-    flags = full_flags[lo - first:hi - first]
-    if not flags.any():
-        return None
-    return np.packbits(flags, bitorder="little"), lo, hi
-
-
 cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte,
                               full=None):
     """make_entry with the tokens within the terminal as a bitmask."""
@@ -571,13 +578,10 @@ cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
     cdef int32_t k
     cdef cnp.ndarray full_bits
-    order = np.argsort(exit_byte, kind="stable")
-    nodes = np.ascontiguousarray(exit_node[order], dtype=np.int32)
-    cdef const cnp.intp_t[::1] exit_counts = np.bincount(exit_byte, minlength=256)
-    order = np.argsort(leaf_byte, kind="stable")
-    leaves = np.ascontiguousarray(leaf_id[order], dtype=np.int32)
-    cdef const cnp.intp_t[::1] leaf_counts = np.bincount(leaf_byte, minlength=256)
+    nodes = grouped(exit_node, exit_byte, entry.s.exit_off)
+    leaves = grouped(leaf_id, leaf_byte, entry.s.leaf_off)
     entry._arrays = (words, bits, nodes, leaves, full)
+    set_exit_bytes(&entry.s)
     entry.s.full = NULL
     entry.s.full_lo = entry.s.full_hi = 0
     if full is not None:
@@ -588,15 +592,135 @@ cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte
     entry.s.n_within_words = len(words)
     entry.s.exit_nodes = <int32_t*>cnp.PyArray_DATA(nodes)
     entry.s.leaf_ids = <int32_t*>cnp.PyArray_DATA(leaves)
-    entry.s.exit_off[0] = 0
-    entry.s.leaf_off[0] = 0
-    memset(entry.s.exit_bytes, 0, sizeof(entry.s.exit_bytes))
-    for k in range(256):
-        entry.s.exit_off[k + 1] = entry.s.exit_off[k] + exit_counts[k]
-        entry.s.leaf_off[k + 1] = entry.s.leaf_off[k] + leaf_counts[k]
-        if exit_counts[k] or leaf_counts[k]:
-            entry.s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
     return entry
+
+
+cdef cnp.ndarray grouped(items, keys, int32_t* off):
+    """`items` (int32) in the order of their `keys` (bytes), with off[b]..off[b + 1] the range
+    of key b (see group_by_byte)."""
+    item = np.ascontiguousarray(items, dtype=np.int32)
+    key = np.ascontiguousarray(keys, dtype=np.uint8)
+    out = np.empty(len(item), dtype=np.int32)
+    group_by_byte(<const int32_t*>cnp.PyArray_DATA(item), <const uint8_t*>cnp.PyArray_DATA(key),
+                  len(item), <int32_t*>cnp.PyArray_DATA(out), off)
+    return out
+
+
+cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_node,
+                           uint8_t* x_byte, int32_t n_exit, const int32_t* l_id,
+                           const uint8_t* l_byte, int32_t n_leaf, const uint8_t* full,
+                           const Trie* tr, int32_t n_words):
+    """The slice entry of a walk (see SliceCache.walk_terminal), in one block of memory: the
+    tokens within as the nonzero words of their bitmask, the exits whose tokens are not all
+    within and the leaves grouped by byte, the full flags of the nodes below the exits."""
+    cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
+    cdef int32_t k, m = 0, lo = tr.n_nodes, hi = 0, n_full = 0, most_words, n_w = 0, word
+    cdef uint32_t* dense = NULL
+    cdef uint8_t* flags
+    for k in range(n_exit):
+        if not full[x_node[k]]:
+            x_node[m] = x_node[k]
+            x_byte[m] = x_byte[k]
+            m += 1
+    n_exit = m
+    for k in range(n_exit):
+        lo = min(lo, x_node[k])
+        hi = max(hi, tr.node_end[x_node[k]])
+    for k in range(lo, hi):
+        if full[k]:
+            n_full = (hi - lo + 7) // 8
+            break
+    # within: one word per run of tokens in the same word, or (many tokens) by the bitmask
+    most_words = min(n_within, n_words)
+    cdef cnp.ndarray store = np.empty(2 * most_words + n_exit + n_leaf + (n_full + 3) // 4,
+                                      dtype=np.int32)
+    cdef int32_t* words = <int32_t*>cnp.PyArray_DATA(store)
+    cdef uint32_t* bits = <uint32_t*>(words + most_words)
+    if 4 * n_within > n_words:
+        dense = <uint32_t*>calloc(n_words, sizeof(uint32_t))
+        if dense == NULL:
+            raise MemoryError()
+        for k in range(n_within):
+            set_bit(dense, w_id[k])
+        for k in range(n_words):
+            if dense[k]:
+                words[n_w] = k
+                bits[n_w] = dense[k]
+                n_w += 1
+        free(dense)
+    else:
+        for k in range(n_within):
+            word = w_id[k] >> 5
+            if n_w == 0 or words[n_w - 1] != word:
+                words[n_w] = word
+                bits[n_w] = 0
+                n_w += 1
+            bits[n_w - 1] |= (<uint32_t>1) << (w_id[k] & 31)
+    entry._arrays = store
+    entry.s.within_words = words
+    entry.s.within_bits = bits
+    entry.s.n_within_words = n_w
+    entry.s.exit_nodes = <int32_t*>(bits + most_words)
+    entry.s.leaf_ids = entry.s.exit_nodes + n_exit
+    group_by_byte(x_node, x_byte, n_exit, entry.s.exit_nodes, entry.s.exit_off)
+    group_by_byte(l_id, l_byte, n_leaf, entry.s.leaf_ids, entry.s.leaf_off)
+    set_exit_bytes(&entry.s)
+    entry.s.full = NULL
+    entry.s.full_lo = entry.s.full_hi = 0
+    if n_full:
+        flags = <uint8_t*>(entry.s.leaf_ids + n_leaf)
+        memset(flags, 0, n_full)
+        for k in range(lo, hi):
+            if full[k]:
+                flags[(k - lo) >> 3] |= 1 << ((k - lo) & 7)
+        entry.s.full = flags
+        entry.s.full_lo = lo
+        entry.s.full_hi = hi
+    return entry
+
+
+cdef void group_by_byte(const int32_t* items, const uint8_t* keys, int32_t n, int32_t* out,
+                        int32_t* off) noexcept:
+    """`items` in the order of their `keys` (a stable counting sort) into `out`, with
+    off[b]..off[b + 1] the range of key b."""
+    cdef int32_t cursor[256]
+    cdef int32_t k
+    memset(off, 0, 257 * sizeof(int32_t))
+    for k in range(n):
+        off[keys[k] + 1] += 1
+    for k in range(256):
+        off[k + 1] += off[k]
+    memcpy(cursor, off, sizeof(cursor))
+    for k in range(n):
+        out[cursor[keys[k]]] = items[k]
+        cursor[keys[k]] += 1
+
+
+cdef void set_exit_bytes(Slice* s) noexcept:
+    cdef int k
+    memset(s.exit_bytes, 0, sizeof(s.exit_bytes))
+    for k in range(256):
+        if s.exit_off[k + 1] > s.exit_off[k] or s.leaf_off[k + 1] > s.leaf_off[k]:
+            s.exit_bytes[k >> 5] |= (<uint32_t>1) << (k & 31)
+
+
+cdef tuple entry_arrays(SliceEntry entry):
+    """An entry's parts as arrays: (within words, their bits, exit nodes, leaf ids, full
+    flags as None or (bits, lo, hi)), the exits and leaves grouped by byte."""
+    if isinstance(entry._arrays, tuple):
+        return entry._arrays
+    cdef cnp.ndarray store = entry._arrays
+    cdef int32_t* base = <int32_t*>cnp.PyArray_DATA(store)
+    cdef Slice* s = &entry.s
+    cdef Py_ssize_t w = s.within_words - base, b = <int32_t*>s.within_bits - base
+    cdef Py_ssize_t x = s.exit_nodes - base, l = s.leaf_ids - base
+    cdef Py_ssize_t n_x = s.exit_off[256], n_l = s.leaf_off[256]
+    full = None
+    if s.full != NULL:
+        full = (store[l + n_l:].view(np.uint8)[:(s.full_hi - s.full_lo + 7) // 8],
+                s.full_lo, s.full_hi)
+    return (store[w:w + s.n_within_words], store[b:b + s.n_within_words].view(np.uint32),
+            store[x:x + n_x], store[l:l + n_l], full)
 
 
 cdef class Matcher:
@@ -610,10 +734,10 @@ cdef class Matcher:
         self.w.levels = NULL
         self.w.marks = NULL
         self.w.slices = NULL
-        self.w.planned = NULL
+        self.w.plan_from = NULL
         self.w.jobs = NULL
         self.w.job_slices = NULL
-        self.w.job_planned = NULL
+        self.w.job_plan_from = NULL
         self.w.n_jobs = self.w.jobs_cap = 0
         self.w.text = NULL
         self.w.unique = NULL
@@ -651,12 +775,12 @@ cdef class Matcher:
         self.w.slices_cap = 16
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
         self.w.unique = <uint8_t*>malloc(self.w.slices_cap)
-        self.w.planned = <uint8_t*>malloc(self.w.slices_cap)
+        self.w.plan_from = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         self.w.risky_bits = <const uint32_t**>malloc(self.w.slices_cap * sizeof(uint32_t*))
         self.w.risky_nodes = <const int32_t**>malloc(self.w.slices_cap * sizeof(int32_t*))
         self.w.n_risky = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
-                or self.w.unique == NULL or self.w.planned == NULL or self.w.risky_bits == NULL
+                or self.w.unique == NULL or self.w.plan_from == NULL or self.w.risky_bits == NULL
                 or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
             raise MemoryError()
         for i in range(self.w.n_levels):
@@ -677,10 +801,10 @@ cdef class Matcher:
         free(self.w.marks)
         free(self.w.slices)
         free(self.w.unique)
-        free(self.w.planned)
+        free(self.w.plan_from)
         free(self.w.jobs)
         free(self.w.job_slices)
-        free(self.w.job_planned)
+        free(self.w.job_plan_from)
         free(<void*>self.w.risky_bits)
         free(<void*>self.w.risky_nodes)
         free(self.w.n_risky)
@@ -1017,13 +1141,14 @@ cdef class Matcher:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))
             self.w.unique = <uint8_t*>realloc(self.w.unique, self.w.slices_cap)
-            self.w.planned = <uint8_t*>realloc(self.w.planned, self.w.slices_cap)
+            self.w.plan_from = <int32_t*>realloc(self.w.plan_from,
+                                                   self.w.slices_cap * sizeof(int32_t))
             self.w.risky_bits = <const uint32_t**>realloc(
                 <void*>self.w.risky_bits, self.w.slices_cap * sizeof(uint32_t*))
             self.w.risky_nodes = <const int32_t**>realloc(
                 <void*>self.w.risky_nodes, self.w.slices_cap * sizeof(int32_t*))
             self.w.n_risky = <int32_t*>realloc(self.w.n_risky, self.w.slices_cap * sizeof(int32_t))
-            if (self.w.slices == NULL or self.w.unique == NULL or self.w.planned == NULL
+            if (self.w.slices == NULL or self.w.unique == NULL or self.w.plan_from == NULL
                     or self.w.risky_bits == NULL
                     or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
                 raise MemoryError()
@@ -1044,7 +1169,8 @@ cdef class Matcher:
                 self.w.risky_nodes[i] = <const int32_t*>cnp.PyArray_DATA(nodes)
                 self.w.n_risky[i] = len(nodes)
             # in a unique array a step depends on the bytes before it: no entry below a node
-            self.w.planned[i] = not self.structure.t.has_unique
+            self.w.plan_from[i] = (NOT_PLANNED if self.structure.t.has_unique
+                                   else min_planned_subtree)
         self.plan(&c)
         return 0
 
@@ -1060,25 +1186,26 @@ cdef class Matcher:
         cdef const Slice* sl
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
-        cdef bint planned, big
+        cdef int32_t smallest
+        cdef bint big
         w.n_jobs = 0
         while i < n_roots + w.n_jobs:
             if i < n_roots:
-                planned = w.planned[i]
+                smallest = w.plan_from[i]
                 r = w.roots.items[i]
                 sl = w.slices[i]
             else:
-                planned = True
+                smallest = w.job_plan_from[i - n_roots]
                 r = w.jobs[i - n_roots]  # a copy: add_job may move the jobs
                 sl = w.job_slices[i - n_roots]
-            if planned and w.n_jobs >= max_jobs:
+            if smallest != NOT_PLANNED and w.n_jobs >= max_jobs:
                 for j in range(i, n_roots):
-                    w.planned[j] = False
+                    w.plan_from[j] = NOT_PLANNED
                 for j in range(max(i - n_roots, 0), w.n_jobs):
-                    w.job_planned[j] = False
+                    w.job_plan_from[j] = NOT_PLANNED
                 return 0
             i += 1
-            if not planned:
+            if smallest == NOT_PLANNED:
                 continue
             memset(bytes8, 0, sizeof(bytes8))
             exit_bytes(c, &r, bytes8)
@@ -1089,7 +1216,7 @@ cdef class Matcher:
                     bits &= bits - 1
                     big = False
                     for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                        if large_subtree(tr, sl.exit_nodes[j]):
+                        if large_subtree(tr, sl.exit_nodes[j], smallest):
                             big = True
                             break
                     if not big:
@@ -1104,7 +1231,7 @@ cdef class Matcher:
                             expand(c, &ended, NO_BYTE, &w.seed)
                     for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                         x = sl.exit_nodes[j]
-                        if large_subtree(tr, x):
+                        if large_subtree(tr, x, smallest):
                             for k2 in range(w.seed.n):
                                 if w.seed.items[k2].term >= 0:
                                     self.add_job(&w.seed.items[k2], x)
@@ -1119,14 +1246,14 @@ cdef class Matcher:
             cap = max(64, 2 * w.jobs_cap)
             w.jobs = <PState*>realloc(w.jobs, cap * sizeof(PState))
             w.job_slices = <Slice**>realloc(w.job_slices, cap * sizeof(Slice*))
-            w.job_planned = <uint8_t*>realloc(w.job_planned, cap)
-            if w.jobs == NULL or w.job_slices == NULL or w.job_planned == NULL:
+            w.job_plan_from = <int32_t*>realloc(w.job_plan_from, cap * sizeof(int32_t))
+            if w.jobs == NULL or w.job_slices == NULL or w.job_plan_from == NULL:
                 raise MemoryError()
             w.jobs_cap = cap
         self._keep.append(entry)
         w.jobs[w.n_jobs] = s[0]
         w.job_slices[w.n_jobs] = &entry.s
-        w.job_planned[w.n_jobs] = True
+        w.job_plan_from[w.n_jobs] = min_planned_subtree
         w.n_jobs += 1
         return 0
 
@@ -1192,8 +1319,8 @@ cdef inline void close_level(uint8_t* full, const int32_t* lvl_node, int32_t* lv
         lvl_full[depth - 1] = 0
 
 
-cdef inline bint large_subtree(const Trie* tr, int32_t node) noexcept nogil:
-    return tr.node_end[node] - node >= min_planned_subtree
+cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) noexcept nogil:
+    return tr.node_end[node] - node >= smallest
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
@@ -1203,18 +1330,18 @@ cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
         if w.unique[i]:
             walk_unique_root(w, i, base, out)
         else:
-            cover(w, &w.roots.items[i], w.slices[i], w.planned[i], base, out)
+            cover(w, &w.roots.items[i], w.slices[i], w.plan_from[i], base, out)
     for i in range(w.n_jobs):
-        cover(w, &w.jobs[i], w.job_slices[i], w.job_planned[i], base, out)
+        cover(w, &w.jobs[i], w.job_slices[i], w.job_plan_from[i], base, out)
     return 0
 
 
-cdef int cover(Walker* w, const PState* r, const Slice* sl, bint planned, int32_t base,
+cdef int cover(Walker* w, const PState* r, const Slice* sl, int32_t smallest, int32_t base,
                uint32_t* out) except -1 nogil:
     """OR into `out` the tokens state `r` allows with its cache entry `sl`: the entry's
     tokens within r's terminal, plus walks of the trie below the exit nodes whose byte can
-    follow the terminal in r's context (but for the large ones, when `planned`: they are
-    jobs)."""
+    follow the terminal in r's context (but for those with `smallest` nodes or more: they
+    are jobs)."""
     cdef Ctx c
     cdef int32_t k, j, b, x
     cdef uint32_t bytes8[8]
@@ -1249,7 +1376,7 @@ cdef int cover(Walker* w, const PState* r, const Slice* sl, bint planned, int32_
                 continue
             for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                 x = sl.exit_nodes[j]
-                if not (planned and large_subtree(w.trie, x)):
+                if not large_subtree(w.trie, x, smallest):
                     walk_subtree(w, &w.seed, x, out, sl)
     return 0
 

@@ -1,0 +1,213 @@
+"""Lark's grammar syntax read by hand: the statements of a Lark grammar as the tree lark's own
+reader makes of them (its LALR parser, then its `PrepareGrammar` pass), in a fraction of the
+time (lark's parse was about half of the SQL grammar's compile).
+
+The tokens are lark's own: its meta-grammar's terminals (`lark.load_grammar.TERMINALS`) in one
+regular expression, tried in the order lark's lexer tries them. The statements follow lark's
+meta-grammar (`lark.load_grammar.RULES`) by recursive descent. Anything this reader does not
+expect raises `Unread`: the caller then has lark read the text (which also words the errors).
+tests/test_lark_syntax.py checks the trees against lark's on every grammar of the test suite.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token, Tree
+from lark.grammar import NonTerminal, Terminal
+from lark.lexer import PatternRE
+from lark.load_grammar import TERMINALS
+
+# tokens between which nothing is said
+SKIPPED = ("WS", "COMMENT", "BACKSLASH")
+# the tokens an expression starts with
+ATOM_START = frozenset(("_LPAR", "_LBRA", "TERMINAL", "RULE", "STRING", "REGEXP"))
+
+
+class Unread(Exception):
+    """Text this reader leaves to lark's (a syntax error, or a form it does not expect)."""
+
+
+def _scanner() -> re.Pattern:
+    # lark's lexer tries its terminals in this order and takes the first that matches
+    order = sorted(TERMINALS.items(), key=lambda item: (
+        -PatternRE(item[1]).max_width, -len(item[1]), item[0]))
+    return re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in order))
+
+
+_SCANNER = _scanner()
+
+
+def tokens(text: str) -> list[Token]:
+    """The tokens of `text` (a newline added at the end, as lark does), blanks and comments
+    left out."""
+    text += "\n"
+    out = []
+    pos, end = 0, len(text)
+    match = _SCANNER.match
+    while pos < end:
+        m = match(text, pos)
+        if m is None or m.end() == pos:
+            raise Unread(pos)
+        kind = m.lastgroup
+        if kind not in SKIPPED:
+            out.append(Token(kind, m.group()))
+        pos = m.end()
+    out.append(Token("$END", ""))
+    return out
+
+
+def parse(text: str) -> Tree:
+    """The grammar `text` as lark's reader leaves it: a `start` tree of statements.
+
+    Raises:
+        Unread: a syntax error, or a form this reader does not expect.
+    """
+    return _Reader(tokens(text)).start()
+
+
+class _Reader:
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.toks[self.i].type
+
+    def take(self, kind: str) -> Token:
+        tok = self.toks[self.i]
+        if tok.type != kind:
+            raise Unread(self.i)
+        self.i += 1
+        return tok
+
+    def skip(self, kind: str) -> bool:
+        if self.toks[self.i].type == kind:
+            self.i += 1
+            return True
+        return False
+
+    # statements
+    def start(self) -> Tree:
+        if self.peek() == "$END":
+            raise Unread(0)  # lark's meta-grammar wants one statement or line at least
+        items = []
+        while self.peek() != "$END":
+            if not self.skip("_NL"):
+                items.append(self.statement())
+        return Tree("start", items)
+
+    def statement(self) -> Tree:
+        kind = self.peek()
+        if kind in ("RULE", "RULE_MODIFIERS"):
+            return self.rule()
+        if kind == "TERMINAL":
+            return self.term()
+        self.i += 1
+        if kind == "_IGNORE":
+            exp = self.expansions()
+            self.take("_NL")
+            return Tree("ignore", [exp])
+        if kind == "_DECLARE":
+            symbols = [self.symbol()]
+            while self.peek() != "_NL":
+                symbols.append(self.symbol())
+            self.take("_NL")
+            return Tree("declare", symbols)
+        if kind in ("_OVERRIDE", "_EXTEND"):
+            inner = self.term() if self.peek() == "TERMINAL" else self.rule()
+            return Tree(kind[1:].lower(), [inner])
+        raise Unread(self.i)  # %import (and errors): lark reads those
+
+    def rule(self) -> Tree:
+        modifiers = [self.take("RULE_MODIFIERS")] if self.peek() == "RULE_MODIFIERS" else []
+        name = self.take("RULE")
+        params = []
+        if self.skip("_LBRACE"):
+            params.append(self.take("RULE"))
+            while self.skip("_COMMA"):
+                params.append(self.take("RULE"))
+            self.take("_RBRACE")
+        priority = [self.take("NUMBER")] if self.skip("_DOT") else []
+        self.take("_COLON")
+        exp = self.expansions()
+        self.take("_NL")
+        return Tree("rule", [Tree("rule_modifiers", modifiers), name,
+                             Tree("template_params", params), Tree("priority", priority), exp])
+
+    def term(self) -> Tree:
+        name = self.take("TERMINAL")
+        head = [name, self.take("NUMBER")] if self.skip("_DOT") else [name]
+        self.take("_COLON")
+        exp = self.expansions()
+        self.take("_NL")
+        return Tree("term", head + [exp])
+
+    def symbol(self):
+        tok = self.toks[self.i]
+        self.i += 1
+        if tok.type == "TERMINAL":
+            return Terminal(str(tok), filter_out=tok.startswith("_"))
+        if tok.type == "RULE":
+            return NonTerminal(tok.value)
+        raise Unread(self.i)
+
+    # expansions
+    def expansions(self) -> Tree:
+        alts = [self.alias()]
+        while self.peek() in ("_OR", "_NL_OR"):
+            self.i += 1
+            alts.append(self.alias())
+        return Tree("expansions", alts)
+
+    def alias(self) -> Tree:
+        exprs = []
+        while self.peek() in ATOM_START:
+            exprs.append(self.expr())
+        exp = Tree("expansion", exprs)
+        if self.skip("_TO"):
+            return Tree("alias", [exp, NonTerminal(self.take("RULE").value)])
+        return exp
+
+    def expr(self):
+        atom = self.atom()
+        kind = self.peek()
+        if kind == "OP":
+            return Tree("expr", [atom, self.take("OP")])
+        if kind == "TILDE":
+            parts = [atom, self.take("TILDE"), self.take("NUMBER")]
+            if self.skip("_DOTDOT"):
+                parts.append(self.take("NUMBER"))
+            return Tree("expr", parts)
+        return atom
+
+    def atom(self):
+        if self.skip("_LPAR"):
+            exp = self.expansions()
+            self.take("_RPAR")
+            return exp
+        if self.skip("_LBRA"):
+            exp = self.expansions()
+            self.take("_RBRA")
+            return Tree("maybe", [exp])
+        return self.value()
+
+    def value(self) -> Tree:
+        tok = self.toks[self.i]
+        self.i += 1
+        if tok.type == "TERMINAL":
+            return Tree("value", [Terminal(str(tok), filter_out=tok.startswith("_"))])
+        if tok.type == "RULE":
+            rule = NonTerminal(tok.value)
+            if not self.skip("_LBRACE"):
+                return Tree("value", [rule])
+            args = [self.value()]
+            while self.skip("_COMMA"):
+                args.append(self.value())
+            self.take("_RBRACE")
+            return Tree("value", [Tree("template_usage", [rule] + args)])
+        if tok.type == "STRING" and self.skip("_DOTDOT"):
+            return Tree("value", [Tree("range", [tok, self.take("STRING")])])
+        if tok.type in ("STRING", "REGEXP"):
+            return Tree("value", [Tree("literal", [tok])])
+        raise Unread(self.i)

@@ -1,0 +1,177 @@
+"""pse.lark_syntax reads a Lark grammar's statements into exactly the tree lark's own reader
+makes (its LALR parser over its meta-grammar, then PrepareGrammar): on the bundled grammars,
+the grammars of the grammar tests, random ones, and forms chosen for their syntax. Text lark
+refuses, this reader leaves to lark (Unread), so errors stay lark's."""
+
+from __future__ import annotations
+
+import lark
+import pytest
+from hypothesis import given, settings, strategies as st
+from lark.load_grammar import PrepareGrammar, _get_parser
+
+import pse.grammars
+from pse import lark_syntax
+from pse.gbnf import to_lark
+from test_gbnf import LABELLED as GBNF_GRAMMARS
+from test_grammar import HAND_WRITTEN, random_grammars
+
+
+def lark_tree(text: str):
+    """lark's own reading of the grammar text (lark.load_grammar._parse_grammar)."""
+    return PrepareGrammar().transform(_get_parser().parse(text + "\n", "start"))
+
+
+SYNTAX = {
+    "comments and continued lines": """
+// a comment
+start: a   // after a rule
+     | b   # another kind
+a: "x" \\
+   "y"
+b: /z+/i -> zed
+
+""",
+    "modifiers, priorities, aliases": """
+?start: item+
+!item.2: "a" -> first | "b" item? -> second
+_inner: "c"
+X.3: "q" | "r"
+_Y: X
+""",
+    "operators and ranges": """
+start: ("a" | "b")~3 "c"~1..4 ["d"] e* f+ g?
+e: "0".."9"
+f: "e"i
+g: /[a-f]{2}/s
+""",
+    "templates": """
+start: sep{item, ","} wrap{"(", item}
+sep{x, s}: x (s x)*
+wrap{open, x}: open x ")"
+item: "i"
+""",
+    "directives": """
+start: A B
+A: "a"
+B: "b"
+%ignore " "
+%ignore /\\t+/
+%declare C d
+%override A: "aa"
+%extend B: "bb"
+""",
+    "empty alternatives and nesting": """
+start: | a
+a: (("x" | ) "y" | ("z"))
+""",
+    "strings with escapes": r"""
+start: "\"" "\\" "a\nb" /\// /[\]]/ "'"
+""",
+}
+
+CORPUS = (
+    [(f"bundled {name}", pse.grammars.path(name).read_text())
+     for name in pse.grammars.names()]
+    + [(f"grammar test {name}", text) for name, (text, *_) in HAND_WRITTEN.items()]
+    + [(f"syntax: {name}", text) for name, text in SYNTAX.items()]
+    + [(f"gbnf {name}", to_lark(text).text) for name, (text, *_) in GBNF_GRAMMARS.items()]
+)
+
+
+@pytest.mark.parametrize("name,text", CORPUS, ids=[name for name, _ in CORPUS])
+def test_trees_equal_lark(name, text):
+    expected = lark_tree(text)
+    if any(stmt.data == "import" for stmt in expected.children):
+        with pytest.raises(lark_syntax.Unread):  # imports are lark's to read
+            lark_syntax.parse(text)
+        return
+    assert lark_syntax.parse(text) == expected
+
+
+@settings(max_examples=200)
+@given(random_grammars())
+def test_random_grammars_equal_lark(text):
+    assert lark_syntax.parse(text) == lark_tree(text)
+
+
+@pytest.mark.parametrize("text", [
+    "start: (\n",                # an unclosed group
+    "start: \"a\"\n  b: c\n",     # lark: a rule indented into the one before
+    "start ::= \"a\"\n",          # GBNF, not Lark
+    "start: a ~ \n",              # a repeat without a count
+    "%import common.WS\n",
+    "START: \"a\" -> x\n",        # (lark reads it; its builder refuses an aliased terminal)
+])
+def test_what_it_does_not_read_is_lark_s(text):
+    try:
+        expected = lark_tree(text)
+    except lark.exceptions.LarkError:
+        expected = None
+    try:
+        got = lark_syntax.parse(text)
+    except lark_syntax.Unread:
+        got = None
+    if got is not None:  # it read it: so did lark, the same way
+        assert got == expected
+
+
+def read_as_lark_reads_it_or_not_at_all(text: str) -> None:
+    try:
+        expected = lark_tree(text)
+    except lark.exceptions.LarkError:
+        expected = None
+    try:
+        got = lark_syntax.parse(text)
+    except lark_syntax.Unread:
+        return  # lark's to read (and to refuse)
+    assert got == expected
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet='ab:|()[]?*+~.0123 "/\n\\_%-ABi>{},#', max_size=40))
+def test_random_text_reads_as_lark_reads_it_or_not_at_all(text):
+    read_as_lark_reads_it_or_not_at_all(text)
+
+
+PIECES = ["start", "a", "_b", "B", "_C", ":", '"x"', '"y"i', "/z/", "/w+/s", "|", "\n", "\n  |",
+          "(", ")", "[", "]", "?", "*", "+", "~", "2", "..", "->", ".", "%ignore", "%declare",
+          "%override", "%extend", "{", "}", ",", "!", "?a", "// c", "#c", "\\\n", " "]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(PIECES), max_size=30), st.sampled_from(["", " "]))
+def test_random_pieces_read_as_lark_reads_them_or_not_at_all(pieces, sep):
+    """Texts made of the syntax's pieces: many of them grammars lark reads."""
+    read_as_lark_reads_it_or_not_at_all(sep.join(pieces))
+
+
+def assert_builds_as_lark(text: str) -> None:
+    """What lark's builder makes of the statements read here is what it makes of its own
+    reading: every rule and terminal definition, and the ignored names."""
+    from lark.load_grammar import load_grammar
+
+    from pse.lark_reader import _load
+
+    if any(stmt.data == "import" for stmt in lark_tree(text).children):
+        return  # lark reads it all (test_trees_equal_lark)
+
+    def rules(grammar):  # (lark's RuleOptions compare by identity)
+        return [(name, params, tree, options and vars(options))
+                for name, params, tree, options in grammar.rule_defs]
+
+    ours, theirs = _load(text, "<string>", []), load_grammar(text, "<string>", [], False)[0]
+    assert rules(ours) == rules(theirs)
+    assert ours.term_defs == theirs.term_defs
+    assert ours.ignore == theirs.ignore
+
+
+@pytest.mark.parametrize("name,text", CORPUS, ids=[name for name, _ in CORPUS])
+def test_grammars_equal_lark_s(name, text):
+    assert_builds_as_lark(text)
+
+
+@settings(max_examples=100)
+@given(random_grammars())
+def test_random_grammars_build_as_lark_s(text):
+    assert_builds_as_lark(text)
