@@ -66,8 +66,8 @@ def greedy_ids(vocab: Vocabulary, data: bytes) -> list[int]:
     return vocab.encode(data)
 
 
-@given(trees, st.data())
-def test_random_structures_small_vocab(tree, data):
+def check_random_structure(tree, data) -> None:
+    """A random structure on the small vocabulary, along a text its regex draws."""
     machine, regex = tree
     text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
         lambda t: set(t) <= set(ALPHABET)))
@@ -75,6 +75,11 @@ def test_random_structures_small_vocab(tree, data):
     engine.configure(machine)
     check_along(engine, greedy_ids(SMALL, text.encode()))
     assert engine.is_accepting()
+
+
+@given(trees, st.data())
+def test_random_structures_small_vocab(tree, data):
+    check_random_structure(tree, data)
 
 
 def test_json_small_vocab():

@@ -6,7 +6,6 @@ nothing planned. The default (large subtrees only) is what the other mask tests 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -16,8 +15,8 @@ import pse.grammars
 from conftest import shared_vocab
 from pse import Json, JsonSchema, StructuringEngine, Vocabulary
 from pse._core.mask import _set_planning
-from test_engine import SMALL, check_along
-from test_properties import ALPHABET, json_values, trees
+from test_engine import check_along, check_random_structure
+from test_properties import json_values, trees
 
 # (smallest subtree planned, most jobs per mask)
 PLANS = {"every exit": (1, 1 << 30), "three jobs at most": (1, 3), "none": (1 << 30, 1 << 30)}
@@ -33,13 +32,7 @@ def plan(request):
 @settings(max_examples=30)
 @given(trees, st.data())
 def test_random_structures_small_vocab(tree, data):
-    machine, regex = tree
-    text = data.draw(st.from_regex(re.compile(regex), fullmatch=True).filter(
-        lambda t: set(t) <= set(ALPHABET)))
-    engine = StructuringEngine(SMALL)
-    engine.configure(machine)
-    check_along(engine, SMALL.encode(text.encode()))
-    assert engine.is_accepting()
+    check_random_structure(tree, data)
 
 
 def small(tokens: list[str]) -> Vocabulary:
@@ -47,40 +40,38 @@ def small(tokens: list[str]) -> Vocabulary:
                                   special_token_ids=[len(tokens)])
 
 
+def check_texts(vocab: Vocabulary, structure, texts: list[str]) -> None:
+    """Masks equal brute force along each text, which the structure accepts."""
+    engine = StructuringEngine(vocab)
+    engine.configure(structure)
+    for text in texts:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting()
+
+
 def test_arithmetic_small_vocab():
     """Terminals that end on their last byte (a state before the next terminal), names
     after blanks, a left-recursive grammar."""
     vocab = small(list("0123456789.+-*/%^(), xyfe") + [
         " x", " xy", " f(", " (", " 1", " 12", "  x", " +", "+ ", "x)", ") *", "f(x", "xy"])
-    engine = StructuringEngine(vocab)
-    engine.configure(pse.grammars.load("arithmetic"))
-    for text in ["1 + (x * 12) / f(2, .5e3)", "((- x)) ^ 2 % 3", "f( f(xy ,1))"]:
-        engine.reset()
-        check_along(engine, vocab.encode(text))
-        assert engine.is_accepting()
+    check_texts(vocab, pse.grammars.load("arithmetic"),
+                ["1 + (x * 12) / f(2, .5e3)", "((- x)) ^ 2 % 3", "f( f(xy ,1))"])
 
 
 def test_json_with_whitespace_small_vocab():
     vocab = small(list('{}[],:"ab015-.e \n') + [
         '{"', '":', '",', ' "', ', "', ',\n', '\n ', '  ', ' {', ' [', ' 1', ' 1.', '"}', "ab"])
-    engine = StructuringEngine(vocab)
-    engine.configure(Json(whitespace=2))
-    for text in ['{"a": [1, -1.5e-1, "b"]}', '[\n {"ab": {}},\n ""\n]', '0']:
-        engine.reset()
-        check_along(engine, vocab.encode(text))
-        assert engine.is_accepting()
+    check_texts(vocab, Json(whitespace=2),
+                ['{"a": [1, -1.5e-1, "b"]}', '[\n {"ab": {}},\n ""\n]', '0'])
 
 
 def test_unique_items_small_vocab():
     """In a unique array a step depends on the bytes before it: nothing is planned there."""
     vocab = small(list('[],"ab1 ') + ['["', '",', ', "', '"a"', ' 1', '1,', '"]'])
-    engine = StructuringEngine(vocab)
-    engine.configure(JsonSchema({"type": "array", "uniqueItems": True,
-                                 "items": {"enum": ["a", "b", 1, 11]}}, whitespace=1))
-    for text in ['["a", "b", 1]', '[11, 1, "b"]']:
-        engine.reset()
-        check_along(engine, vocab.encode(text))
-        assert engine.is_accepting()
+    check_texts(vocab, JsonSchema({"type": "array", "uniqueItems": True,
+                                   "items": {"enum": ["a", "b", 1, 11]}}, whitespace=1),
+                ['["a", "b", 1]', '[11, 1, "b"]'])
 
 
 def test_sql_names_without_separators_llama3():
@@ -113,10 +104,6 @@ def test_names_after_names_deep_vocab():
         words = [w + c for w in words for c in alphabet]
         tokens += words
     vocab = small(tokens + [")"])
-    engine = StructuringEngine(vocab)
-    engine.configure(pse.Grammar('start: item+\n?item: NAME | "(" start ")"\n'
-                                 'NAME: /[ab]+/\n%ignore " "\n'))
-    for text in ["ab (ba b) a", "(a(b ( bab )))aa", "b  a (ab)"]:
-        engine.reset()
-        check_along(engine, vocab.encode(text))
-        assert engine.is_accepting()
+    check_texts(vocab, pse.Grammar('start: item+\n?item: NAME | "(" start ")"\n'
+                                   'NAME: /[ab]+/\n%ignore " "\n'),
+                ["ab (ba b) a", "(a(b ( bab )))aa", "b  a (ab)"])
