@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Character, Forward, Json, JsonSchema, Loop, Optional,
+from pse import (AnyOf, Chain, Character, Forward, Grammar, Json, JsonSchema, Loop, Optional,
                  Phrase, StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
@@ -367,3 +367,32 @@ def test_bad_ids_and_bitmasks():
     with pytest.raises(ValueError):
         engine.fill_next_token_bitmask([[0] * engine.n_words])
     assert engine.consume_token(SMALL.lookup(b"a"))  # the state survived all of that
+
+
+def test_deep_plain_subtrees_small_vocab():
+    """Every string over "ab " of up to four bytes is a token: below a node whose bytes are
+    all plain (printable, no quote or backslash) a state that loops on them takes every token
+    at once (SliceCache.walk_terminal); states that loop on some plain bytes only, or may end
+    there, or count, walk."""
+    words, tokens = [""], []
+    for _ in range(4):
+        words = [w + c for w in words for c in "ab "]
+        tokens += words
+    tokens += list('"\\[]{}:,') + ['a"', '" ', '\\"', "\\\\", 'ab"', "é"]
+    vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                   special_token_ids=[len(tokens)])
+    for structure, texts in [
+        (Grammar('start: STRING+\nSTRING: /"([^"\\\\]|\\\\.)*"/\n%ignore " "\n'),
+         ['"ab ba\\"a" "b"', '"aa  b" "" " a"']),
+        (Grammar.from_gbnf('root ::= "\\"" [^"\\\\]* "\\""'), ['"ab ba a"', '""']),
+        (Json(whitespace=2), ['"ab ba\\"a"', '["", "aa b", " a"]', '{"a": "\\\\ bab"}']),
+        (JsonSchema({"type": "string", "pattern": "^a*$"}), ['"aaaa"', '""']),
+        (JsonSchema({"type": "string", "maxLength": 3}), ['"a b"', '"\\"a"']),
+        (Chain(Loop(Character("ab "), 1), Phrase('"')), ['a b "', 'abba"']),
+    ]:
+        engine = StructuringEngine(vocab)
+        engine.configure(structure)
+        for text in texts:
+            engine.reset()
+            check_along(engine, vocab.encode(text))
+            assert engine.is_accepting(), text

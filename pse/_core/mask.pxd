@@ -36,7 +36,8 @@ ctypedef struct Slice:
 
 cdef class SliceEntry:
     cdef Slice s
-    cdef object _arrays           # numpy arrays owning the memory of `s`
+    cdef object _arrays           # what owns the memory of `s`: its arrays, or one block of
+                                  # them all (see entry_arrays)
 
 
 cdef class SliceCache:
@@ -62,6 +63,9 @@ cdef class SliceCache:
     cdef readonly dict special_terms_of # {token id: [terminals naming it]}
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
     cdef dict risky                # see risky_of
+    cdef object _plain             # the trie's plain_below flags
+    cdef object _loops             # per DFA state: it loops on plain bytes (1, 0; -1 unknown)
+    cdef object _plain_classes     # the byte classes of the plain bytes
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
 
     cdef SliceEntry get(self, const PState* s)

@@ -2,7 +2,7 @@
 """Token masks: the slice cache and the walk of the vocabulary trie; the Matcher holding the
 live parser states of one engine."""
 
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
+from libc.stdint cimport int8_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memset, memcpy
 
@@ -107,6 +107,40 @@ cdef class SliceEntry:
     """The cached part of the mask for one (terminal, DFA state, count class)."""
 
 
+cdef inline bint plain_byte(int b) noexcept nogil:
+    """Printable ASCII other than '"' and '\\': what a string's text, a name or a number is
+    mostly made of, and where a string's automaton stays in its state."""
+    return 0x20 <= b < 0x7F and b != 34 and b != 92
+
+
+cdef inline bint loops_on_plain(const Tables* t, int8_t* loops, const int32_t* classes,
+                                int32_t n_classes, int32_t d) noexcept nogil:
+    """Whether DFA state d goes back to itself on every plain byte (`classes`: their byte
+    classes); found once per state into `loops` (-1: not yet)."""
+    cdef int32_t k
+    if loops[d] < 0:
+        loops[d] = 1
+        for k in range(n_classes):
+            if t.dfa_trans[<int64_t>d * t.n_classes + classes[k]] != d:
+                loops[d] = 0
+                break
+    return loops[d]
+
+
+cdef cnp.ndarray plain_below(TokenTrie trie):
+    """Per node of the trie, 1 when every byte below it is plain (made once per trie)."""
+    cdef const Trie* tr = &trie.t
+    cdef int32_t i
+    if trie.plain_below is None:
+        flags = np.ones(max(tr.n_nodes, 1), dtype=np.uint8)
+        out = <uint8_t*>cnp.PyArray_DATA(flags)
+        for i in range(tr.n_nodes - 1, 0, -1):  # children before parents
+            if not (out[i] and plain_byte(tr.node_byte[i])):
+                out[tr.node_parent[i]] = 0
+        trie.plain_below = flags
+    return trie.plain_below
+
+
 _buffers = None  # ((n_nodes, n_tokens, max_depth), the buffers): see walk_buffers
 _walk_lock = threading.Lock()
 
@@ -179,6 +213,10 @@ cdef class SliceCache:
                                    "a text token of this vocabulary, in a structure with "
                                    "uniqueItems arrays: name a special token there")
         self.entries = {}
+        self._plain = plain_below(trie)
+        self._loops = np.full(max(t.n_dfa_states, 1), -1, dtype=np.int8)
+        self._plain_classes = np.unique(
+            [t.byte_class[b] for b in range(256) if plain_byte(b)]).astype(np.int32)
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
@@ -384,6 +422,10 @@ cdef class SliceCache:
         cdef int32_t i = first, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0, n_within = 0
         cdef int32_t top = 0, track_from = NOT_TRACKING
         cdef bint counted = t.term_counted[term], ends, live, is_exit
+        cdef const uint8_t* plain = <const uint8_t*>cnp.PyArray_DATA(self._plain)
+        cdef int8_t* loops = <int8_t*>cnp.PyArray_DATA(self._loops)
+        cdef const int32_t* plain_classes = <const int32_t*>cnp.PyArray_DATA(self._plain_classes)
+        cdef int32_t n_plain_classes = len(self._plain_classes)
         cdef uint8_t b
         cdef PState ps
         lvl_d[0] = dstate
@@ -438,6 +480,15 @@ cdef class SliceCache:
                     lvl_node[depth] = i
                     lvl_full[depth] = 1
                     top = depth
+                if (not counted and not accept[nd] and plain[i] and node_end[i] > i + 1
+                        and loops_on_plain(t, loops, plain_classes, n_plain_classes, nd)):
+                    # every token below stays in state nd, which cannot end there: all are
+                    # within (inside a string's text, most of the trie)
+                    for k in range(tok_off[i + 1], tok_off[node_end[i]]):
+                        w_id[n_within] = tok_ids[k]
+                        n_within += 1
+                    i = node_end[i]
+                    continue
                 i += 1
             while top >= track_from:
                 close_level(full, lvl_node, lvl_full, top, track_from)
@@ -562,12 +613,11 @@ cdef class SliceCache:
                              leaf_byte[leaves])
 
 
-cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte,
-                              full=None):
+cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
     """make_entry with the tokens within the terminal as a bitmask."""
     words = np.flatnonzero(within).astype(np.int32)
     return make_entry(words, np.ascontiguousarray(within[words]), exit_node, exit_byte,
-                      leaf_id, leaf_byte, full)
+                      leaf_id, leaf_byte)
 
 
 cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte, full=None):
@@ -576,7 +626,6 @@ cdef SliceEntry make_entry(words, bits, exit_node, exit_byte, leaf_id, leaf_byte
     byte after its end (grouped by that byte), and `full`: None or (bits, lo, hi), the nodes
     lo..hi-1 whose tokens and those below them are all within."""
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
-    cdef int32_t k
     cdef cnp.ndarray full_bits
     nodes = grouped(exit_node, exit_byte, entry.s.exit_off)
     leaves = grouped(leaf_id, leaf_byte, entry.s.leaf_off)
