@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pse import lark_syntax
 from pse.cfg import Alternative, Symbol
 from pse.errors import GrammarError
 
@@ -63,6 +62,8 @@ def _load(text: str, source: str, import_paths: list[str]):
     syntax error) is lark's to read."""
     from lark.grammar import Terminal
     from lark.load_grammar import GrammarBuilder, load_grammar, resolve_term_references
+
+    from pse import lark_syntax  # (lark is imported only where a Lark grammar is read)
 
     try:
         tree = lark_syntax.parse(text)
