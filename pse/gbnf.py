@@ -9,9 +9,10 @@ GBNF is character-level: rules `name ::= ...` of literals (`"..."` with `\\x`, `
 start. A rule ends at the end of its line, except inside parentheses and after `|`. Lark with
 pse's scannerless reading has the same language: every literal and class becomes an anonymous
 terminal, there is nothing `%ignore`d, and a rule's name maps to a Lark name (lower case, `-`
-as `_`). In the BNF, a run of literals and classes (with their groups and repetitions) becomes
-one terminal: with nothing ignored between terminals the language is the same, and a mask
-does not take a parser step per character. Errors name the line and column of the GBNF text.
+as `_`). In the BNF, a run of literals and classes (with their groups and repetitions, and
+rules of single characters or used once that are regular) becomes one terminal: with nothing
+ignored between terminals the language is the same, and a mask does not take a parser step
+per character. Errors name the line and column of the GBNF text.
 
 The reader makes a tree of each rule's body: alternatives (lists of sequences), a sequence a
 list of items, an item one of ("lit", text), ("class", regex), ("tok", "<...>"),
@@ -21,6 +22,8 @@ list of items, an item one of ("lit", text), ("class", regex), ("tok", "<...>"),
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pse.cfg import Alternative
@@ -385,6 +388,23 @@ class _BnfWriter(BnfBuilder):
         self.terminals: dict[tuple[str, str], str] = {}  # (kind, literal or regex) -> name
         self.definitions: list = []
         self.specials: dict[str, int | str] = {}
+        # rules whose language is regular, with no recursion, that a run may take in: a run
+        # that refers to them is regular too, and fuses into one terminal. Only rules of
+        # single characters (a letter, a digit: a terminal per character would be a parser
+        # step per byte) and rules used once: a rule fused into each of its places is a
+        # terminal per place, each with its own cached mask parts (JSON's string in three
+        # places costs three first walks of the trie instead of one)
+        uses = Counter(_refs(rules))
+        self.regular: dict[str, Item] = {}
+        grown = True
+        while grown:
+            grown = False
+            for name, body in rules.items():
+                group = ("group", body)
+                if name not in self.regular and self.is_regular(group) \
+                        and (uses[name] == 1 or self.one_character(group)):
+                    self.regular[name] = group
+                    grown = True
 
     def write(self) -> tuple[BnfGrammar, dict[str, int | str]]:
         for name, body in self.tree.items():
@@ -399,22 +419,22 @@ class _BnfWriter(BnfBuilder):
         return list(out)
 
     def sequence(self, seq: list[Item]) -> list[list[Alternative]]:
-        """The parts of a sequence, each given by its alternatives. A run of items without
-        rules or tokens, longer than one literal or class, becomes one terminal where it
-        cannot match the empty text: GBNF spells strings and numbers character by
-        character, and a terminal per character would cost a parser step per character of
-        every token a mask tries (the language is the same: nothing is ignored between
-        terminals)."""
+        """The parts of a sequence, each given by its alternatives. A run of regular items
+        (no tokens, no rules but regular ones), longer than one literal or class, becomes one
+        terminal where it cannot match the empty text: GBNF spells strings and numbers
+        character by character, and a terminal per character would cost a parser step per
+        character of every token a mask tries (the language is the same: nothing is ignored
+        between terminals)."""
         out: list[list[Alternative]] = []
         run: list[Item] = []
         for item in [*seq, ("ref", None)]:  # (the sentinel ends the last run)
-            if _regular(item):
+            if self.is_regular(item):
                 run.append(item)
                 continue
             fused = None
             if (len(run) > 1 or (run and run[0][0] in ("group", "rep"))) \
-                    and not all(map(_nullable, run)):
-                fused = self.fused("".join(map(_regex, run)))
+                    and not all(map(self.nullable, run)):
+                fused = self.fused("".join(map(self.regex, run)))
             if fused is not None:
                 out.append([(("t", fused),)])
             else:
@@ -435,10 +455,11 @@ class _BnfWriter(BnfBuilder):
 
     def item(self, item: Item) -> list[Alternative]:
         kind = item[0]
-        if kind == "rep" and _regular(item[1]) and not _nullable(item[1]) and item[3] != 0:
+        if (kind == "rep" and self.is_regular(item[1]) and not self.nullable(item[1])
+                and item[3] != 0):
             # a repeated regular item: one terminal for one or more repeats (or none)
             _, inner, low, high = item
-            regex = "(?:" + _regex(inner) + ")" + _quantifier(max(low, 1), high)
+            regex = "(?:" + self.regex(inner) + ")" + _quantifier(max(low, 1), high)
             fused = self.fused(regex)
             if fused is not None:
                 return [(("t", fused),), ()] if low == 0 else [(("t", fused),)]
@@ -451,6 +472,56 @@ class _BnfWriter(BnfBuilder):
         if kind == "lit" and not item[1]:
             return [()]
         return [(("t", self.terminal(kind, item[1])),)]
+
+    def is_regular(self, item: Item) -> bool:
+        """Whether `item` holds no token and no rule but regular ones (a regular language)."""
+        kind = item[0]
+        if kind in ("lit", "class"):
+            return True
+        if kind == "ref":
+            return item[1] in self.regular
+        if kind == "group":
+            return all(self.is_regular(i) for seq in item[1] for i in seq)
+        return kind == "rep" and self.is_regular(item[1])
+
+    def one_character(self, item: Item) -> bool:
+        """Whether a regular `item` matches single characters only."""
+        kind = item[0]
+        if kind == "lit":
+            return len(item[1]) == 1
+        if kind == "class":
+            return True
+        if kind == "ref":
+            return self.one_character(self.regular[item[1]])
+        return kind == "group" and all(len(seq) == 1 and self.one_character(seq[0])
+                                       for seq in item[1])
+
+    def nullable(self, item: Item) -> bool:
+        """Whether a regular `item` matches the empty text."""
+        kind = item[0]
+        if kind == "lit":
+            return not item[1]
+        if kind == "ref":
+            return self.nullable(self.regular[item[1]])
+        if kind == "group":
+            return any(all(map(self.nullable, seq)) for seq in item[1])
+        if kind == "rep":
+            return item[2] == 0 or item[3] == 0 or self.nullable(item[1])
+        return False
+
+    def regex(self, item: Item) -> str:
+        """A regular `item` as a regex (Python's syntax, which pse.regex reads)."""
+        kind = item[0]
+        if kind == "lit":
+            return re.escape(item[1])
+        if kind == "class":
+            return item[1]
+        if kind == "ref":
+            return self.regex(self.regular[item[1]])
+        if kind == "group":
+            return "(?:" + "|".join("".join(map(self.regex, seq)) for seq in item[1]) + ")"
+        _, inner, low, high = item
+        return "" if high == 0 else "(?:" + self.regex(inner) + ")" + _quantifier(low, high)
 
     def terminal(self, kind: str, value: str) -> str:
         """The name of the terminal for a literal, a class (its regex) or a special token."""
@@ -470,39 +541,21 @@ class _BnfWriter(BnfBuilder):
         return name
 
 
-def _regular(item: Item) -> bool:
-    """Whether `item` holds no rule and no token (a regular language of its own)."""
-    kind = item[0]
-    if kind in ("lit", "class"):
-        return True
-    if kind == "group":
-        return all(_regular(i) for seq in item[1] for i in seq)
-    return kind == "rep" and _regular(item[1])
-
-
-def _nullable(item: Item) -> bool:
-    """Whether a regular `item` matches the empty text."""
-    kind = item[0]
-    if kind == "lit":
-        return not item[1]
-    if kind == "group":
-        return any(all(map(_nullable, seq)) for seq in item[1])
-    if kind == "rep":
-        return item[2] == 0 or item[3] == 0 or _nullable(item[1])
-    return False
-
-
-def _regex(item: Item) -> str:
-    """A regular `item` as a regex (Python's syntax, which pse.regex reads)."""
-    kind = item[0]
-    if kind == "lit":
-        return re.escape(item[1])
-    if kind == "class":
-        return item[1]
-    if kind == "group":
-        return "(?:" + "|".join("".join(map(_regex, seq)) for seq in item[1]) + ")"
-    _, inner, low, high = item
-    return "" if high == 0 else "(?:" + _regex(inner) + ")" + _quantifier(low, high)
+def _refs(tree) -> Iterator[str]:
+    """The rule names that a tree of rules, alternatives and items refers to, once per
+    place."""
+    if isinstance(tree, dict):
+        for body in tree.values():
+            yield from _refs(body)
+    elif isinstance(tree, list):
+        for part in tree:
+            yield from _refs(part)
+    elif tree[0] == "ref":
+        yield tree[1]
+    elif tree[0] == "group":
+        yield from _refs(tree[1])
+    elif tree[0] == "rep":
+        yield from _refs(tree[1])
 
 
 def _quantifier(low: int, high: int | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -369,26 +370,38 @@ def test_bad_ids_and_bitmasks():
     assert engine.consume_token(SMALL.lookup(b"a"))  # the state survived all of that
 
 
-def test_deep_plain_subtrees_small_vocab():
-    """Every string over "ab " of up to four bytes is a token: below a node whose bytes are
-    all plain (printable, no quote or backslash) a state that loops on them takes every token
-    at once (SliceCache.walk_terminal); states that loop on some plain bytes only, or may end
-    there, or count, walk."""
-    words, tokens = [""], []
-    for _ in range(4):
-        words = [w + c for w in words for c in "ab "]
-        tokens += words
-    tokens += list('"\\[]{}:,') + ['a"', '" ', '\\"', "\\\\", 'ab"', "é"]
-    vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+def test_subtrees_taken_at_once_small_vocab():
+    """Every string of up to three characters from a few sets (text and non-ASCII characters;
+    slash, newline, "é"; quote, backslash, apostrophe), tokens that stop inside a character,
+    stray continuation bytes. Below a node, a state that comes back to itself over every kind
+    of byte there takes every token at once (SliceCache.walk_terminal): strings, comments;
+    states that loop on some kinds only, refuse some characters, may end, or count, walk.
+    Masks equal brute force."""
+    tokens = []
+    for units in (["a", " ", "é", "€"], ["a", "/", "\n", "é"], ["a", '"', "\\", "'"]):
+        words = [""]
+        for _ in range(3):
+            words = [w + c for w in words for c in units]
+            tokens += [w.encode() for w in words]
+    tokens += ["é".encode()[:1], "€".encode()[:2], ("a" + "€").encode()[:3], "é".encode()[1:],
+               ("a" + "é").encode()[:1] + "é".encode()[1:], *(bytes([b]) for b in b"[]{}:,*")]
+    tokens = list(dict.fromkeys(tokens))
+    vocab = Vocabulary.from_tokens(tokens + [b"<eos>"], eos_token_ids=[len(tokens)],
                                    special_token_ids=[len(tokens)])
     for structure, texts in [
         (Grammar('start: STRING+\nSTRING: /"([^"\\\\]|\\\\.)*"/\n%ignore " "\n'),
-         ['"ab ba\\"a" "b"', '"aa  b" "" " a"']),
-        (Grammar.from_gbnf('root ::= "\\"" [^"\\\\]* "\\""'), ['"ab ba a"', '""']),
-        (Json(whitespace=2), ['"ab ba\\"a"', '["", "aa b", " a"]', '{"a": "\\\\ bab"}']),
-        (JsonSchema({"type": "string", "pattern": "^a*$"}), ['"aaaa"', '""']),
-        (JsonSchema({"type": "string", "maxLength": 3}), ['"a b"', '"\\"a"']),
-        (Chain(Loop(Character("ab "), 1), Phrase('"')), ['a b "', 'abba"']),
+         ['"a é\\"€" "*/"', '"éé  a" "" "\'\\\\"']),
+        (Grammar("start: /'[^']*'/+"), ["'a\"é/*\n€''a'"]),
+        (Grammar.from_gbnf('root ::= "\\"" [^"\\\\\\x7F\\x00-\\x1F]* "\\""'),
+         ['"a é*/€ a\'"', '""']),
+        (Grammar.from_gbnf('root ::= "/*" ( [^*] | ("*" [^/]) )* "*/"'),
+         ['/* a\n"é" ** €/ */', '/**/']),
+        (Grammar.from_gbnf('root ::= ("//" [^\\n]* "\\n")+'), ['// a*/ "é"\n//€\n']),
+        (Grammar.from_gbnf('root ::= "\\"" [^"é]* "\\""'), ['"a €\\*/"', '"€€"']),
+        (Grammar.from_gbnf('root ::= "\\"" [ -~]* "\\""'), ['"a *\\/ a"']),
+        (Json(whitespace=2), ['"a é\\"€"', '["", "é a", " €"]', '{"a": "\\\\ */"}']),
+        (JsonSchema({"type": "string", "maxLength": 3}), ['"é€a"', '"\\"a"']),
+        (Chain(Loop(Character("a é*"), 1), Phrase('"')), ['a é*"', 'éa"']),
     ]:
         engine = StructuringEngine(vocab)
         engine.configure(structure)
@@ -396,3 +409,37 @@ def test_deep_plain_subtrees_small_vocab():
             engine.reset()
             check_along(engine, vocab.encode(text))
             assert engine.is_accepting(), text
+
+
+def test_utf8_reader():
+    """The UTF-8 reader of the taken-at-once check (pse/_core/byte_kinds.pyx) against Python's
+    decoder: a byte string reads through iff it is well-formed UTF-8 cut anywhere; and its
+    per-kind fold (reader_states_ok) against the reader state by state."""
+    from pse._core.byte_kinds import _reader_states_ok, _utf8_next
+
+    def reads(data: bytes) -> bool:
+        u = 0
+        for b in data:
+            u = _utf8_next(u, b)
+            if u < 0:
+                return False
+        return True
+
+    def well_formed_prefix(data: bytes) -> bool:
+        try:
+            data.decode("utf-8")
+            return True
+        except UnicodeDecodeError as e:
+            return e.end == len(data) and e.reason == "unexpected end of data"
+
+    probes = sorted({0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2,
+                     0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5,
+                     0xFF})
+    for n in range(1, 5):
+        for data in itertools.product(probes, repeat=n):
+            assert reads(bytes(data)) == well_formed_prefix(bytes(data)), bytes(data)
+    for b in range(256):
+        for below in range(256):
+            want = sum(1 << u for u in range(8)
+                       if _utf8_next(u, b) >= 0 and (below >> _utf8_next(u, b)) & 1)
+            assert _reader_states_ok(b, below) == want, (b, below)

@@ -258,8 +258,21 @@ def test_runs_of_characters_become_one_terminal():
     # a string spelled character by character: one terminal, not a parser step per character
     grammar = Grammar.from_gbnf(r'root ::= "\"" ( [^"\\] | "\\" ["\\nt] )* "\"" ws' + "\n"
                                 r'ws ::= [ ]*')
-    assert grammar.compile().n_terminals == 2  # the string; one or more blanks
+    assert grammar.compile().n_terminals == 1  # (ws is regular: its text joins the run)
     assert grammar.matches('"a\\"b"  ') and not grammar.matches('"a\\"')
+    # rules that refer to regular rules are regular, recursive ones are not
+    grammar = Grammar.from_gbnf('root ::= word+ (" " word+)* list\nword ::= letter | [0-9]\n'
+                                'letter ::= [a-z]\nlist ::= "(" (word | list)* ")"')
+    assert grammar.compile().n_terminals == 5  # the words; "(", ")", [a-z], [0-9] in a list
+    assert grammar.matches("ab 1c(a(1)())") and not grammar.matches("ab (") \
+        and not grammar.matches("a b")
+    # a longer regular rule joins a run where it is used once; used in two places it stays
+    # one terminal of its own (its cached mask parts shared by both)
+    once = Grammar.from_gbnf('root ::= key ":" num\nkey ::= "\\"" [a-z]* "\\""\n'
+                             'num ::= [0-9]+')
+    assert once.compile().n_terminals == 1 and once.matches('"ab":12')
+    twice = Grammar.from_gbnf('root ::= key ":" key\nkey ::= "\\"" [a-z]* "\\""')
+    assert twice.compile().n_terminals == 2 and twice.matches('"ab":""')
     # where one automaton for the run would be too large, its items stay terminals of
     # their own (`[ab]{16}` after `[ab]* "a"` needs 2**17 states)
     grammar = Grammar.from_gbnf('root ::= [ab]* "a" [ab]{16} "c"')

@@ -63,9 +63,8 @@ cdef class SliceCache:
     cdef readonly dict special_terms_of # {token id: [terminals naming it]}
     cdef object profiles           # count profiles of counted terminal states (a small LRU)
     cdef dict risky                # see risky_of
-    cdef object _plain             # the trie's plain_below flags
-    cdef object _loops             # per DFA state: it loops on plain bytes (1, 0; -1 unknown)
-    cdef object _plain_classes     # the byte classes of the plain bytes
+    cdef object _kinds_below       # the trie's kinds of bytes below each node
+    cdef object _loop_kinds        # per DFA state: the kinds it loops on (-1: not found yet)
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
 
     cdef SliceEntry get(self, const PState* s)

@@ -2,7 +2,8 @@
 """Token masks: the slice cache and the walk of the vocabulary trie; the Matcher holding the
 live parser states of one engine."""
 
-from libc.stdint cimport int8_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t, uintptr_t
+from libc.stdint cimport (int8_t, int16_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t,
+                          uintptr_t)
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memset, memcpy
 
@@ -18,6 +19,7 @@ from pse._core.structure cimport (
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie, trie_find
+from pse._core.byte_kinds cimport kinds_below, loop_kinds
 from pse.errors import GrammarError
 
 cnp.import_array()
@@ -107,50 +109,17 @@ cdef class SliceEntry:
     """The cached part of the mask for one (terminal, DFA state, count class)."""
 
 
-cdef inline bint plain_byte(int b) noexcept nogil:
-    """Printable ASCII other than '"' and '\\': what a string's text, a name or a number is
-    mostly made of, and where a string's automaton stays in its state."""
-    return 0x20 <= b < 0x7F and b != 34 and b != 92
-
-
-cdef inline bint loops_on_plain(const Tables* t, int8_t* loops, const int32_t* classes,
-                                int32_t n_classes, int32_t d) noexcept nogil:
-    """Whether DFA state d goes back to itself on every plain byte (`classes`: their byte
-    classes); found once per state into `loops` (-1: not yet)."""
-    cdef int32_t k
-    if loops[d] < 0:
-        loops[d] = 1
-        for k in range(n_classes):
-            if t.dfa_trans[<int64_t>d * t.n_classes + classes[k]] != d:
-                loops[d] = 0
-                break
-    return loops[d]
-
-
-cdef cnp.ndarray plain_below(TokenTrie trie):
-    """Per node of the trie, 1 when every byte below it is plain (made once per trie)."""
-    cdef const Trie* tr = &trie.t
-    cdef int32_t i
-    if trie.plain_below is None:
-        flags = np.ones(max(tr.n_nodes, 1), dtype=np.uint8)
-        out = <uint8_t*>cnp.PyArray_DATA(flags)
-        for i in range(tr.n_nodes - 1, 0, -1):  # children before parents
-            if not (out[i] and plain_byte(tr.node_byte[i])):
-                out[tr.node_parent[i]] = 0
-        trie.plain_below = flags
-    return trie.plain_below
-
-
 _buffers = None  # ((n_nodes, n_tokens, max_depth), the buffers): see walk_buffers
 _walk_lock = threading.Lock()
 
 
-cdef tuple walk_buffers(const Trie* tr, int32_t n_nodes):
+cdef tuple walk_buffers(const Trie* tr):
     """What SliceCache.walk_terminal writes as it walks: exit nodes and their bytes, leaf
     tokens and their bytes, tokens within, per depth the walk's state (DFA state, count, node
-    on the path, full so far), per node whether it is full (zeroed for the `n_nodes` nodes
-    walked). Sized for the whole trie and kept from one walk to the next: a walk holds
-    _walk_lock while it uses them."""
+    on the path, full so far), per node whether it is full and the list of nodes marked full
+    (a walk clears its marks when done, so the flags are all zero between walks). Sized for
+    the whole trie and kept from one walk to the next: a walk holds _walk_lock while it uses
+    them."""
     global _buffers
     cdef int32_t n_tokens = max(tr.node_tok_off[tr.n_nodes], 1)
     size = (tr.n_nodes, n_tokens, tr.max_depth)
@@ -159,10 +128,8 @@ cdef tuple walk_buffers(const Trie* tr, int32_t n_nodes):
             np.empty(tr.n_nodes, dtype=np.int32), np.empty(tr.n_nodes, dtype=np.uint8),
             np.empty(n_tokens, dtype=np.int32), np.empty(n_tokens, dtype=np.uint8),
             np.empty(n_tokens, dtype=np.int32), np.empty((4, tr.max_depth + 1), dtype=np.int32),
-            np.empty(tr.n_nodes, dtype=np.uint8)))
-    buffers = _buffers[1]
-    memset(cnp.PyArray_DATA(buffers[6]), 0, max(n_nodes, 1))
-    return buffers
+            np.zeros(tr.n_nodes, dtype=np.uint8), np.empty(tr.n_nodes, dtype=np.int32)))
+    return _buffers[1]
 
 
 cdef class SliceCache:
@@ -213,10 +180,8 @@ cdef class SliceCache:
                                    "a text token of this vocabulary, in a structure with "
                                    "uniqueItems arrays: name a special token there")
         self.entries = {}
-        self._plain = plain_below(trie)
-        self._loops = np.full(max(t.n_dfa_states, 1), -1, dtype=np.int8)
-        self._plain_classes = np.unique(
-            [t.byte_class[b] for b in range(256) if plain_byte(b)]).astype(np.int32)
+        self._kinds_below = kinds_below(trie)
+        self._loop_kinds = np.full(max(t.n_dfa_states, 1), -1, dtype=np.int16)
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
@@ -385,8 +350,7 @@ cdef class SliceCache:
         (term, dstate) at count class `cls` (see walk_terminal)."""
         cdef const Trie* tr = &self.trie.t
         with _walk_lock:  # (the walks share one set of buffers)
-            return self.walk_terminal(term, dstate, cls, node,
-                                      walk_buffers(tr, tr.node_end[node] - node - 1))
+            return self.walk_terminal(term, dstate, cls, node, walk_buffers(tr))
 
     cdef SliceEntry walk_terminal(self, int32_t term, int32_t dstate, int32_t cls, int32_t node,
                                   tuple buffers):
@@ -399,7 +363,7 @@ cdef class SliceCache:
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
         cdef int32_t first = node + 1, stop = tr.node_end[node], base = tr.node_depth[node]
-        exit_node, exit_byte, leaf_id, leaf_byte, within_id, levels, full_flags = buffers
+        exit_node, exit_byte, leaf_id, leaf_byte, within_id, levels, full_flags, marked = buffers
         cdef int32_t* w_id = <int32_t*>cnp.PyArray_DATA(within_id)
         cdef int32_t* x_node = <int32_t*>cnp.PyArray_DATA(exit_node)
         cdef uint8_t* x_byte = <uint8_t*>cnp.PyArray_DATA(exit_byte)
@@ -409,7 +373,9 @@ cdef class SliceCache:
         cdef int32_t* lvl_c = lvl_d + tr.max_depth + 1
         cdef int32_t* lvl_node = lvl_c + tr.max_depth + 1
         cdef int32_t* lvl_full = lvl_node + tr.max_depth + 1
-        cdef uint8_t* full = <uint8_t*>cnp.PyArray_DATA(full_flags) - first
+        cdef uint8_t* full = <uint8_t*>cnp.PyArray_DATA(full_flags)
+        cdef int32_t* full_list = <int32_t*>cnp.PyArray_DATA(marked)
+        cdef int32_t n_full = 0
         cdef const uint32_t* follow = &self.follow[8 * term]
         cdef const int32_t* tok_off = tr.node_tok_off
         cdef const int32_t* tok_ids = tr.tok_ids
@@ -422,10 +388,8 @@ cdef class SliceCache:
         cdef int32_t i = first, k, depth, pd, pc, nd, n_exit = 0, n_leaf = 0, n_within = 0
         cdef int32_t top = 0, track_from = NOT_TRACKING
         cdef bint counted = t.term_counted[term], ends, live, is_exit
-        cdef const uint8_t* plain = <const uint8_t*>cnp.PyArray_DATA(self._plain)
-        cdef int8_t* loops = <int8_t*>cnp.PyArray_DATA(self._loops)
-        cdef const int32_t* plain_classes = <const int32_t*>cnp.PyArray_DATA(self._plain_classes)
-        cdef int32_t n_plain_classes = len(self._plain_classes)
+        cdef const uint16_t* below = <const uint16_t*>cnp.PyArray_DATA(self._kinds_below)
+        cdef int16_t* loops = <int16_t*>cnp.PyArray_DATA(self._loop_kinds)
         cdef uint8_t b
         cdef PState ps
         lvl_d[0] = dstate
@@ -437,7 +401,8 @@ cdef class SliceCache:
                 # nodes tracked on the path at this depth and below are done; a node is
                 # full when it is live and all its children are full
                 while top >= depth and top >= track_from:
-                    close_level(full, lvl_node, lvl_full, top, track_from)
+                    n_full += close_level(full, full_list + n_full, lvl_node, lvl_full, top,
+                                          track_from)
                     top -= 1
                 if top < track_from:  # (or no region was open)
                     track_from = NOT_TRACKING
@@ -480,10 +445,11 @@ cdef class SliceCache:
                     lvl_node[depth] = i
                     lvl_full[depth] = 1
                     top = depth
-                if (not counted and not accept[nd] and plain[i] and node_end[i] > i + 1
-                        and loops_on_plain(t, loops, plain_classes, n_plain_classes, nd)):
-                    # every token below stays in state nd, which cannot end there: all are
-                    # within (inside a string's text, most of the trie)
+                if (not counted and not accept[nd] and node_end[i] > i + 1
+                        and (below[i] & ~loop_kinds(t, loops, nd)) == 0):
+                    # every token below comes back to state nd, which cannot end there,
+                    # through states that cannot either: all are within (inside a string's
+                    # text or a comment, most of the trie)
                     for k in range(tok_off[i + 1], tok_off[node_end[i]]):
                         w_id[n_within] = tok_ids[k]
                         n_within += 1
@@ -491,10 +457,15 @@ cdef class SliceCache:
                     continue
                 i += 1
             while top >= track_from:
-                close_level(full, lvl_node, lvl_full, top, track_from)
+                n_full += close_level(full, full_list + n_full, lvl_node, lvl_full, top,
+                                      track_from)
                 top -= 1
-        return pack_entry(w_id, n_within, x_node, x_byte, n_exit, l_id, l_byte, n_leaf, full, tr,
-                          self.n_words)
+        try:
+            return pack_entry(w_id, n_within, x_node, x_byte, n_exit, l_id, l_byte, n_leaf, full,
+                              full_list, n_full, tr, self.n_words)
+        finally:
+            for k in range(n_full):
+                full[full_list[k]] = 0
 
     cdef SliceEntry subtree_entry(self, const PState* s, int32_t node):
         """The entry of the terminal state of `s` (just started on the byte of trie node
@@ -658,12 +629,15 @@ cdef cnp.ndarray grouped(items, keys, int32_t* off):
 cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_node,
                            uint8_t* x_byte, int32_t n_exit, const int32_t* l_id,
                            const uint8_t* l_byte, int32_t n_leaf, const uint8_t* full,
-                           const Trie* tr, int32_t n_words):
+                           const int32_t* full_list, int32_t n_marked, const Trie* tr,
+                           int32_t n_words):
     """The slice entry of a walk (see SliceCache.walk_terminal), in one block of memory: the
     tokens within as the nonzero words of their bitmask, the exits whose tokens are not all
-    within and the leaves grouped by byte, the full flags of the nodes below the exits."""
+    within and the leaves grouped by byte, the full flags of the nodes below those exits
+    (`full` per node, the `n_marked` nodes flagged in `full_list`)."""
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
-    cdef int32_t k, m = 0, lo = tr.n_nodes, hi = 0, n_full = 0, most_words, n_w = 0, word
+    cdef int32_t k, m = 0, x_lo = tr.n_nodes, x_hi = 0, lo = tr.n_nodes, hi = 0, n_full = 0
+    cdef int32_t most_words, n_w = 0, word, node
     cdef uint32_t* dense = NULL
     cdef uint8_t* flags
     for k in range(n_exit):
@@ -673,12 +647,16 @@ cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_nod
             m += 1
     n_exit = m
     for k in range(n_exit):
-        lo = min(lo, x_node[k])
-        hi = max(hi, tr.node_end[x_node[k]])
-    for k in range(lo, hi):
-        if full[k]:
-            n_full = (hi - lo + 7) // 8
-            break
+        x_lo = min(x_lo, x_node[k])
+        x_hi = max(x_hi, tr.node_end[x_node[k]])
+    # the flags kept: full nodes below the exits left (a walk below an exit asks them)
+    for k in range(n_marked):
+        node = full_list[k]
+        if x_lo <= node < x_hi:
+            lo = min(lo, node)
+            hi = max(hi, node + 1)
+    if hi > lo:
+        n_full = (hi - lo + 7) // 8
     # within: one word per run of tokens in the same word, or (many tokens) by the bitmask
     most_words = min(n_within, n_words)
     cdef cnp.ndarray store = np.empty(2 * most_words + n_exit + n_leaf + (n_full + 3) // 4,
@@ -719,9 +697,10 @@ cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_nod
     if n_full:
         flags = <uint8_t*>(entry.s.leaf_ids + n_leaf)
         memset(flags, 0, n_full)
-        for k in range(lo, hi):
-            if full[k]:
-                flags[(k - lo) >> 3] |= 1 << ((k - lo) & 7)
+        for k in range(n_marked):
+            node = full_list[k] - lo
+            if 0 <= node < hi - lo:
+                flags[node >> 3] |= 1 << (node & 7)
         entry.s.full = flags
         entry.s.full_lo = lo
         entry.s.full_hi = hi
@@ -1359,13 +1338,18 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.pos = w.base
 
 
-cdef inline void close_level(uint8_t* full, const int32_t* lvl_node, int32_t* lvl_full,
-                             int32_t depth, int32_t track_from) noexcept nogil:
-    """The node tracked at `depth` is done: record it as full, or its parent as not."""
+cdef inline int32_t close_level(uint8_t* full, int32_t* full_list, const int32_t* lvl_node,
+                                int32_t* lvl_full, int32_t depth,
+                                int32_t track_from) noexcept nogil:
+    """The node tracked at `depth` is done: record it as full (flag and list; returns 1), or
+    its parent as not (returns 0)."""
     if lvl_full[depth]:
         full[lvl_node[depth]] = 1
-    elif depth > track_from:
+        full_list[0] = lvl_node[depth]
+        return 1
+    if depth > track_from:
         lvl_full[depth - 1] = 0
+    return 0
 
 
 cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) noexcept nogil:
