@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from pse._core.stepper import Stepper, StepperDelta
+from pse import compiler as _compiler  # noqa: F401  (what StateMachine.compile() calls)
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
 from pse.generation import Generation, GenerationStats, generate, generate_batch

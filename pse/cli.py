@@ -10,6 +10,10 @@ content: for tests).
 `pse check SCHEMA INSTANCE` says whether the instance (a file of JSON text, `-` for stdin) fits
 the schema as pse's engine reads it, and if not, the line and column of the first byte the
 engine refuses and what it allows there (`pse.check`; no model).
+
+`pse draw STRUCTURE -o OUT` draws the machine of a JSON Schema (or a .lark or .gbnf grammar)
+with Graphviz's `dot` (OUT's suffix is the format: .svg, .png, .pdf; .dot writes the DOT text
+without Graphviz).
 """
 
 from __future__ import annotations
@@ -126,6 +130,17 @@ def _parser() -> argparse.ArgumentParser:
                      help="any: properties in any order, as JSON Schema means (default); "
                           "schema: listed properties in the schema's order, as pse generates")
     chk.set_defaults(run=_check)
+    draw = commands.add_parser(
+        "draw", help="a picture of the machine of a schema or grammar (Graphviz)",
+        description="Draw the machine pse builds for a JSON Schema, a Lark grammar (.lark) or "
+                    "a GBNF grammar (.gbnf): a cluster of states per machine, an edge per "
+                    "sub-machine. Needs Graphviz's dot, except for a .dot output.")
+    draw.add_argument("structure", type=Path, help="a JSON Schema, .lark or .gbnf file")
+    draw.add_argument("-o", "--output", type=Path, required=True,
+                      help="the picture: .svg, .png, .pdf (Graphviz), or .dot (DOT text)")
+    draw.add_argument("--max-machines", type=_positive, default=50,
+                      help="the most machines drawn (default 50; the rest are named on edges)")
+    draw.set_defaults(run=_draw)
     return parser
 
 
@@ -291,6 +306,34 @@ def _check(args: argparse.Namespace) -> int:
         print("    " + " " * (verdict.column - 1 - start) + "^")
     print(f"what may come there: {verdict.expected}")
     return 1
+
+
+def _draw(args: argparse.Namespace) -> int:
+    from pse.drawing import render
+    from pse.grammar import Grammar
+
+    suffix = args.structure.suffix.lower()
+    if suffix in (".lark", ".gbnf"):
+        try:
+            text = args.structure.read_text(encoding="utf-8")
+        except OSError as e:
+            raise CommandError(f"cannot read {str(args.structure)!r}: {e.strerror or e}") \
+                from None
+        structure = Grammar.from_gbnf(text) if suffix == ".gbnf" else Grammar(text)
+    else:
+        structure = JsonSchema(_read_schema(args.structure))
+    dot_text = structure.to_dot(args.max_machines)
+    fmt = args.output.suffix.lower().lstrip(".")
+    if not fmt:
+        raise CommandError(f"{str(args.output)!r}: name the format by the suffix (.svg, .png, "
+                           ".pdf, .dot)")
+    data = dot_text.encode() if fmt == "dot" else render(dot_text, fmt)
+    try:
+        args.output.write_bytes(data)
+    except OSError as e:
+        raise CommandError(f"cannot write {str(args.output)!r}: {e.strerror or e}") from None
+    print(f"{args.output}: {len(data):,} bytes", file=sys.stderr)
+    return 0
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from pse.bounded_cache import BoundedCache
 from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
-from pse.machines import Forward, StateMachine, Terminal
+from pse.machines import Forward, StateMachine, Terminal, use_compiler
 from pse.json_spelling import string_values
 from pse.registers import Guard, Guarded, Scope
 
@@ -644,6 +644,9 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
         compiler.build_rules()
         tables = compiler.tables(root)
         return CompiledStructure(machine.value_parser(), tables, len(compiler.rules))
+
+
+use_compiler(compile_machine)
 
 
 def _check_depth(depth: int, rule: _Rule, m: StateMachine) -> None:

@@ -139,7 +139,7 @@ MAX_VALUE_STATES = 20000
 
 def string_values(dfa: automaton.DFA) -> list[int] | None:
     """Per state of `dfa`, a terminal of whole JSON strings (as `quoted` builds, or a trie of
-    string enum values): how many different strings (values, not spellings: "\/" and "/"
+    string enum values): how many different strings (values, not spellings: "\\/" and "/"
     are one) it can still complete to, MANY_VALUES when infinitely many or more. A state
     inside an escape gets 0: its count depends on the bytes before it, so the core searches
     on from there. None when `dfa` is not of that kind. A unique array refuses a prefix that

@@ -23,6 +23,18 @@ Edge = tuple["StateMachine", State]
 CharsetSpec = Union[str, Sequence[tuple[Union[str, int], Union[str, int]]]]
 
 
+# What compiles a machine into core tables: pse.compiler, which registers itself here when it
+# is imported (`import pse` imports it). Machines describe structures; the compiler reads
+# them; imports go one way, from the compiler to the machines (see tests/test_imports.py).
+_compile_machine: Callable[[StateMachine], CompiledStructure] | None = None
+
+
+def use_compiler(compile_machine: Callable[[StateMachine], CompiledStructure]) -> None:
+    """Make `compile_machine` what StateMachine.compile() calls (pse.compiler does)."""
+    global _compile_machine
+    _compile_machine = compile_machine
+
+
 class StateMachine:
     """A structure built from sub-machines.
 
@@ -75,10 +87,28 @@ class StateMachine:
             GrammarError: the structure is malformed or matches nothing.
         """
         if self._compiled is None:
-            from pse.compiler import compile_machine
-
-            self._compiled = compile_machine(self)
+            if _compile_machine is None:
+                raise RuntimeError("no compiler: import pse (pse.compiler registers itself "
+                                   "with pse.machines.use_compiler)")
+            self._compiled = _compile_machine(self)
         return self._compiled
+
+    def to_dot(self, max_machines: int = 50) -> str:
+        """A picture of the machine as Graphviz DOT text (see pse.drawing.to_dot): a cluster
+        of states per machine, an edge per sub-machine."""
+        from pse.drawing import to_dot
+
+        return to_dot(self, max_machines)
+
+    def _repr_svg_(self) -> str | None:
+        """The picture in a notebook, where Graphviz's `dot` is installed (else None: the
+        notebook shows the repr)."""
+        from pse.drawing import GraphvizNotFound, render, to_dot
+
+        try:
+            return render(to_dot(self)).decode()
+        except GraphvizNotFound:
+            return None
 
     def get_steppers(self) -> list[Stepper]:
         """The steppers at the start of the structure (nothing consumed yet)."""

@@ -2,7 +2,7 @@
 
 `re`'s own parser reads the pattern; the automaton is built here, over UTF-8 bytes, so `.` and
 classes match whole characters. Anchors anywhere are anchor edges of the NFA (see
-`automaton.NFA`). Lookaheads at the start of a pattern (`^(?!org\.)\w+`) are automata too:
+`automaton.NFA`). Lookaheads at the start of a pattern (`^(?!org\\.)\\w+`) are automata too:
 the texts the rest matches, with or without those that start with the lookahead's match.
 Other lookaround and backreferences have no automaton and raise `GrammarError`.
 """

@@ -1,0 +1,108 @@
+"""The modules of pse import one another one way: no cycle, counting the imports inside
+functions (a lazy import is still a dependency) and leaving out those only for type checkers."""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from pathlib import Path
+
+import pse
+
+PACKAGE = Path(pse.__file__).resolve().parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported(path: Path, modules: set[str]) -> set[str]:
+    """The modules of pse that a module imports (from pse import x: pse.x where it is one)."""
+    found: set[str] = set()
+    if path.suffix != ".py":  # Cython: its import and cimport lines
+        for match in re.finditer(r"^\s*(?:from|cimport|import)\s+(pse[\w.]*)", path.read_text(),
+                                 re.M):
+            found.add(match.group(1))
+        return found & modules
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (an invalid escape in a string: fix the source)
+        stack = [ast.parse(path.read_text(), str(path))]
+    while stack:
+        node = stack.pop()
+        if type_checking_only(node):
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        stack.extend(ast.iter_child_nodes(node))
+    return found & modules
+
+
+def graph() -> dict[str, set[str]]:
+    paths = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".pyx", ".pxd")]
+    modules = {module_name(p) for p in paths}
+    out: dict[str, set[str]] = {m: set() for m in modules}
+    for path in paths:
+        name = module_name(path)
+        # the package itself gathers the public names: it imports everything, and nothing
+        # counts as importing it (`from pse import x` imports pse.x)
+        out[name] |= imported(path, modules) - {name, "pse"}
+    return out
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1 or v in g[v]:
+                found.append(sorted(part))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    assert cycles(graph()) == []
+
+
+def test_the_check_finds_cycles():
+    g = graph()
+    assert "pse.machines" in g["pse.compiler"] and "pse._core.structure" in g["pse.compiler"]
+    assert "pse.drawing" in g["pse.machines"]  # (imported inside a function)
+    assert "pse._core.stepper" not in g["pse.vocabulary"]
+    g["pse.machines"].add("pse.compiler")  # the lazy import StateMachine.compile once had
+    assert cycles(g) == [["pse.compiler", "pse.json_spelling", "pse.json_value",
+                          "pse.machines", "pse.registers"]]
+    assert cycles({"a": {"a"}}) == [["a"]]
