@@ -19,8 +19,11 @@ from setuptools import Extension, setup
 
 MODULES = ["structure", "stepper", "trie", "byte_kinds", "mask", "forced", "rules"]
 # the compile path, from a JSON Schema to the engine's tables
-PYTHON_MODULES = ["automaton", "compiler", "engine", "json_schema", "json_spelling",
-                  "json_value", "machines", "regex", "schema_types"]
+PYTHON_MODULES = ["automaton", "compiler", "engine", "json_spelling", "json_value", "machines",
+                  "regex", "schema_types",
+                  *(f"json_schema.{name}" for name in (
+                      "common", "merge", "formats", "refs", "logic", "negation", "enums",
+                      "strings", "numbers", "objects", "names", "arrays", "compile", "schema"))]
 
 SANITIZE = os.environ.get("PSE_SANITIZE", "")
 if SANITIZE not in ("", "address"):
@@ -44,7 +47,8 @@ extensions = [
 ]
 
 if not SANITIZE:
-    extensions += [Extension(f"pse.{name}", [f"pse/{name}.py"], extra_compile_args=compile_args)
+    extensions += [Extension(f"pse.{name}", [f"pse/{name.replace('.', '/')}.py"],
+                             extra_compile_args=compile_args)
                    for name in PYTHON_MODULES]
 
 # annotation_typing off: in .py source, annotations are documentation (Cython would otherwise

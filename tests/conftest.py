@@ -31,8 +31,8 @@ def _stale_extensions() -> list[str]:
     if package != REPO_ROOT / "pse":
         return []
     stale = []
-    for source in package.glob("*.py"):
-        for built in package.glob(f"{source.stem}.*.so"):
+    for source in package.rglob("*.py"):
+        for built in source.parent.glob(f"{source.stem}.*.so"):
             if built.stat().st_mtime < source.stat().st_mtime:
                 stale.append(source.name)
     return stale

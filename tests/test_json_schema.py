@@ -542,7 +542,7 @@ def test_unions_that_multiply_out_are_refused_clearly(monkeypatch):
     # (the limit lowered, so that the test reaches it soon)
     schema = {"allOf": [{"anyOf": [{"required": [f"a{i}"]}, {"required": [f"b{i}"]}]}
                         for i in range(20)]}
-    monkeypatch.setattr(pse.json_schema, "MAX_SCHEMA_NODES", 2000)
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 2000)
     with pytest.raises(SchemaError, match="MAX_SCHEMA_NODES"):
         JsonSchema(schema)
     monkeypatch.undo()
@@ -1683,9 +1683,9 @@ def test_item_counts_in_the_register_agree_with_jsonschema(monkeypatch, lo, hi, 
     """Item bounds too large to unroll are counted in the register (commas, each guarded by
     the maximum; the closing bracket by the minimum). With the unroll limit at 0 every bound
     takes that path: arrays of 0 to 6 items, nested in arrays and beside any-order objects."""
-    import pse.json_schema as js
+    import pse.json_schema.arrays as arrays
 
-    monkeypatch.setattr(js, "MAX_UNROLLED_ITEMS", 0)
+    monkeypatch.setattr(arrays, "MAX_UNROLLED_ITEMS", 0)
     inner = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
     schema = {"type": "array", "items": {"type": "array", "items": inner, "minItems": lo}}
     if hi is not None:

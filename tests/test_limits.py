@@ -28,11 +28,11 @@ def nested(depth: int, wrap) -> dict:
     lambda s: {"allOf": [{"minItems": 1}, {"type": "array", "items": s}]},
 ])
 def test_schema_nesting_names_the_pointer(wrap):
-    deep = nested(json_schema.MAX_SCHEMA_DEPTH + 5, wrap)
+    deep = nested(json_schema.common.MAX_SCHEMA_DEPTH + 5, wrap)
     with pytest.raises(SchemaError, match="MAX_SCHEMA_DEPTH") as info:
         JsonSchema(deep)
     pointer = str(info.value).split(":")[0]
-    assert pointer.startswith("#/") and pointer.count("/") >= json_schema.MAX_SCHEMA_DEPTH // 2
+    assert pointer.startswith("#/") and pointer.count("/") >= json_schema.common.MAX_SCHEMA_DEPTH // 2
 
 
 @pytest.mark.parametrize("wrap", [
@@ -44,7 +44,7 @@ def test_schema_nesting_below_the_limit_compiles(wrap):
     """A schema nested just below the limit compiles (into machines nested below MAX_DEPTH)
     with Python's default recursion limit, and works."""
     assert sys.getrecursionlimit() <= 1000
-    schema = nested(json_schema.MAX_SCHEMA_DEPTH - 2, wrap)
+    schema = nested(json_schema.common.MAX_SCHEMA_DEPTH - 2, wrap)
     engine = StructuringEngine(Vocabulary.from_tokens(["[", "]", "1", '{"a":', "}", ","]))
     engine.configure(schema)
     assert engine.compute_mask().any()

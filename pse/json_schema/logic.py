@@ -1,0 +1,212 @@
+"""JSON Schema allOf, anyOf, oneOf, if/then/else and dependencies: unions, merges and exclusive
+branches.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from pse.errors import SchemaError
+from pse.machines import AnyOf, StateMachine
+from pse.json_schema.common import _escape, _pair_disjoint
+from pse.json_schema.merge import _all_of, _merge
+
+def _reads_evaluation(node: Any) -> bool:
+    return isinstance(node, dict) and any(
+        node.get(k, True) is not True and node.get(k) != {}
+        for k in ("unevaluatedProperties", "unevaluatedItems"))
+
+
+def _without_dangling(schema: dict) -> dict:
+    """`schema` without `then`/`else` when it has no `if` (they do nothing alone, and merged
+    beside another schema's `if` they would wrongly join it)."""
+    if "if" in schema or not ("then" in schema or "else" in schema):
+        return schema
+    return {k: v for k, v in schema.items() if k not in ("then", "else")}
+
+
+def _closed_keys(schema: Any) -> frozenset | None:
+    """The only property names an object matching `schema` can have (None: any)."""
+    if not isinstance(schema, dict) or schema.get("additionalProperties", True) not in (
+            False, {"not": {}}) or schema.get("patternProperties"):
+        return None
+    props = schema.get("properties") or {}
+    return frozenset(props) if isinstance(props, dict) else None
+
+
+class _Logic:
+    """The _Compiler methods for allOf, anyOf, oneOf, if/then/else and dependencies (a mixin of
+    compile._Compiler)."""
+
+    def dependent(self, node: dict, dependent: dict, pointer: str) -> StateMachine | None:
+        """`dependentSchemas` (draft 4-7 `dependencies` with schema values): for the first
+        such key, the union of "present, and the object also matches its schema" and
+        "absent"; the rest is handled in each branch."""
+        name, sub = next(iter(dependent.items()))
+        rest = {k: v for k, v in node.items() if k not in ("dependentSchemas", "dependencies")}
+        for key in ("dependentSchemas", "dependencies"):
+            left = {k: v for k, v in (node.get(key) or {}).items() if k != name}
+            if left:
+                rest[key] = left
+        where = f"{pointer}/dependentSchemas/{_escape(name)}"
+        absent = _merge(rest, {"properties": {name: False}}, lambda k: None)
+        branches = [self.compile(absent, pointer)]
+        if sub is not False:
+            present = {**rest, "allOf": [*rest.get("allOf", ()),
+                                         {"type": "object", "required": [name]}, sub]}
+            branches.append(self.compile(present, where))
+        machines = [m for m in branches if m is not None]
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def conditional(self, node: dict, pointer: str) -> Any:
+        """`if`/`then`/`else` where it folds away: a boolean `if`, or `then` and `else` that
+        constrain nothing."""
+        cond = node["if"]
+        rest = {k: v for k, v in node.items() if k not in ("if", "then", "else")}
+        then, other = node.get("then", True), node.get("else", True)
+        if cond is True or cond == {}:
+            branch = then
+        elif cond is False:
+            branch = other
+        elif then in (True, {}) and other in (True, {}) and not _reads_evaluation(rest):
+            return rest
+        else:
+            # (if and then) or (not if and else), where `not if` has a schema
+            fails = self.opposite(cond, f"{pointer}/if")
+            if fails is None:
+                self.fail(f"{pointer}/if", "if", "if/then/else with a condition whose "
+                          "opposite has no schema (see opposite) is not supported yet")
+                return rest
+            if fails is False:  # the condition holds for every value (annotations only)
+                branch = then
+            elif fails is True:
+                branch = other
+            else:
+                either = [b for b in (_all_of([cond, then]), _all_of([fails, other]))
+                          if b is not False]
+                if not either:
+                    return False
+                branch = either[0] if len(either) == 1 else {"anyOf": either}
+                return _all_of([rest, branch]) if rest else branch
+        if branch is False:
+            return False
+        return {**rest, "allOf": [*rest.get("allOf", ()), branch]} if branch not in (True, {}) \
+            else rest
+
+    def merge_all(self, node: dict, pointer: str, merging: frozenset = frozenset()) -> dict:
+        merged = _without_dangling(
+            self.rebased({k: v for k, v in node.items() if k != "allOf"}, node))
+        scope = None  # a resource with dynamic anchors merged in (see `enter`)
+        for i, sub in enumerate(node["allOf"]):
+            where = f"{pointer}/allOf/{i}"
+            if sub is True:
+                continue
+            if sub is False:
+                return {"not": {}, "type": []}
+            scope = self.dynamic_scope(sub, scope)  # its own resource, before its $ref's
+            if "$ref" not in sub and ("$dynamicRef" in sub or "$recursiveRef" in sub):
+                # resolved here, in this dynamic scope and against the sub's own base URI
+                sub = {**{k: v for k, v in sub.items()
+                          if k not in ("$dynamicRef", "$recursiveRef")},
+                       "$ref": self.dynamic_target(sub, where)}
+            inner = merging  # the references this sub's own allOf sits inside
+            entered = None  # the outermost resource of the chain with dynamic anchors
+            while "$ref" in sub:  # (a target may have a $ref of its own)
+                ref = self.absolute(sub, sub["$ref"])
+                if ref in inner:
+                    raise SchemaError(f"{where}/$ref: {ref} refers back to itself inside "
+                                      "allOf; such a schema cannot be merged")
+                target = self.resolve(ref, where)
+                if target is False:
+                    return {"not": {}, "type": []}
+                own = self.rebased(target, target) if isinstance(target, dict) else {}
+                siblings = {} if self.ref_alone else self.rebased(  # (drafts 4-7: ignored)
+                    {k: v for k, v in sub.items() if k != "$ref"}, sub)
+                sub = _merge(own, siblings, lambda k: self.fail(
+                    where, k, "conflicting values")) if siblings else own
+                inner = inner | {ref}
+                if entered is None:
+                    entered = self.dynamic_scope(target, None)
+                    scope = entered or scope
+            if "allOf" in sub:
+                sub = self.merge_all(sub, where, inner)
+            scope = self.dynamic_scope(sub, scope)
+            if _reads_evaluation(sub):
+                self.fail(where, "unevaluatedProperties", "unevaluatedProperties/Items inside "
+                          "allOf or a $ref with siblings is not supported yet")
+            merged = _merge(merged, _without_dangling(sub), lambda k: self.fail(
+                f"{pointer}/allOf/{i}", k, "conflicting values"), self.same_meaning)
+        if scope is not None:
+            self.bases[id(merged)] = (merged, scope)
+        return merged
+
+    def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
+        rest = {k: v for k, v in node.items() if k != key}
+        branches = node[key]
+        self.check_evaluation(rest, branches, key, pointer)
+        if key == "oneOf" and len(branches) > 1:
+            branches = self.exclusive(branches, rest, pointer)
+        machines = []
+        for i, sub in enumerate(branches):
+            if rest and sub is not False:
+                sub = {**rest, "allOf": [*rest.get("allOf", ()), sub]} if sub is not True \
+                    else rest
+            m = self.compile(sub, f"{pointer}/{key}/{i}")
+            if m is not None:
+                machines.append(m)
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def check_evaluation(self, rest: dict, branches: list, key: str, pointer: str) -> None:
+        """Each branch is compiled with the keywords beside the union, unevaluated ones too:
+        exact where one branch at most matches (the keys or items it evaluates are those
+        the union does), and for unevaluatedItems beside anyOf (its branches evaluate
+        leading items: the one evaluating most decides). Where branches may overlap,
+        unevaluatedProperties beside anyOf would need the keys of every branch that
+        matches, and oneOf's branches get opposites (see exclusive) whose keys and items
+        would count as evaluated though they are not: refused."""
+        if not _reads_evaluation(rest) or len(branches) < 2:
+            return
+        word = "unevaluatedProperties" if rest.get("unevaluatedProperties", True) not in (
+            True, {}) else "unevaluatedItems"
+        if key == "anyOf" and word == "unevaluatedItems":
+            return
+        resolved = self.resolved_branches(branches, rest, pointer)
+        if all(_pair_disjoint(a, b) for a, b in itertools.combinations(resolved, 2)):
+            return
+        self.fail(f"{pointer}/{word}", word, f"beside {key} whose branches may overlap is "
+                  "not supported: what a branch evaluates counts only where it matches")
+
+    def resolved_branches(self, branches: list, rest: dict, pointer: str) -> list:
+        """A union's branches with the keywords beside it, resolved (see resolve_shallow)."""
+        return [self.resolve_shallow(
+            {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
+            else rest if rest and b is True else b, pointer) for b in branches]
+
+    def exclusive(self, branches: list, rest: dict, pointer: str) -> list:
+        """oneOf's branches as anyOf branches: each one also fails the branches it may
+        overlap with (their opposites, see `opposite`); branches that provably share no value
+        are left as they are."""
+        resolved = self.resolved_branches(branches, rest, pointer)
+        alone = [self.resolve_shallow(b, pointer) for b in branches]  # (`rest` holds anyway)
+        out = []
+        for i, branch in enumerate(branches):
+            others = [j for j in range(len(branches))
+                      if j != i and not _pair_disjoint(resolved[i], resolved[j])]
+            keys = _closed_keys(resolved[i])
+            within = resolved[i] if isinstance(resolved[i], dict) else None
+            fails = []
+            for j in others:
+                fails.append(self.opposite(alone[j], f"{pointer}/oneOf/{j}", keys=keys,
+                                           within=within))
+                if fails[-1] is None:
+                    self.fail(f"{pointer}/oneOf/{j}", "oneOf", "branches may overlap, and "
+                              "this one has no opposite schema (see opposite) to keep the "
+                              "others from matching it too")
+                    return branches  # not strict: anyOf
+            out.append(_all_of([branch, *fails]))
+        return out

@@ -1,0 +1,151 @@
+"""JSON Schema strings: minLength/maxLength, pattern, format, and content (contentMediaType,
+contentSchema).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from pse import automaton
+from pse.errors import GrammarError, SchemaError
+from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
+from pse.json_value import JsonStringContent
+from pse.machines import Chain, CharCountedTerminal, DfaTerminal, Phrase, StateMachine
+from pse.regex import compile_regex
+from pse.json_schema import common
+from pse.json_schema.common import _count, _unrolled_length
+from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
+
+# content_dfa's mark of a pattern whose matches anywhere in a string leave the string out
+_NOT_FOUND = "not found"
+
+
+def _length_dfa(lo: int, hi: int) -> automaton.DFA:
+    """JSON string content of lo..hi characters, unrolled (hi is small)."""
+    nfa = automaton.NFA()
+    unit = JsonStringContent().unit_dfa()
+    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
+    tail = None
+    for _ in range(hi - lo):
+        one = automaton.embed(nfa, unit)
+        tail = automaton.optional(nfa, one if tail is None else automaton.concat(nfa, [one, tail]))
+    if tail is not None:
+        parts.append(tail)
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+def _at_least_dfa(lo: int) -> automaton.DFA:
+    nfa = automaton.NFA()
+    unit = JsonStringContent().unit_dfa()
+    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
+    parts.append(automaton.star(nfa, automaton.embed(nfa, unit)))
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+class _Strings:
+    """The _Compiler methods for strings (a mixin of compile._Compiler)."""
+
+    def string(self, node: dict, pointer: str, banned: list = (),
+               banned_patterns: list[str] = ()) -> StateMachine | None:
+        """A string as `node` says, other than the `banned` ones and those the
+        `banned_patterns` find a match in."""
+        node = _format_length(node)
+        lo = _count(node, "minLength", pointer, 0)
+        hi = _count(node, "maxLength", pointer)
+        if not isinstance(lo, int) or lo < 0 or (hi is not None and (not isinstance(hi, int)
+                                                                     or hi < 0)):
+            raise SchemaError(f"{pointer}: minLength/maxLength must be integers >= 0")
+        if hi is not None and lo > hi:
+            return None
+        patterns = []
+        if "pattern" in node:
+            patterns.append((node["pattern"], True, f"{pointer}/pattern"))
+        fmt = node.get("format")
+        if fmt is not None:
+            if fmt in FORMATS:
+                patterns += _format_patterns(fmt, f"{pointer}/format")
+            elif fmt in UNSUPPORTED_FORMATS:
+                self.fail(f"{pointer}/format", "format", f"{fmt!r} cannot be checked exactly")
+            else:
+                msg = f"{pointer}/format: unknown format {fmt!r} is an annotation; ignored"
+                self.warnings.append(msg)
+                warnings.warn(f"pse: {msg}", stacklevel=4)
+        if banned or banned_patterns:
+            # the spellings patterns know (escapes only where JSON needs them), so that what
+            # is left out is left out in every spelling the automaton accepts
+            patterns.insert(0, ("", True, f"{pointer}/not"))
+        patterns += [(p, _NOT_FOUND, f"{pointer}/not/pattern") for p in banned_patterns]
+        if not patterns and not banned:
+            return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
+        dfa = self.content_dfa(node, patterns, pointer, count_length=True)
+        if banned:
+            dfa = automaton.difference(dfa, json_names_dfa(banned))
+        if not dfa.accept[0] and not dfa.trans[0]:
+            return None
+        if not _unrolled_length(lo, hi):
+            content = self.counted_content(dfa, lo, hi, pointer)
+            if content is None:
+                return None
+            if self.whole_strings() and not isinstance(content, CharCountedTerminal):
+                return DfaTerminal(quoted(dfa), content.name)
+            return Chain(Phrase('"'), content, Phrase('"'))
+        if self.whole_strings():  # a unique array sees the item whole (string_values)
+            return DfaTerminal(quoted(dfa), f"string at {pointer}")
+        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+
+    def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
+                        pointer: str) -> StateMachine | None:
+        """String contents `dfa` allows, of lo..hi characters counted at run time (a bound
+        too large to unroll into the automaton); None: no match has such a length."""
+        keyword = "maxLength" if hi is not None else "minLength"
+        boundaries = char_boundaries(dfa)
+        if boundaries is None:
+            self.fail(f"{pointer}/{keyword}", keyword,
+                      "the pattern's automaton does not tell characters apart")
+            return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
+        fewest, most = automaton.count_range(dfa, boundaries)
+        if fewest > (common.MAX_COUNT if hi is None else hi) or (most is not None and most < lo):
+            return None  # no match has a length within the bounds
+        if lo <= fewest and (hi is None or (most is not None and most <= hi)):
+            return DfaTerminal(dfa, f"string at {pointer}")  # every match's length is in them
+        try:
+            content = CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
+        except GrammarError as e:
+            self.fail(f"{pointer}/{keyword}", keyword, str(e))
+            return DfaTerminal(dfa, f"string at {pointer}")
+        return content if content.matches_some_length() else None
+
+    def content_dfa(self, node: dict, patterns: list, pointer: str,
+                    count_length: bool = False) -> automaton.DFA:
+        """String content (as JSON spells it) that the patterns and length bounds allow
+        (`count_length`: bounds too large to unroll are left to the caller to count)."""
+        lo = _count(node, "minLength", pointer, 0)
+        hi = _count(node, "maxLength", pointer)
+        if hi is not None and lo > hi:
+            return automaton.union([])  # no length fits
+        dfa = None
+        # search: True, a match anywhere; False, the whole string; None, strings the pattern
+        # matches are left out; _NOT_FOUND, those it finds a match in are
+        for pattern, search, where in patterns:
+            try:
+                p = compile_regex(pattern, 0, search=search is True or search is _NOT_FOUND,
+                                  char_class=json_char_class, ecma=True)
+                if search is None or search is _NOT_FOUND:
+                    dfa = automaton.difference(dfa, p)
+                    continue
+            except GrammarError as e:
+                raise SchemaError(f"{where}: {e}") from None
+            dfa = p if dfa is None else self.intersect(dfa, p, where)
+        if dfa is None:
+            dfa = _at_least_dfa(0)
+        if lo > 0 or hi is not None:
+            if not _unrolled_length(lo, hi):
+                if not count_length:
+                    self.fail(pointer, "maxLength" if hi is not None else "minLength",
+                              f"a length bound over {common.MAX_UNROLLED_LENGTH} on key names "
+                              "together with a pattern or format is not supported")
+            elif hi is None:
+                dfa = self.intersect(dfa, _at_least_dfa(lo), f"{pointer}/minLength")
+            else:
+                dfa = self.intersect(dfa, _length_dfa(lo, hi), f"{pointer}/maxLength")
+        return dfa
