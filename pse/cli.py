@@ -161,6 +161,8 @@ def _read_schema(path: Path) -> Any:
         raise CommandError(f"cannot read schema {str(path)!r}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
         raise CommandError(f"{str(path)!r} is not JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise CommandError(f"{str(path)!r} is not UTF-8 text: {e}") from None
 
 
 def _load(args: argparse.Namespace, log: TextIO) -> tuple[Any, Any, Vocabulary]:
@@ -300,7 +302,8 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(f"{name} does not fit {args.schema}: {byte_text(verdict.refused)} at {where} "
               f"is refused")
-        line = data.decode("utf-8", errors="replace").splitlines()[verdict.line - 1]
+        # (lines as check counts them: at "\n" only, not at the other breaks splitlines knows)
+        line = data.decode("utf-8", errors="replace").split("\n")[verdict.line - 1]
         start = max(0, verdict.column - 60)
         print("    " + line[start:verdict.column + 20])
         print("    " + " " * (verdict.column - 1 - start) + "^")
@@ -319,6 +322,8 @@ def _draw(args: argparse.Namespace) -> int:
         except OSError as e:
             raise CommandError(f"cannot read {str(args.structure)!r}: {e.strerror or e}") \
                 from None
+        except UnicodeDecodeError as e:
+            raise CommandError(f"{str(args.structure)!r} is not UTF-8 text: {e}") from None
         structure = Grammar.from_gbnf(text) if suffix == ".gbnf" else Grammar(text)
     else:
         structure = JsonSchema(_read_schema(args.structure))

@@ -18,6 +18,7 @@ from typing import Any
 from pse.errors import PSEError
 
 LABEL_LENGTH = 48  # longer terminal texts are cut (with "...")
+DOT_SECONDS = 60  # the most `render` waits for Graphviz
 
 
 class GraphvizNotFound(PSEError):
@@ -38,7 +39,8 @@ def to_dot(machine: Any, max_machines: int = 50) -> str:
     if max_machines < 1:
         raise ValueError(f"max_machines must be >= 1, got {max_machines}")
     picture = _Picture(max_machines)
-    if not _resolved(machine).state_graph:  # a terminal alone: one edge
+    machine = _resolved(machine)
+    if not machine.state_graph:  # a terminal (or a Forward not set) alone: one edge
         machine = _Alone(machine)
     picture.name(machine)
     lines = ["digraph structure {", "  rankdir=LR;",
@@ -71,6 +73,7 @@ class _Alone:
     def __init__(self, terminal: Any) -> None:
         self.state_graph = {0: [(terminal, 1)]}
         self.start_state, self.end_states = 0, (1,)
+        self.picture_name = type(terminal).__name__
 
 
 class _Picture:
@@ -86,7 +89,8 @@ class _Picture:
         """A machine's name in the picture (its kind and a number); the first max_machines
         named are drawn."""
         if id(m) not in self.names:
-            self.names[id(m)] = f"{type(m).__name__} {len(self.names)}"
+            kind = m.picture_name if isinstance(m, _Alone) else type(m).__name__
+            self.names[id(m)] = f"{kind} {len(self.names)}"
             if len(self.drawn) < self.max_machines:
                 self.drawn.add(id(m))
                 self.queue.append(m)
@@ -112,7 +116,7 @@ def render(dot_text: str, fmt: str = "svg") -> bytes:
 
     Raises:
         GraphvizNotFound: `dot` is not on PATH.
-        PSEError: `dot` failed (its message).
+        PSEError: `dot` failed (its message) or took more than DOT_SECONDS.
     """
     program = shutil.which("dot")
     if program is None:
@@ -120,8 +124,11 @@ def render(dot_text: str, fmt: str = "svg") -> bytes:
                                "graphviz, brew install graphviz, or graphviz.org); without "
                                "it, StateMachine.to_dot() or `pse draw -o FILE.dot` gives the "
                                "DOT text")
-    done = subprocess.run([program, f"-T{fmt}"], input=dot_text.encode(), capture_output=True,
-                          check=False)
+    try:
+        done = subprocess.run([program, f"-T{fmt}"], input=dot_text.encode(),
+                              capture_output=True, check=False, timeout=DOT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise PSEError(f"dot -T{fmt} took more than {DOT_SECONDS} s") from None
     if done.returncode != 0:
         raise PSEError(f"dot -T{fmt} failed: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout

@@ -39,6 +39,11 @@ _READABLE = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 ANY_CHAR = r"[\s\S]"
 
 Item = tuple  # see the module doc
+# A regular rule whose regex would be longer than this, or that nests regular rules deeper
+# than this, stays a rule of its own (rules that refer to a rule twice, nested, double its
+# regex at every level; Python's regex parser recurses per level)
+MAX_RULE_REGEX = 4096
+MAX_RULE_NESTING = 32
 Alternatives = list  # of sequences, each a list of items
 
 
@@ -395,15 +400,22 @@ class _BnfWriter(BnfBuilder):
         # terminal per place, each with its own cached mask parts (JSON's string in three
         # places costs three first walks of the trie instead of one)
         uses = Counter(_refs(rules))
-        self.regular: dict[str, Item] = {}
+        # name -> (regex, nullable, single characters, nesting), each found once, from the
+        # rules already in (the fixpoint adds a rule after those it refers to)
+        self.regular: dict[str, tuple[str, bool, bool, int]] = {}
         grown = True
         while grown:
             grown = False
             for name, body in rules.items():
                 group = ("group", body)
-                if name not in self.regular and self.is_regular(group) \
-                        and (uses[name] == 1 or self.one_character(group)):
-                    self.regular[name] = group
+                if name in self.regular or not self.is_regular(group):
+                    continue
+                single = self.one_character(group)
+                regex = self.regex(group)
+                nesting = 1 + max((self.regular[r][3] for r in _refs(body)), default=0)
+                if (uses[name] == 1 or single) and len(regex) <= MAX_RULE_REGEX \
+                        and nesting <= MAX_RULE_NESTING:
+                    self.regular[name] = (regex, self.nullable(group), single, nesting)
                     grown = True
 
     def write(self) -> tuple[BnfGrammar, dict[str, int | str]]:
@@ -492,7 +504,7 @@ class _BnfWriter(BnfBuilder):
         if kind == "class":
             return True
         if kind == "ref":
-            return self.one_character(self.regular[item[1]])
+            return self.regular[item[1]][2]
         return kind == "group" and all(len(seq) == 1 and self.one_character(seq[0])
                                        for seq in item[1])
 
@@ -502,7 +514,7 @@ class _BnfWriter(BnfBuilder):
         if kind == "lit":
             return not item[1]
         if kind == "ref":
-            return self.nullable(self.regular[item[1]])
+            return self.regular[item[1]][1]
         if kind == "group":
             return any(all(map(self.nullable, seq)) for seq in item[1])
         if kind == "rep":
@@ -517,7 +529,7 @@ class _BnfWriter(BnfBuilder):
         if kind == "class":
             return item[1]
         if kind == "ref":
-            return self.regex(self.regular[item[1]])
+            return "(?:" + self.regular[item[1]][0] + ")"
         if kind == "group":
             return "(?:" + "|".join("".join(map(self.regex, seq)) for seq in item[1]) + ")"
         _, inner, low, high = item

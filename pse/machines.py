@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
 from pse import automaton
-from pse.errors import GrammarError
+from pse.errors import GrammarError, PSEError
 
 if TYPE_CHECKING:
     from pse._core.stepper import Stepper, StepperDelta
@@ -101,13 +101,13 @@ class StateMachine:
         return to_dot(self, max_machines)
 
     def _repr_svg_(self) -> str | None:
-        """The picture in a notebook, where Graphviz's `dot` is installed (else None: the
-        notebook shows the repr)."""
-        from pse.drawing import GraphvizNotFound, render, to_dot
+        """The picture in a notebook, where Graphviz's `dot` is installed and draws it (else
+        None: the notebook shows the repr)."""
+        from pse.drawing import render, to_dot
 
         try:
             return render(to_dot(self)).decode()
-        except GraphvizNotFound:
+        except PSEError:
             return None
 
     def get_steppers(self) -> list[Stepper]:

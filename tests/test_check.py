@@ -128,3 +128,12 @@ def test_command(capsys, tmp_path):
     assert "'t' at line 1, column 3" in capsys.readouterr().out
     assert main(["check", str(schema), str(tmp_path / "missing.json")]) == 2
     assert "cannot read instance" in capsys.readouterr().err
+    # a line break JSON text may hold inside a string (U+2028) is no line of check's
+    bad.write_text('{"name": "a\u2028b",\n "days": 0}', encoding="utf-8")
+    assert main(["check", str(schema), str(bad)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("'0' at line 2, column 10 (byte 27) is refused")
+    assert out[1:3] == ['     "days": 0}', "             ^"]
+    schema.write_bytes(b'{"type": "string", "pattern": "\xff"}')
+    assert main(["check", str(schema), str(good)]) == 2
+    assert "is not UTF-8 text" in capsys.readouterr().err

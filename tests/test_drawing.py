@@ -101,6 +101,8 @@ def test_recursion_labels_and_limits():
     expr.set(AnyOf(Phrase("x"), Chain(Phrase('("\\\n'), expr, Phrase(")"))))
     machine = Loop(expr, 1)
     check_picture(machine)
+    check_picture(expr)  # a Forward drawn as the machine it names
+    assert parse(expr.to_dot()).get_subgraphs()[0].get("label") == '"AnyOf 0"'
     labels = [unquote(e.get("label")) for e in parse(machine.to_dot()).get_edges()
               if e.get("label")]
     assert "Phrase('(\"\\\\\\n')" in labels  # quotes, a backslash and a newline read back
@@ -110,6 +112,7 @@ def test_recursion_labels_and_limits():
     assert small == ["expr: AnyOf 1 (not drawn)"] * 2
     assert "(not set)" in Chain(Phrase("a"), Forward(name="later")).to_dot()
     alone = parse(Phrase("a" * 100).to_dot())  # a terminal alone: one edge, its text cut
+    assert alone.get_subgraphs()[0].get("label") == '"Phrase 0"'
     assert [unquote(e.get("label")) for e in alone.get_edges() if e.get("label")] == \
         ["Phrase('" + "a" * 37 + "..."]  # (48 characters)
     with pytest.raises(ValueError, match="max_machines"):

@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import shared_vocab
 from pse import (AnyOf, Chain, Character, Forward, Grammar, Json, JsonSchema, Loop, Optional,
                  Phrase, StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
+from pse._core.mask import _subtrees_taken
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
 
@@ -388,27 +389,33 @@ def test_subtrees_taken_at_once_small_vocab():
     tokens = list(dict.fromkeys(tokens))
     vocab = Vocabulary.from_tokens(tokens + [b"<eos>"], eos_token_ids=[len(tokens)],
                                    special_token_ids=[len(tokens)])
-    for structure, texts in [
+    # (structure, texts, whether the shortcut must be taken: strings and comments yes, a
+    # counted string no, others either way)
+    for structure, texts, takes in [
         (Grammar('start: STRING+\nSTRING: /"([^"\\\\]|\\\\.)*"/\n%ignore " "\n'),
-         ['"a é\\"€" "*/"', '"éé  a" "" "\'\\\\"']),
-        (Grammar("start: /'[^']*'/+"), ["'a\"é/*\n€''a'"]),
+         ['"a é\\"€" "*/"', '"éé  a" "" "\'\\\\"'], True),
+        (Grammar("start: /'[^']*'/+"), ["'a\"é/*\n€''a'"], True),
         (Grammar.from_gbnf('root ::= "\\"" [^"\\\\\\x7F\\x00-\\x1F]* "\\""'),
-         ['"a é*/€ a\'"', '""']),
+         ['"a é*/€ a\'"', '""'], True),
         (Grammar.from_gbnf('root ::= "/*" ( [^*] | ("*" [^/]) )* "*/"'),
-         ['/* a\n"é" ** €/ */', '/**/']),
-        (Grammar.from_gbnf('root ::= ("//" [^\\n]* "\\n")+'), ['// a*/ "é"\n//€\n']),
-        (Grammar.from_gbnf('root ::= "\\"" [^"é]* "\\""'), ['"a €\\*/"', '"€€"']),
-        (Grammar.from_gbnf('root ::= "\\"" [ -~]* "\\""'), ['"a *\\/ a"']),
-        (Json(whitespace=2), ['"a é\\"€"', '["", "é a", " €"]', '{"a": "\\\\ */"}']),
-        (JsonSchema({"type": "string", "maxLength": 3}), ['"é€a"', '"\\"a"']),
-        (Chain(Loop(Character("a é*"), 1), Phrase('"')), ['a é*"', 'éa"']),
+         ['/* a\n"é" ** €/ */', '/**/'], True),
+        (Grammar.from_gbnf('root ::= ("//" [^\\n]* "\\n")+'), ['// a*/ "é"\n//€\n'], True),
+        (Grammar.from_gbnf('root ::= "\\"" [^"é]* "\\""'), ['"a €\\*/"', '"€€"'], None),
+        (Grammar.from_gbnf('root ::= "\\"" [ -~]* "\\""'), ['"a *\\/ a"'], None),
+        # (a JSON string's content counts its characters: a counted terminal, walked)
+        (Json(whitespace=2), ['"a é\\"€"', '["", "é a", " €"]', '{"a": "\\\\ */"}'], None),
+        (JsonSchema({"type": "string", "maxLength": 3}), ['"é€a"', '"\\"a"'], False),
+        (Chain(Loop(Character("a é*"), 1), Phrase('"')), ['a é*"', 'éa"'], None),
     ]:
+        taken = _subtrees_taken()
         engine = StructuringEngine(vocab)
         engine.configure(structure)
         for text in texts:
             engine.reset()
             check_along(engine, vocab.encode(text))
             assert engine.is_accepting(), text
+        if takes is not None:
+            assert (_subtrees_taken() > taken) == takes, structure
 
 
 def test_utf8_reader():

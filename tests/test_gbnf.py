@@ -273,6 +273,14 @@ def test_runs_of_characters_become_one_terminal():
     assert once.compile().n_terminals == 1 and once.matches('"ab":12')
     twice = Grammar.from_gbnf('root ::= key ":" key\nkey ::= "\\"" [a-z]* "\\""')
     assert twice.compile().n_terminals == 2 and twice.matches('"ab":""')
+    # rules that double at every level, and a chain of 200: bounded (MAX_RULE_REGEX,
+    # MAX_RULE_NESTING), not a regex of 2**20 copies or a parser's RecursionError
+    doubling = Grammar.from_gbnf("root ::= a19\na0 ::= [a-z]\n" + "".join(
+        f"a{i} ::= a{i - 1} | a{i - 1}\n" for i in range(1, 20)))
+    assert doubling.matches("q") and not doubling.matches("qq")
+    chain = Grammar.from_gbnf("root ::= r0\n" + "".join(
+        f'r{i} ::= "a" r{i + 1}\n' for i in range(200)) + 'r200 ::= "b"\n')
+    assert chain.matches("a" * 200 + "b") and not chain.matches("a" * 199 + "b")
     # where one automaton for the run would be too large, its items stay terminals of
     # their own (`[ab]{16}` after `[ab]* "a"` needs 2**17 states)
     grammar = Grammar.from_gbnf('root ::= [ab]* "a" [ab]{16} "c"')

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pse
+from pse.cfg import cycles as cfg_cycles
 
 PACKAGE = Path(pse.__file__).resolve().parent
 
@@ -61,38 +62,9 @@ def graph() -> dict[str, set[str]]:
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected parts of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(g[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1 or v in g[v]:
-                found.append(sorted(part))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return found
+    """The groups of modules that import one another (pse.cfg's Tarjan: the next test checks
+    that it finds them)."""
+    return cfg_cycles({m: sorted(deps) for m, deps in g.items()})
 
 
 def test_no_import_cycle():

@@ -47,3 +47,6 @@ def fill_batch(matchers: list[Matcher], bitmask: np.ndarray, pool: Executor,
 
 def _set_planning(min_subtree: int, most_jobs: int) -> tuple[int, int]:
     """For tests: which exit nodes are planned as jobs; returns the old values."""
+
+def _subtrees_taken() -> int:
+    """How many subtrees walks took at once so far (for tests: that the shortcut is used)."""

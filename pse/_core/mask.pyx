@@ -110,6 +110,13 @@ cdef class SliceEntry:
 
 
 _buffers = None  # ((n_nodes, n_tokens, max_depth), the buffers): see walk_buffers
+cdef int64_t subtrees_taken = 0  # subtrees taken at once (walk_terminal; walks hold the lock)
+
+
+def _subtrees_taken() -> int:
+    """How many subtrees walks took at once so far (for tests: that the shortcut is used)."""
+    return subtrees_taken
+
 _walk_lock = threading.Lock()
 
 
@@ -392,6 +399,7 @@ cdef class SliceCache:
         cdef int16_t* loops = <int16_t*>cnp.PyArray_DATA(self._loop_kinds)
         cdef uint8_t b
         cdef PState ps
+        global subtrees_taken
         lvl_d[0] = dstate
         lvl_c[0] = count
         with nogil:
@@ -453,6 +461,7 @@ cdef class SliceCache:
                     for k in range(tok_off[i + 1], tok_off[node_end[i]]):
                         w_id[n_within] = tok_ids[k]
                         n_within += 1
+                    subtrees_taken += 1
                     i = node_end[i]
                     continue
                 i += 1

@@ -22,7 +22,7 @@ cdef class TokenTrie:
     cdef Trie t
     cdef object _buffers
     cdef public object shared_slices   # slice entries shared by every structure (mask.pyx)
-    cdef public object kinds_below     # per node: the kinds of bytes below it (mask.pyx)
+    cdef public object kinds_below     # per node: the kinds of bytes below it (byte_kinds.pyx)
 
 
 cdef inline int32_t trie_find(const Trie* t, const uint8_t* p, Py_ssize_t n) noexcept nogil:
