@@ -411,10 +411,11 @@ class _BnfWriter(BnfBuilder):
                 if name in self.regular or not self.is_regular(group):
                     continue
                 single = self.one_character(group)
+                if uses[name] != 1 and not single:
+                    continue
                 regex = self.regex(group)
                 nesting = 1 + max((self.regular[r][3] for r in _refs(body)), default=0)
-                if (uses[name] == 1 or single) and len(regex) <= MAX_RULE_REGEX \
-                        and nesting <= MAX_RULE_NESTING:
+                if len(regex) <= MAX_RULE_REGEX and nesting <= MAX_RULE_NESTING:
                     self.regular[name] = (regex, self.nullable(group), single, nesting)
                     grown = True
 
