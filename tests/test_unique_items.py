@@ -21,7 +21,7 @@ from pse.regex import compile_regex
 from pse.errors import SchemaError
 from conftest import shared_vocab
 from test_engine import brute_force, check_along, mask_ids
-from test_json_schema import generate
+from json_schema_helpers import generate
 
 UNIQUE = jsonschema.Draft202012Validator({"uniqueItems": True})
 

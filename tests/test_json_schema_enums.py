@@ -1,0 +1,79 @@
+"""JSON Schema enum and const: listed values beside other keywords, numbers in every spelling."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from json_schema_helpers import compact
+from pse import JsonSchema, SchemaError
+
+
+@pytest.mark.parametrize("schema, values", [
+    # a listed object whose keys are out of the schema's order is checked by value (and
+    # spelled in its own order)
+    ({"enum": [{"b": 1, "a": 2}, {"a": 1}], "properties": {"a": {}, "b": {"minimum": 1}}},
+     [{"b": 1, "a": 2}, {"a": 1}]),
+    # beside a list of values, `not` of any schema pse compiles leaves out what it matches
+    ({"enum": [{"aaaa": 31}, {"aaaa": 1}, {"b": 1}],
+      "not": {"patternProperties": {"aaa*": {"maximum": 20}}}},
+     [{"aaaa": 31}, {"aaaa": 1}, {"b": 1}]),
+    ({"enum": [["x"], ["x", "y"], [1]], "not": {"items": {"type": "string"}}},
+     [["x"], ["x", "y"], [1]]),
+])
+def test_listed_values_checked_in_any_order(schema, values):
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+@pytest.mark.parametrize("schema, texts", [
+    ({"enum": [{"a": 1}], "properties": {"a": {"type": "integer"}}}, ['{"a":1}', '{"a":1.0}']),
+    ({"enum": [{"a": 1.0}], "properties": {"a": {"type": "integer"}}}, ['{"a":1}', '{"a":1.0}']),
+    ({"enum": [[1], "x"], "items": {"type": "integer"}}, ["[1]", "[1.0]", '"x"']),
+    ({"enum": [[1.0], "x"], "items": {"type": "integer"}}, ["[1]", "[1.0]", '"x"']),
+])
+def test_draft4_listed_arrays_and_objects_keep_integer_spellings(schema, texts):
+    """In draft 4, 1.0 is not an integer: a listed array or object holding a whole number
+    is matched beside the rest of the schema, spelling by spelling."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", **schema}
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.Draft4Validator(schema)
+    for text in texts:
+        assert machine.matches(text) == validator.is_valid(json.loads(text)), text
+
+
+def test_enum_less_excluded_values_of_any_type():
+    m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
+    assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]
+
+
+NUMBER_SPELLINGS = ["1", "1.0", "1.00", "1.5", "1.50", "1.505", "1.5050", "1.05", "1.050",
+                    "10", "10.0", "0", "-0", "0.0", "-0.0", "2", "2.0", "15", "15.00", "150"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([1, 1.0, 1.5, 1.505, 1.05, 10, 0, -0.0, 2.0, 15, 150]),
+                min_size=1, max_size=5),
+       st.sampled_from([None, "integer", "number", ["integer", "string"]]),
+       st.sampled_from([None, {"minimum": 1}, {"not": {"type": "integer"}}]),
+       st.sampled_from(["http://json-schema.org/draft-04/schema#",
+                        "https://json-schema.org/draft/2020-12/schema"]))
+def test_enum_numbers_in_every_spelling(values, type_, more, dialect):
+    """A number in an enum is its value in any decimal spelling, however the listed values
+    share prefixes (1 beside 1.5, 1.5 beside 1.505); in draft 4, 1.0 is not an integer."""
+    schema = {"$schema": dialect, "enum": values, **(more or {})}
+    if type_ is not None:
+        schema["type"] = type_
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError:  # unsatisfiable: no spelling may be valid
+        assert not any(validator.is_valid(json.loads(t)) for t in NUMBER_SPELLINGS), schema
+        return
+    for text in NUMBER_SPELLINGS:
+        assert machine.matches(text) == validator.is_valid(json.loads(text)), (schema, text)

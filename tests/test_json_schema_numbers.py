@@ -1,0 +1,89 @@
+"""JSON Schema numbers: integer and number ranges, multipleOf, decimals."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pse import JsonSchema, SchemaError
+from pse.json_schema import integer_pattern, number_range_dfa
+from pse.regex import compile_regex
+
+
+def test_integers_written_with_a_zero_fraction():
+    m = JsonSchema({"type": "integer", "minimum": 1})
+    assert m.matches("1.0") and m.matches("12.000") and not m.matches("1.5")
+    assert not m.matches("0.0") and not m.matches("1.")
+    draft4 = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})
+    assert draft4.matches("1") and not draft4.matches("1.0")  # draft 4: 1.0 is a number
+
+
+@pytest.mark.parametrize("lo, hi", [(None, None), (0, None), (None, 0), (-17, 42), (5, 5),
+                                    (-1000, -3), (99, 1001), (None, -10), (7, None)])
+def test_integer_ranges(lo, hi):
+    dfa = compile_regex(integer_pattern(lo, hi))
+    for n in list(range(-1200, 1200)) + [10**12, -10**12]:
+        inside = (lo is None or n >= lo) and (hi is None or n <= hi)
+        assert dfa.matches(str(n).encode()) == inside, n
+    assert not dfa.matches(b"01") and not dfa.matches(b"-")
+    assert dfa.matches(b"-0") == ((lo is None or lo <= 0) and (hi is None or hi >= 0))
+
+
+decimals = st.decimals(min_value=-500, max_value=500, allow_nan=False, places=3)
+
+
+bounds = st.one_of(st.none(), st.tuples(decimals, st.booleans()))
+
+
+number_texts = st.one_of(
+    st.decimals(min_value=-600, max_value=600, allow_nan=False, places=4).map(
+        lambda d: format(d, "f")),
+    st.integers(-600, 600).map(str),
+)
+
+
+@given(bounds, bounds, st.lists(number_texts, min_size=1, max_size=30))
+def test_number_ranges_against_decimal(lo, hi, texts):
+    dfa = number_range_dfa(lo, hi)
+    for text in texts:
+        if text.startswith("-0") and len(text) > 2 and text[2] != ".":
+            continue
+        v = Decimal(text)
+        inside = (lo is None or (v > lo[0] if lo[1] else v >= lo[0])) and \
+            (hi is None or (v < hi[0] if hi[1] else v <= hi[0]))
+        assert dfa.matches(text.encode()) == inside, (lo, hi, text)
+
+
+def test_number_bounds_in_a_schema():
+    m = JsonSchema({"type": "number", "minimum": 0, "exclusiveMaximum": 1.5})
+    for text, ok in [("0", True), ("-0", True), ("1.49", True), ("1.5", False), ("-0.01", False),
+                     ("1", True), ("0.0", True)]:
+        assert m.matches(text) == ok, text
+    with pytest.raises(SchemaError):
+        JsonSchema({"type": "number", "minimum": 2, "maximum": 1})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["1", "3", "7", "0.5", "0.01", "1.5", "0.3", "12.25", "100"]),
+       st.integers(-10**6, 10**6), st.integers(0, 5), st.integers(0, 3), st.booleans())
+def test_multiple_of_against_decimal(m, n, shift, zeros, snap):
+    from pse.json_schema import multiple_of_dfa
+
+    x = Decimal(n).scaleb(-shift)
+    if snap:
+        x = (x // Decimal(m)) * Decimal(m)
+    text = format(x, "f")
+    if zeros:
+        text += ("" if "." in text else ".") + "0" * zeros
+    expected = Decimal(text) % Decimal(m) == 0
+    assert multiple_of_dfa(Decimal(m)).matches(text.encode()) == expected
+
+
+def test_multiple_of_in_a_schema():
+    machine = JsonSchema({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 20})
+    assert [n for n in range(-5, 30) if machine.matches(str(n))] == list(range(0, 21, 3))
+    machine = JsonSchema({"type": "number", "multipleOf": 0.25, "maximum": 1})
+    assert [machine.matches(t) for t in ["0.75", "1.25", "0.3", "-7.75", "1.0"]] == \
+        [True, False, False, True, True]

@@ -1,0 +1,165 @@
+"""JSON Schema references: $ref, dynamic and remote refs, draft-4 id, recursion through them."""
+
+from __future__ import annotations
+
+
+import jsonschema
+import pytest
+
+from json_schema_helpers import compact
+from pse import JsonSchema, SchemaError
+
+
+def test_remote_ref_through_retrieve():
+    remote = {"type": "string", "maxLength": 3}
+    m = JsonSchema({"$ref": "http://example.com/s.json"}, retrieve=lambda uri: remote)
+    assert m.matches('"abc"') and not m.matches('"abcd"')
+    with pytest.raises(SchemaError, match="retrieve"):
+        JsonSchema({"$ref": "http://example.com/s.json"})
+
+
+# A tree whose nodes an extending schema narrows: the dynamic reference in the base schema
+# resolves to the outermost resource of the dynamic scope that defines the anchor.
+_TREE_2020 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://example.com/strict-tree", "$dynamicAnchor": "node",
+    "$ref": "tree", "unevaluatedProperties": False,
+    "$defs": {"tree": {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+                       "properties": {"data": True,
+                                      "children": {"type": "array",
+                                                   "items": {"$dynamicRef": "#node"}}}}}}
+
+
+_TREE_2019 = {
+    "$schema": "https://json-schema.org/draft/2019-09/schema",
+    "$id": "https://example.com/strict-tree", "$recursiveAnchor": True,
+    "$ref": "tree", "unevaluatedProperties": False,
+    "$defs": {"tree": {"$id": "tree", "$recursiveAnchor": True, "type": "object",
+                       "properties": {"data": True,
+                                      "children": {"type": "array",
+                                                   "items": {"$recursiveRef": "#"}}}}}}
+
+
+_TREES = [{"children": [{"daat": 1}]}, {"children": [{"data": 1}]}, {"data": [1]},
+          {"children": [{"children": [{"x": 2}]}]}, {"children": [{"children": []}]}, {}]
+
+
+# a generic list whose item type the outer resource fixes; the reference sits in allOf
+_NUMBER_LIST = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://example.com/numbers", "$ref": "list",
+    "$defs": {"item": {"$dynamicAnchor": "item", "type": "number"},
+              "list": {"$id": "list", "type": "array",
+                       "items": {"allOf": [{"$dynamicRef": "#item"}], "minimum": 0},
+                       "$defs": {"item": {"$dynamicAnchor": "item"}}}}}
+
+
+_LISTS = [[1, 2], [], ["a"], [-1], [0.5, None]]
+
+
+@pytest.mark.parametrize("schema, validator, instances", [
+    (_TREE_2020, jsonschema.Draft202012Validator, _TREES),
+    (_TREE_2019, jsonschema.Draft201909Validator, _TREES),
+    (_NUMBER_LIST, jsonschema.Draft202012Validator, _LISTS)],
+    ids=["dynamicRef", "recursiveRef", "in-allOf"])
+def test_dynamic_references_agree_with_jsonschema(schema, validator, instances):
+    machine = JsonSchema(schema, property_order="any")
+    verdicts = [validator(schema).is_valid(t) for t in instances]
+    assert True in verdicts and False in verdicts
+    for instance, expected in zip(instances, verdicts):
+        assert machine.matches(compact(instance)) == expected, instance
+    # the same schemas without the outer resource: the reference is resolved statically
+    inner = schema["$defs"]["tree" if "tree" in schema["$defs"] else "list"]
+    inner = {**inner, "$schema": schema["$schema"]}
+    machine = JsonSchema(inner, property_order="any")
+    for instance in instances:
+        assert machine.matches(compact(instance)) == validator(inner).is_valid(instance)
+
+
+def test_same_reference_twice_in_all_of_merges():
+    m = JsonSchema({"$defs": {"a": {"type": "object", "required": ["x"]}},
+                    "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]})
+    assert m.matches('{"x":1}') and not m.matches("{}")
+
+
+def _menu(depth: int, label: bool = True) -> dict:
+    item: dict = {"label": "x"} if label else {}
+    return {**item, "children": [_menu(depth - 1, label)]} if depth else item
+
+
+@pytest.mark.parametrize("items", [
+    {"allOf": [{"$ref": "#/definitions/item"}]},  # a subschema met again inside itself
+    {"anyOf": [{"$ref": "#/definitions/item"}, {"$ref": "#/definitions/link"}],
+     "type": "object"},  # each branch merged with the rest, the target inlined
+])
+def test_recursion_through_merged_references(items):
+    """Recursion that passes through allOf or a union with siblings (each inlines the
+    target) closes on itself instead of nesting past MAX_SCHEMA_DEPTH."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "definitions": {"item": {"type": "object", "required": ["label"],
+                                       "properties": {"label": {"type": "string"},
+                                                      "children": {"type": "array",
+                                                                   "items": items}},
+                                       "additionalProperties": False},
+                              "link": {"type": "object", "required": ["href"]}},
+              "type": "array", "items": items}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft4Validator(schema)
+    for value in ([_menu(40)], [_menu(3), {"href": "/"}], [_menu(4, label=False)],
+                  [{"label": "x", "children": [{"href": 1}]}]):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_draft4_reads_id_not_dollar_id():
+    """Draft 4 names a resource with "id"; "$id" (draft 6 on) is an unknown keyword there,
+    so a reference beside it is read against the document's base."""
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#",
+              "definitions": {"name": {"enum": ["a", "b"]}},
+              "items": {"$id": "/elsewhere/items", "properties": {"name": {
+                  "$ref": "#/definitions/name"}}}}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft4Validator(schema)
+    for value in ([{"name": "a"}], [{"name": "c"}]):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_references_leading_only_to_themselves_are_refused():
+    for defs in ({"p": {"$ref": "#/$defs/p"}}, {"p": {"$ref": "#/$defs/q"},
+                                                "q": {"$ref": "#/$defs/p"}}):
+        with pytest.raises(SchemaError, match="refers only to itself"):
+            JsonSchema({"$defs": defs, "properties": {"a": {"$ref": "#/$defs/p"}}})
+
+
+def test_property_names_referring_to_themselves_are_refused():
+    for names in ({"$ref": "#/$defs/p"}, {"anyOf": [{"$ref": "#/$defs/p"}, {"const": "a"}]}):
+        schema = {"$defs": {"p": names}, "propertyNames": {"$ref": "#/$defs/p"}}
+        with pytest.raises(SchemaError, match="MAX_SCHEMA_DEPTH"):
+            JsonSchema(schema)
+
+
+@pytest.mark.parametrize("schema, values", [
+    ({"enum": [1], "properties": {"b": {"$ref": "#/$defs/x"}},
+      "$defs": {"x": {"not": {"enum": [1]}}}}, [1, {"b": 1}]),
+    ({"enum": [{"b": "s"}], "properties": {"b": {"$ref": "#/$defs/x"}},
+      "$defs": {"x": {"not": {"enum": [1]}}}}, [1, {"b": "s"}]),
+])
+def test_a_reference_that_fails_leaves_nothing_half_built(schema, values):
+    """A SchemaError inside a referenced schema that a caller catches and goes on from (the
+    enum's checker, on `not` of a number) leaves no unset reference behind: the schema is
+    refused with that SchemaError or compiles right, never a GrammarError."""
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError as e:
+        assert "#/$defs/x/not" in str(e)
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_reference_to_a_false_schema_allows_nothing_there():
+    schema = {"$defs": {"no": False}, "properties": {"x": {"$ref": "#/$defs/no"}}}
+    m = JsonSchema(schema)
+    assert m.matches('{"y":1}') and not m.matches('{"x":1}')
+    with pytest.raises(SchemaError, match="false"):
+        JsonSchema({"$ref": "#/$defs/no", "$defs": {"no": False}})
