@@ -11,6 +11,7 @@ from pse._core.stepper import Stepper, StepperDelta
 from pse import compiler as _compiler  # noqa: F401  (what StateMachine.compile() calls)
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
+from pse.explain import Explanation
 from pse.generation import Generation, GenerationStats, generate, generate_batch
 from pse.grammar import Grammar
 from pse.json_schema import JsonSchema
@@ -51,6 +52,7 @@ __all__ = [
     "Chain",
     "Character",
     "Encapsulated",
+    "Explanation",
     "Forward",
     "Freeform",
     "Generation",

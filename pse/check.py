@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pse.byte_words import byte_text, bytes_words
 from pse.engine import StructuringEngine
 from pse.vocabulary import Vocabulary
+
+__all__ = ["END", "Verdict", "byte_text", "byte_vocabulary", "check", "describe"]
 
 END = 256  # the end-of-text id of the byte vocabulary
 BLANKS = b" \t\n\r"
@@ -29,6 +32,8 @@ class Verdict:
         refused: the byte refused at `offset`, or None (it fits, or the text ends too early).
         allowed: the bytes the structure allows at `offset`, and END (256) where the text may
             end there (empty where it fits).
+        why: the engine's explanation of the refused byte or end (`StructuringEngine.explain`:
+            for a JSON Schema, the path and the schema there in words); empty where it fits.
     """
 
     fits: bool
@@ -37,6 +42,7 @@ class Verdict:
     column: int
     refused: int | None = None
     allowed: frozenset[int] = field(default=frozenset())
+    why: str = ""
 
     @property
     def expected(self) -> str:
@@ -94,45 +100,14 @@ def _verdict(data: bytes, offset: int, fits: bool, refused: int | None,
     before = data[:offset].decode("utf-8", errors="replace")
     line = before.count("\n") + 1
     column = len(before) - (before.rfind("\n") + 1) + 1
-    allowed = frozenset(engine.allowed_token_ids().tolist()) if engine else frozenset()
-    return Verdict(fits, offset, line, column, refused, allowed)
+    if engine is None:
+        return Verdict(fits, offset, line, column)
+    allowed = frozenset(engine.allowed_token_ids().tolist())
+    why = engine.explain(END if refused is None else refused).message
+    return Verdict(fits, offset, line, column, refused, allowed, why)
 
 
 def describe(allowed: set[int] | frozenset[int]) -> str:
     """Ids of the byte vocabulary in words: runs of bytes (`'0'-'9'`), `the end of the text`;
     most bytes as `any byte but ...`."""
-    end = END in allowed
-    allowed = {b for b in allowed if b < 256}
-    if len(allowed) > 128:
-        parts = ["any byte but " + (_runs(set(range(256)) - allowed) or "none")]
-    else:
-        parts = [_runs(allowed)] if allowed else []
-    if end:
-        parts.append("the end of the text")
-    return ", ".join(parts) if parts else "nothing"
-
-
-def _runs(values: set[int]) -> str:
-    out, ordered = [], sorted(values)
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        lo, hi = ordered[i], ordered[j]
-        if hi - lo >= 2:
-            out.append(f"{byte_text(lo)}-{byte_text(hi)}")
-        else:
-            out += [byte_text(b) for b in range(lo, hi + 1)]
-        i = j + 1
-    return ", ".join(out)
-
-
-def byte_text(b: int) -> str:
-    """A byte as a quoted character where printable, else as an escape (`'\\n'`, `0x80`)."""
-    if b in (0x27, 0x5C):  # (apostrophe and backslash escaped, as Python writes them)
-        return "'\\" + chr(b) + "'"
-    if 0x20 <= b < 0x7F:
-        return f"'{chr(b)}'"
-    named = {0x09: "'\\t'", 0x0A: "'\\n'", 0x0D: "'\\r'"}
-    return named.get(b, f"0x{b:02x}")
+    return bytes_words({b for b in allowed if b < 256}, END in allowed)

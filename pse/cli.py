@@ -308,6 +308,7 @@ def _check(args: argparse.Namespace) -> int:
         print("    " + line[start:verdict.column + 20])
         print("    " + " " * (verdict.column - 1 - start) + "^")
     print(f"what may come there: {verdict.expected}")
+    print(f"why: {verdict.why}")
     return 1
 
 

@@ -50,21 +50,30 @@ UNBOUNDED = -1
 
 
 class _Rule:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, label: str = "") -> None:
         self.name = name
+        # for explanations (pse.explain): per node, the labels of the machines it is inside
+        # (a grammar's rules, a named Forward), the rule's own first
+        self.base: tuple[str, ...] = (label,) if label else ()
+        self.paths: list[tuple[str, ...]] = []
+        # ... and per terminal edge (terminal, target node) whose labels are not its target's
+        # (a labeled machine's last terminal: its end is outside): what a parser state inside
+        # the terminal is in
+        self.edge_paths: dict[tuple[int, int], tuple[str, ...]] = {}
         self.eps: list[list[int]] = []
         self.terms: list[list[tuple[int, int, int]]] = []  # (terminal, target node, guard)
         self.calls: list[list[tuple[int, int]]] = []  # (rule, return node)
-        self.start = self.new_node()
-        self.end = self.new_node()
+        self.start = self.new_node(self.base)
+        self.end = self.new_node(self.base)
         self.ends: set[int] = {self.end}
         self.done = False  # reduced by trim (or copied from a shared fragment, reduced there)
 
-    def new_node(self) -> int:
+    def new_node(self, path: tuple[str, ...]) -> int:
         if len(self.eps) >= MAX_NODES:
             raise GrammarError(f"the structure needs more than {MAX_NODES} parser nodes "
                                f"(MAX_NODES) in {self.name}")
         self.eps.append([])
+        self.paths.append(path)
         self.terms.append([])
         self.calls.append([])
         return len(self.eps) - 1
@@ -105,6 +114,7 @@ class _Compiler:
     # -- step 1: rules and terminals ----------------------------------------------------------
     def rule_for(self, machine: StateMachine) -> int:
         """The id of the rule for `machine`; its body is built by `build_rules`."""
+        label = _label(machine)
         machine = _resolve(machine)
         rid = self.rule_ids.get(id(machine))
         if rid is None and self.share and id(machine) in _SHARED:
@@ -112,7 +122,7 @@ class _Compiler:
         if rid is None:
             rid = self.rule_ids[id(machine)] = len(self.rules)
             self.keep.append(machine)
-            rule = _Rule(_short_name(machine))
+            rule = _Rule(_short_name(machine), label)
             self.rules.append(rule)
             self.pending.append((machine, rule))
         return rid
@@ -131,6 +141,7 @@ class _Compiler:
         base = len(self.rules)
         for old in fragment.rules:
             rule = _Rule(old.name)
+            rule.base, rule.paths, rule.edge_paths = old.base, old.paths, old.edge_paths
             rule.terms = [[(tids[t], n, gids[g]) for t, n, g in row] for row in old.terms]
             rule.calls = [[(base + r, n) for r, n in row] for row in old.calls]
             rule.eps = [[] for _ in old.terms]
@@ -141,20 +152,20 @@ class _Compiler:
     def build_rules(self) -> None:
         while self.pending:
             machine, rule = self.pending.pop()
-            self.inline(machine, rule, rule.start, rule.end, top=True)
+            self.inline(machine, rule, rule.start, rule.end, top=True, path=rule.base)
 
     def inline(self, m: StateMachine, rule: _Rule, a: int, b: int, top: bool = False,
-               depth: int = 0) -> None:
+               depth: int = 0, path: tuple[str, ...] = ()) -> None:
         if depth > MAX_DEPTH:
             _check_depth(depth, rule, m)
         if isinstance(m, Terminal):  # the most common case first
-            self.add_terminal(m, rule, a, b)
+            self.add_terminal(m, rule, a, b, 0, path)
         elif isinstance(m, Forward) or (isinstance(m, Scope) and not top):
             rule.calls[a].append((self.rule_for(m), b))
         elif isinstance(m, Scope):
-            self.inline(m.inner, rule, a, b, top=True, depth=depth + 1)
+            self.inline(m.inner, rule, a, b, top=True, depth=depth + 1, path=path)
         elif isinstance(m, Guarded):
-            self.add_terminal(m.terminal, rule, a, b, self.guard_id(m.guard))
+            self.add_terminal(m.terminal, rule, a, b, self.guard_id(m.guard), path)
         elif (not top and self.size(m, rule, depth) > INLINE_LIMIT
               and not self.reads_register(m, rule, depth)):
             rule.calls[a].append((self.rule_for(m), b))
@@ -162,6 +173,8 @@ class _Compiler:
             limits.check_budget()
             if not m.state_graph and not m.end_states:
                 raise GrammarError(f"{m!r} has no states")
+            if m.label and not top:
+                path = path + (m.label,)
             node: dict[Hashable, int] = {}
             # a start state no edge enters is node a itself, and an end state no edge leaves
             # is node b: fewer nodes and epsilon edges for every later pass
@@ -173,7 +186,7 @@ class _Compiler:
                     node[state] = b
             for state in (start, *ends, *graph):
                 if state not in node:
-                    node[state] = rule.new_node()
+                    node[state] = rule.new_node(path)
             if node[start] != a:
                 rule.eps[a].append(node[start])
             for state in ends:
@@ -182,8 +195,9 @@ class _Compiler:
             for state, edges in graph.items():
                 for sub, target in edges:
                     if target not in node:
-                        node[target] = rule.new_node()
-                    self.inline(sub, rule, node[state], node[target], depth=depth + 1)
+                        node[target] = rule.new_node(path)
+                    self.inline(sub, rule, node[state], node[target], depth=depth + 1,
+                                path=path)
 
     def reads_register(self, m: StateMachine, rule: _Rule, depth: int) -> bool:
         """Whether `m` holds guards of the enclosing rule's register (outside nested rules):
@@ -226,7 +240,8 @@ class _Compiler:
             self.guards.append(guard)
         return gid
 
-    def add_terminal(self, m: Terminal, rule: _Rule, a: int, b: int, guard: int = 0) -> None:
+    def add_terminal(self, m: Terminal, rule: _Rule, a: int, b: int, guard: int = 0,
+                     path: tuple[str, ...] = ()) -> None:
         lo, hi = m.min_count, m.max_count
         if lo == 0:
             rule.eps[a].append(b)
@@ -253,6 +268,8 @@ class _Compiler:
             self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths,
                                             getattr(m, "special_token", None)))
         rule.terms[a].append((tid, b, guard))
+        if path != rule.paths[b]:
+            rule.edge_paths.setdefault((tid, b), path)
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
     def trim(self, root: int) -> list[int]:
@@ -287,14 +304,16 @@ class _Compiler:
             if rule.done:
                 rule.calls = [[(r, t) for r, t in row if r in productive] for row in rule.calls]
             else:
+                numbering: list[int] = []
                 try:
                     rule.terms, rule.calls, rule.ends = reduce_rule(
                         rule.eps, rule.terms, rule.calls, rule.start, rule.ends,
-                        is_productive, MERGE_LIMIT, MAX_ENTRIES)
+                        is_productive, MERGE_LIMIT, MAX_ENTRIES, numbering)
                 except OverflowError as e:  # (the edge bound: see reduce_rule)
                     raise GrammarError(f"{rule.name}: {e} (MAX_ENTRIES: optional parts in "
                                        "a row multiply them)") from None
                 rule.eps = [[] for _ in rule.terms]
+                rule.paths, rule.edge_paths = _renumbered(rule, numbering)
                 rule.start, rule.done = 0, True
             for row in rule.calls:
                 for r, _ in row:
@@ -355,6 +374,9 @@ class _Compiler:
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
             entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
+            node_labels=[p for rid in order for p in self.rules[rid].paths],
+            edge_labels={(t, base[rid] + b): p for rid in order
+                         for (t, b), p in self.rules[rid].edge_paths.items()},
         )
         return tables
 
@@ -471,6 +493,30 @@ class _Entries:
             self.first_of_rule[rid] = self.at(rid, self.rules[rid].start)
             self.in_progress.discard(rid)
         return self.first_of_rule[rid]
+
+
+def _renumbered(rule: _Rule, numbering: list[int]
+                ) -> tuple[list[tuple[str, ...]], dict[tuple[int, int], tuple[str, ...]]]:
+    """The rule's labels over its reduced nodes (`numbering`: old node -> new or -1); a new
+    node takes those of its first old node."""
+    paths: list[tuple[str, ...] | None] = [None] * len(rule.terms)
+    for old, new in enumerate(numbering):
+        if new >= 0 and paths[new] is None:
+            paths[new] = rule.paths[old]
+    edges = {(t, numbering[b]): p for (t, b), p in rule.edge_paths.items() if numbering[b] >= 0}
+    return paths, edges  # type: ignore[return-value]  (every new node has an old one)
+
+
+def _label(machine: StateMachine) -> str:
+    """The label of a rule called as `machine`: the name a user gave the Forward (grammar
+    rules, `$ref`s), else the label of the machine it stands for (`StateMachine.label`)."""
+    seen = set()
+    while isinstance(machine, Forward) and id(machine) not in seen:
+        if machine.name != "Forward":
+            return machine.name
+        seen.add(id(machine))
+        machine = machine.target
+    return "" if isinstance(machine, Forward) or machine is None else machine.label
 
 
 def _resolve(machine: StateMachine) -> StateMachine:

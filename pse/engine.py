@@ -12,6 +12,7 @@ import numpy as np
 from pse._core.forced import Boundary, forced_bytes, forced_special_terms
 from pse._core.mask import Matcher, SliceCache, fill_batch
 from pse._core.stepper import StepperDelta
+from pse.explain import Explanation, explain
 from pse.machines import StateMachine, special_text
 from pse.vocabulary import MAX_CONTEXT_TOKENS, Vocabulary, utf8_complete_length
 
@@ -178,6 +179,17 @@ class StructuringEngine:
     def is_accepting(self) -> bool:
         """True when the tokens committed so far complete the structure."""
         return self.matcher.is_accepting()
+
+    def explain(self, token: int | str | bytes) -> Explanation:
+        """Why `token` (an id, or a text or bytes) is refused here, or that it is allowed:
+        where (a JSON path, the grammar rules, the character position), what the structure
+        allows there, and why the token does not fit (`at $.days: an integer at most 14;
+        "30" exceeds it`). Changes nothing; see `pse.explain`.
+
+        Raises:
+            TypeError, ValueError: `token` is not an id, str or bytes of the vocabulary.
+        """
+        return explain(self, token)
 
     def structured_outputs(self) -> list[tuple[str, Any]]:
         """The parsed values of the structured parts completed so far, in order, as

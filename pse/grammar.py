@@ -233,10 +233,18 @@ class _Builder:
             return self.machines[name]
         if name in self.recursive:
             forward = self.machines[name] = Forward(name=f"rule {name}")
-            forward.set(self.rule_body(name))
+            forward.set(self.labeled(name, self.rule_body(name)))
             return forward
-        machine = self.machines[name] = self.rule_body(name)
+        machine = self.machines[name] = self.labeled(name, self.rule_body(name))
         return machine
+
+    @staticmethod
+    def labeled(name: str, body: StateMachine) -> StateMachine:
+        """The body of rule `name` (a new machine), labeled for explanations; not the rules
+        a grammar's repetitions and groups were rewritten into (`__...`)."""
+        if not name.startswith("__"):
+            body.label = f"rule {name}"
+        return body
 
     def rule_body(self, name: str) -> StateMachine:
         body = self.alternatives(self.alts[name])

@@ -48,6 +48,10 @@ class StateMachine:
         GrammarError: an edge does not hold a StateMachine.
     """
 
+    # a name for explanations (`StructuringEngine.explain`): where the parser is inside this
+    # machine, they name it (a grammar labels each rule's machine "rule <name>")
+    label = ""
+
     def __init__(
         self,
         state_graph: dict[State, list[Edge]] | None = None,

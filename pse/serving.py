@@ -280,7 +280,8 @@ class ConstrainedRow:
                 break
             token = ids[self.consumed]
             if not self.engine.consume_token(token):
-                self.failed = f"token {token} is not allowed by the structure"
+                self.failed = (f"token {token} is not allowed by the structure: "
+                               f"{self.engine.explain(token)}")
             self.consumed += 1
 
 

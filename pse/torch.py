@@ -295,8 +295,8 @@ def _pick_and_commit(engine: StructuringEngine, logits: torch.Tensor, sampler: S
         healed = engine.consume(token, heal=True)
         if healed is None:
             raise ValueError(f"the sampler returned token {token} "
-                             f"({_describe(engine, token)}), which the structure refuses; "
-                             "nothing was committed")
+                             f"({_describe(engine, token)}), which the structure refuses "
+                             f"({engine.explain(token)}); nothing was committed")
         token = healed
     ids = [token]
     if fast_forward and not engine.is_finished:
@@ -394,4 +394,5 @@ class StructuringLogitsProcessor:
                 if not row.consume_token(token):
                     raise ValueError(
                         f"row {r}: token {token} ({_describe(row, token)}) is not allowed by the "
-                        "structure; did something change the scores after this processor?")
+                        f"structure ({row.explain(token)}); did something change the scores "
+                        "after this processor?")

@@ -90,10 +90,12 @@ def test_place_and_what_may_come():
     assert (verdict.line, verdict.column, verdict.refused) == (3, 12, ord("0"))
     # 3 may stay (3.0 too, "tags" and "price" may follow), 30 is past the maximum
     assert verdict.expected == "'\\t', '\\n', '\\r', ' ', ',', '.', '}'"
+    assert verdict.why == 'at $.days: an integer from 1 to 14; "30" exceeds it'
     verdict = check(structure, '{"days": 3')
     assert verdict.ends_early and verdict.offset == 10 and "'}'" in verdict.expected
     verdict = check(structure, '{"name": "\u00e9\u00e9", "dayz": 1}')  # columns in characters
     assert (verdict.line, verdict.column, verdict.offset) == (1, 20, 21)
+    assert verdict.why.startswith("at $: an object with properties ")
     assert check(Grammar("start: \"a\"+"), "aab").expected == "'a', the end of the text"
     # a file's JSON text: blanks around the value are not the schema's
     assert not check(structure, ' {"days": 3}\n').fits
@@ -121,7 +123,8 @@ def test_command(capsys, tmp_path):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{bad} does not fit {schema}: '5' at line 2, column 11 (byte 28) is refused"
     assert out[1:] == ['     "days": 15}', "              ^",
-                       "what may come there: '\\t', '\\n', '\\r', ' ', ',', '.', '0'-'4', '}'"]
+                       "what may come there: '\\t', '\\n', '\\r', ' ', ',', '.', '0'-'4', '}'",
+                       'why: at $.days: an integer from 1 to 14; "15" exceeds it']
     # the schema's order, as pse generates: "days" is listed after "tags"
     good.write_text('{"tags": [], "days": 2}')
     assert main(["check", str(schema), str(good), "--property-order", "schema"]) == 1

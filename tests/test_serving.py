@@ -104,7 +104,8 @@ def test_a_row_follows_its_live_output_list():
     assert engine.is_finished and row.failed is None
     refused = ConstrainedRow(StructureCache(vocab()).engine({"pse_regex": "a+"}), [7, 8])
     refused.advance()
-    assert refused.failed == "token 8 is not allowed by the structure"
+    assert refused.failed == ("token 8 is not allowed by the structure: at character 2: 'b' is "
+                              "refused (allowed: 'a', the end of the text)")
     assert ConstrainedRow(None, [], failed="did not compile").failed == "did not compile"
 
 

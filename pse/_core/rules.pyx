@@ -56,7 +56,8 @@ cdef int sort_unique(Edge* e, int n) noexcept nogil:
 
 
 def reduce_rule(list eps, list terms, list calls, int start, ends,
-                const uint8_t[::1] productive not None, int merge_limit, int64_t max_edges):
+                const uint8_t[::1] productive not None, int merge_limit, int64_t max_edges,
+                list numbering=None):
     """Reduce one rule: no epsilon edges, no calls of unproductive rules, only live nodes,
     bisimilar nodes merged; renumbered.
 
@@ -83,6 +84,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends,
             or rule id of 2**30 or more.
         OverflowError: more than `max_edges` edges (without repeats) once the epsilon edges
             are gone.
+        numbering: a list to append, per old node, its new node or -1 (or None).
     """
     cdef int n = len(terms), s, n_live
     cdef Graph raw, g
@@ -125,7 +127,12 @@ def reduce_rule(list eps, list terms, list calls, int start, ends,
         if n_live > merge_limit or not merge(&g, flag, cls, scratch, work):
             for s in range(n_live):
                 cls[s] = s
-        return write_rule(&g, flag, live[start], cls, scratch, work)
+        new_of = None if numbering is None else []
+        reduced = write_rule(&g, flag, live[start], cls, scratch, work, new_of)
+        if numbering is not None:
+            for s in range(n):
+                numbering.append(new_of[live[s]] if live[s] >= 0 else -1)
+        return reduced
     finally:
         free(raw.off)
         free(raw.edges)
@@ -420,9 +427,10 @@ cdef bint same_signature(const Graph* g, const Edge* sig, const int32_t* sig_len
 
 
 cdef tuple write_rule(const Graph* g, const uint8_t* is_end, int start, const int32_t* cls,
-                      int32_t* scratch, Edge* buf):
+                      int32_t* scratch, Edge* buf, list new_of):
     """The rule as (terms, calls, ends), one node per class: the start's class first, the
-    others in the order of their first node; a class's edges are its first node's."""
+    others in the order of their first node; a class's edges are its first node's. `new_of`
+    (unless None) gets each node's new number."""
     cdef int n = g.n, s, e, k, c, n_out = 0
     cdef int64_t label
     cdef int32_t* out = scratch  # class -> output node
@@ -438,6 +446,9 @@ cdef tuple write_rule(const Graph* g, const uint8_t* is_end, int start, const in
             rep[n_out] = s
             n_out += 1
     terms, calls, ends = [], [], set()
+    if new_of is not None:
+        for s in range(n):
+            new_of.append(out[cls[s]])
     for c in range(n_out):
         s = rep[c]
         k = 0

@@ -370,6 +370,8 @@ cdef class CompiledStructure:
     cdef readonly dict special_tokens  # {terminal: (its special token, id or text; required)}
     cdef public dict slice_caches      # mask caches per (vocabulary, memo size); see engine.py
     cdef readonly int n_rules
+    cdef list node_labels              # per node: the labels of the machines it is inside
+    cdef dict edge_labels              # {(terminal, target node): labels} where not the target's
     cdef object __weakref__
 
     cdef PState initial_state(self) noexcept

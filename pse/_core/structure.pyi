@@ -10,6 +10,9 @@ class CompiledStructure:
     special_tokens: dict[int, tuple[int | str, bool]]  # {terminal: (token, required)}
     slice_caches: dict[Any, Any]
     def __init__(self, parse_value: Any, tables: dict[str, Any], n_rules: int) -> None: ...
+    def rules_of(self, frame: int, node: int, term: int = -1) -> list[str]:
+        """The labels of the machines (grammar rules, named Forwards) a parser state is
+        inside, outermost first."""
     @property
     def n_nodes(self) -> int: ...
     @property

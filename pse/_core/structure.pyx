@@ -1527,6 +1527,8 @@ cdef class CompiledStructure:
         # the garbage collector)
         self.parse_value = parse_value
         self.n_rules = n_rules
+        self.node_labels = list(tables.get("node_labels") or [])
+        self.edge_labels = dict(tables.get("edge_labels") or {})
         self.terminal_keys = list(tables["terminal_keys"])
         self.special_tokens = dict(tables.get("special_tokens") or {})
         self.terminal_states = list(tables.get("terminal_states") or
@@ -1604,6 +1606,28 @@ cdef class CompiledStructure:
         s.seen = 0
         s.item = 0
         return s
+
+    def rules_of(self, int32_t frame, int32_t node, int32_t term=-1) -> list:
+        """The labels of the machines (grammar rules, named Forwards) a parser state
+        (`Stepper.state_key()`'s frame, node and terminal) is inside, outermost first, a
+        label repeated in a row once."""
+        cdef Ctx c
+        cdef Frame* f
+        self.ctx(&c)
+        if not 0 <= node < self.t.n_nodes or len(self.node_labels) != self.t.n_nodes:
+            return []
+        nodes = [node]
+        while frame != NO_FRAME and not frame & SCRATCH_BIT and frame < self.arena.n_frames:
+            f = get_frame(&c, frame)
+            nodes.append(f.node)
+            frame = f.parent
+        labels = []
+        inner = self.edge_labels.get((term, node)) if term >= 0 else None
+        for k in range(len(nodes) - 1, -1, -1):
+            for label in (inner if k == 0 and inner is not None else self.node_labels[nodes[k]]):
+                if not labels or labels[len(labels) - 1] != label:  # (no wraparound)
+                    labels.append(label)
+        return labels
 
     @property
     def n_nodes(self) -> int:
