@@ -286,7 +286,8 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[Any] | None = N
     own (a row that is done is padded and hidden from the model until the last one ends). The
     rows' masks are computed on other threads while the model runs the step's forward pass.
     With greedy decoding each row's text is the one `generate` gives for it alone (up to the
-    rounding of batched arithmetic).
+    rounding of batched arithmetic). The arguments not listed below are as in `generate`;
+    the sampler, the repetition penalty and the stop strings apply to every row.
 
     Args:
         prompts: texts or id lists, one per row; or None with `messages`.
@@ -294,8 +295,6 @@ def generate_batch(model: Any, tokenizer: Any, prompts: Sequence[Any] | None = N
             `generate` takes).
         messages: instead of `prompts`, one chat per row.
         on_token: called as `on_token(row, ids, text)` after each step of a row.
-        (the rest as in `generate`; the sampler, the repetition penalty and the stop strings
-        apply to every row)
 
     Returns:
         One Generation per row, in order; each one's `stats.seconds` is the batch's wall time.

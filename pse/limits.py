@@ -1,6 +1,6 @@
 """Limits on the work a structure may cost: the compile-time budget and the live parser states
-per step. The size limits of each compiler stage live beside the code they bound (see the
-README's "Limits"); this module holds the two that span stages.
+per step. The size limits of each compiler stage live beside the code they bound (see
+docs/limits.md); this module holds the two that span stages.
 
 The compile-time budget is checked at safe points of the compilers (between automaton states,
 parser nodes and schema keywords): no signal, no thread. A compile that runs past it raises

@@ -142,7 +142,8 @@ def vocabulary_of(tokenizer: Any, width: int, revision: str | None = None,
     Args:
         tokenizer: the tokenizer, or its name or directory.
         width: the model's vocabulary size (its logits' width).
-        revision, trust_remote_code: how to load a tokenizer given by name.
+        revision: the revision of a tokenizer given by name.
+        trust_remote_code: whether a tokenizer given by name may run its own code.
     """
     from pse.vocabulary import Vocabulary
 

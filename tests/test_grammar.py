@@ -49,8 +49,8 @@ def mutations(text: str, alphabet: str, rng: random.Random, n: int) -> list[str]
 
 
 # The live parser states are stacks, not a shared forest: a grammar ambiguous in
-# exponentially many ways has exponentially many (README, "Lark grammars"). Random grammars
-# that reach this many live states on a text are left out rather than run for minutes.
+# exponentially many ways has exponentially many (docs/grammars.md, "Lark grammars"). Random
+# grammars that reach this many live states on a text are left out rather than run for minutes.
 MAX_LIVE = 2_000
 
 
@@ -138,7 +138,7 @@ def test_hand_written_grammars_agree_with_lark(name):
 # --- random grammars ---------------------------------------------------------------------------
 
 # bounded terminals: adjacent unbounded ones that overlap make the number of ways to cut a
-# text into tokens, and so the live parser states, exponential (see the README)
+# text into tokens, and so the live parser states, exponential (see docs/grammars.md)
 TERMINALS = ['"a"', '"b"', '"ab"', '"c"i', "/a[bc]/", "/b?c/", "A", "B"]
 TERMINAL_DEFS = 'A: "a" "b"?\nB: /c[ab]?/ | "ba"\n'
 RULES = ["start", "r1", "r2"]
@@ -223,7 +223,7 @@ def lark_samples(parser: lark.Lark, rng: random.Random, n: int) -> list[str]:
 
     if "start" not in height:
         return []
-    # long texts of very ambiguous random grammars cost exponential time (see the README)
+    # long texts of very ambiguous random grammars cost exponential time (see docs/grammars.md)
     return [text for text in (expand("start", 0) for _ in range(n)) if len(text) <= 12]
 
 
