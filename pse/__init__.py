@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pse._core.stepper import Stepper, StepperDelta
 from pse import compiler as _compiler  # noqa: F401  (what StateMachine.compile() calls)
-from pse.engine import StructuringEngine, fill_next_token_bitmask_par
+from pse.engine import StructuringEngine, compile, compile_async, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
 from pse.explain import Explanation
 from pse.generation import Generation, GenerationStats, generate, generate_batch
@@ -79,6 +79,8 @@ __all__ = [
     "VocabularyError",
     "WaitFor",
     "Whitespace",
+    "compile",
+    "compile_async",
     "fill_next_token_bitmask_par",
     "generate",
     "generate_batch",

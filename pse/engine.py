@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -57,6 +57,7 @@ class StructuringEngine:
         self.structure: StateMachine | None = None
         self._matcher: Matcher | None = None
         self._committed: list[int] = []  # ids committed, in step with the matcher's history
+        self._pending: Future | None = None  # a configure_async under way
 
     # -- configuration ------------------------------------------------------------------------
     @property
@@ -75,14 +76,53 @@ class StructuringEngine:
             TypeError: `structure` is none of those.
             GrammarError, SchemaError: the structure cannot be compiled.
         """
+        if self._pending is not None:  # a configure_async under way: this one comes after
+            future, self._pending = self._pending, None
+            future.exception()  # (waits; its error no longer matters)
+        self._configure(structure)
+
+    def _configure(self, structure: Any) -> StructuringEngine:
         structure = _as_structure(structure)
         compiled = structure.compile()
         self.structure = structure
         self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
         self._committed = []
+        return self
+
+    def configure_async(self, structure: Any, executor: Executor | None = None) -> Future:
+        """`configure(structure)` off the calling thread: a server compiles the next
+        request's structure while the model runs (the compile holds the GIL in its Python
+        parts; a model's forward pass releases it).
+
+        Args:
+            structure: as for `configure`.
+            executor: where to compile (default: one background thread pse keeps).
+
+        Returns:
+            A Future whose result is this engine, configured; its exception is the
+            compile's error (then the engine keeps its previous structure). Using the engine
+            before the future is done waits for it (and raises that error once).
+
+        Raises:
+            RuntimeError: another configure_async of this engine is under way.
+        """
+        if self._pending is not None and not self._pending.done():
+            raise RuntimeError("a configure_async of this engine is under way: wait for its "
+                               "future first")
+        future = (executor or _compile_pool()).submit(self._configure, structure)
+        self._pending = future
+        return future
+
+    def _wait_configured(self) -> None:
+        """Wait for a configure_async under way; raise its error once."""
+        future, self._pending = self._pending, None
+        if future is not None:
+            future.result()
 
     @property
     def matcher(self) -> Matcher:
+        if self._pending is not None:
+            self._wait_configured()
         if self._matcher is None:
             raise RuntimeError("the engine has no structure: call engine.configure(...) first")
         return self._matcher
@@ -313,7 +353,10 @@ class StructuringEngine:
 
     def copy(self) -> StructuringEngine:
         """An independent engine in the same state; caches are shared."""
+        if self._pending is not None:
+            self._wait_configured()
         other = StructuringEngine.__new__(StructuringEngine)
+        other._pending = None
         other.vocab = self.vocab
         other.mask_memo = self.mask_memo
         other.structure = self.structure
@@ -370,6 +413,35 @@ def _host_bitmask(bitmask: Any) -> tuple[np.ndarray, Callable[[], None] | None]:
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+_COMPILE_POOL: ThreadPoolExecutor | None = None
+
+
+def _compile_pool() -> ThreadPoolExecutor:
+    """One thread for compiles in the background (they hold the GIL: more would not help)."""
+    global _COMPILE_POOL
+    with _POOL_LOCK:
+        if _COMPILE_POOL is None:
+            _COMPILE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pse-compile")
+        return _COMPILE_POOL
+
+
+def compile(structure: Any) -> StateMachine:
+    """`structure` (a StateMachine, a JSON Schema as a dict or JSON text, or a pydantic model
+    class) as a compiled StateMachine: configuring an engine with it costs nothing more.
+
+    Raises:
+        TypeError: `structure` is none of those.
+        GrammarError, SchemaError: the structure cannot be compiled.
+    """
+    machine = _as_structure(structure)
+    machine.compile()
+    return machine
+
+
+def compile_async(structure: Any, executor: Executor | None = None) -> Future:
+    """`compile(structure)` off the calling thread (default: pse's one compile thread, as
+    `StructuringEngine.configure_async`); a Future of the compiled StateMachine."""
+    return (executor or _compile_pool()).submit(compile, structure)
 
 
 def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: Any,

@@ -17,6 +17,7 @@ from typing import Any
 MAX_LISTED = 6        # enum values and property names listed before "..."
 MAX_BRANCHES = 8      # schemas a path may lead to (through anyOf, oneOf)
 MAX_REF_HOPS = 32     # $refs followed in a row (a reference leading to itself ends)
+MAX_WORDS_DEPTH = 2   # levels of anyOf/oneOf/allOf/not put in words
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -228,8 +229,12 @@ _TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a strin
                "array": "an array"}
 
 
-def schema_words(root: Any, schema: Any) -> str:
-    """What `schema` allows, in a few words: `an integer at most 14`."""
+def schema_words(root: Any, schema: Any, depth: int = 0) -> str:
+    """What `schema` allows, in a few words: `an integer at most 14`; the schemas inside
+    anyOf, oneOf, allOf and not only to MAX_WORDS_DEPTH levels (a schema may refer to
+    itself)."""
+    if depth > MAX_WORDS_DEPTH:
+        return "..."
     schema = _resolved(root, schema)
     if schema is True or schema == {}:
         return "any JSON value"
@@ -246,17 +251,18 @@ def schema_words(root: Any, schema: Any) -> str:
     for keyword, joiner in (("anyOf", " or "), ("oneOf", " or ")):
         branches = schema.get(keyword)
         if isinstance(branches, list) and branches:
-            inner = joiner.join(schema_words(root, b) for b in branches[:MAX_LISTED])
+            inner = joiner.join(schema_words(root, b, depth + 1) for b in branches[:MAX_LISTED])
             more = ", ..." if len(branches) > MAX_LISTED else ""
             words = (words + ", " if words else "") + f"one of: {inner}{more}"
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
-        inner = " and ".join(w for w in (schema_words(root, b) for b in all_of)
+        inner = " and ".join(w for w in (schema_words(root, b, depth + 1) for b in all_of)
                              if w != "any JSON value")
         if inner:
             words = f"{words} and {inner}" if words else inner
     if "not" in schema:
-        words = (words + ", " if words else "") + "not " + schema_words(root, schema["not"])
+        words = (words + ", " if words else "") + "not " + schema_words(root, schema["not"],
+                                                                          depth + 1)
     return words or "any JSON value"
 
 

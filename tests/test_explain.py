@@ -269,6 +269,8 @@ def test_path_text():
     ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
      "one of: an integer or true or false"),
     ({"minimum": 3}, "a number at least 3"),
+    ({"anyOf": [{"type": "null"}, {"$ref": "#"}]},  # itself, inside: words to a depth
+     "one of: null or one of: null or one of: ... or ..."),
 ])
 def test_schema_words(schema, words):
     assert schema_words(schema, schema) == words
