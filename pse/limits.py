@@ -1,8 +1,8 @@
-"""Limits on the work a structure may cost: the compile-time budget and the live parser states
-per step. The size limits of each compiler stage live beside the code they bound (see
-docs/limits.md); this module holds the two that span stages.
+"""Limits on the work a structure may cost: the compile budget (time and memory) and the live
+parser states per step. The size limits of each compiler stage live beside the code they bound
+(see docs/limits.md); this module holds those that span stages.
 
-The compile-time budget is checked at safe points of the compilers (between automaton states,
+The compile budget is checked at safe points of the compilers (between automaton states,
 parser nodes and schema keywords): no signal, no thread. A compile that runs past it raises
 `GrammarError` (`SchemaError` for a JSON Schema, naming the pointer being compiled).
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -19,11 +21,24 @@ from typing import Any, Callable, Iterator
 from pse._core import structure as _structure
 from pse.errors import GrammarError
 
+try:
+    import resource
+except ImportError:  # (Windows)
+    resource = None  # type: ignore[assignment]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 # Seconds one structure may take to compile (None: no limit). Every maskbench schema that
 # compiles at all takes far less (p99 0.3 s on one core).
 COMPILE_SECONDS: float | None = 30.0
+# Bytes of resident memory one compile may add to the process (None: no limit), so that a
+# schema that multiplies out is an error, not an out-of-memory kill. Measured every
+# MEMORY_CHECK_EVERY budget checks (the whole process's: compiles in other threads count).
+COMPILE_MEMORY: int | None = 1 << 30
+MEMORY_CHECK_EVERY = 1024
 
 _local = threading.local()
+_checks = 0  # budget checks made (by every thread: it only spaces the looks at memory)
 
 
 @contextmanager
@@ -39,6 +54,7 @@ def compile_budget(what: str) -> Iterator[None]:
         return
     _local.deadline = float("inf") if COMPILE_SECONDS is None else \
         time.monotonic() + COMPILE_SECONDS
+    _local.memory_ceiling = None if COMPILE_MEMORY is None else resident_bytes() + COMPILE_MEMORY
     _local.what = what
     # no garbage collection while compiling: a compile allocates many short-lived containers,
     # and each collection it set off would also scan everything the process holds (one
@@ -77,10 +93,30 @@ def check_budget() -> None:
     Raises:
         GrammarError: the budget is spent.
     """
+    global _checks
     deadline = getattr(_local, "deadline", None)
-    if deadline is not None and time.monotonic() > deadline:
+    if deadline is None:
+        return
+    if time.monotonic() > deadline:
         raise GrammarError(f"compiling {_local.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
+    _checks += 1
+    if _checks % MEMORY_CHECK_EVERY == 0 and _local.memory_ceiling is not None \
+            and resident_bytes() > _local.memory_ceiling:
+        raise GrammarError(f"compiling {_local.what} took more than {COMPILE_MEMORY >> 20} MiB "
+                           f"of memory (pse.limits.COMPILE_MEMORY)")
+
+
+def resident_bytes() -> int:
+    """The process's resident memory now (Linux; elsewhere its peak so far), in bytes."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        if resource is None:
+            return 0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024  # (bytes there, KiB here)
 
 
 def max_live_states() -> int:

@@ -3,6 +3,8 @@ RecursionError or a slow mask."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import pytest
@@ -117,6 +119,45 @@ def test_budget_covers_the_machine_compiler(monkeypatch):
         structure.compile()
     monkeypatch.setattr(limits, "COMPILE_SECONDS", None)
     assert structure.matches("ab")
+
+
+# A schema crafted to explode: ten anyOfs of four objects of six properties, all holding at
+# once, multiply out into 4**10 merged objects. It is refused, naming the limit it reached, and
+# the memory the compile took stays within COMPILE_MEMORY (lowered here so that the test
+# reaches it soon; in a fresh process, so that the peak is this compile's).
+EXPLODING = {"allOf": [{"anyOf": [{"type": "object", "required": [f"q{j}_{i}_0"],
+                                   "properties": {f"q{j}_{i}_{x}": {"type": "integer"}
+                                                  for x in range(6)}}
+                                  for i in range(4)]} for j in range(10)]}
+CRAFTED = f"""
+import json, resource, sys
+import pse
+from pse import limits
+limits.COMPILE_MEMORY = 128 << 20
+before = limits.resident_bytes()
+try:
+    pse.JsonSchema({json.dumps(EXPLODING)}, property_order="any")
+    error = None
+except pse.SchemaError as e:
+    error = str(e)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"error": error, "grown": peak - before}}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_a_schema_crafted_to_explode_stays_inside_the_memory_limit():
+    out = subprocess.run([sys.executable, "-c", CRAFTED], capture_output=True, text=True,
+                         check=True, timeout=600)
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["error"] is not None and "COMPILE_MEMORY" in result["error"]
+    assert result["error"].startswith("#/anyOf/0/anyOf/")  # the pointer being compiled
+    # the limit, and what the compile takes between two looks at memory
+    assert result["grown"] < (128 + 16) << 20
+
+
+def test_resident_bytes():
+    assert 0 < limits.resident_bytes() < 1 << 40
 
 
 # --- live parser states ----------------------------------------------------------------------

@@ -57,8 +57,9 @@ def _colon(ws: int) -> DfaTerminal:
 # Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
 # oneOf's branches apart) are multiplied out, one subschema per combination; past this the
 # schema is refused with a clear error instead of minutes and gigabytes (every maskbench
-# schema that compiles needs under 50,000, all but one under 14,000).
-MAX_SCHEMA_NODES = 100_000
+# schema that compiles needs under 55,000, all but one under 14,000; a crafted schema that
+# reaches the limit has taken about half a gigabyte by then: tests/test_limits.py).
+MAX_SCHEMA_NODES = 60_000
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
