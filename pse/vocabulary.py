@@ -14,15 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import datrie
 import numpy as np
 
+from pse._core.byte_kinds import prepare_kinds_below
 from pse._core.trie import TokenTrie
+from pse.encoders import (LazyTiktoken, LazyTokenizer, Source, encode_with, encoder_from_state,
+                          encoder_state)
 from pse.errors import VocabularyError
 
-_NIBBLES = "abcdefghijklmnop"
-# libdatrie's alphabet holds at most 255 symbols: each byte is stored as two of 16 symbols.
-_KEY_OF_BYTE = [_NIBBLES[b >> 4] + _NIBBLES[b & 15] for b in range(256)]
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
 # tokenize_partial: trailing tokens that may be held back, and recent tokens used as context
@@ -31,17 +30,6 @@ MAX_CONTEXT_TOKENS = 4
 # A context for a fragment when there are no recent tokens: a SentencePiece tokenizer then puts
 # its dummy '▁' before the newline, which is never merged with what follows.
 _SENTINEL_CONTEXT = b"\n"
-
-
-def _trie_key(data: bytes) -> str:
-    return "".join([_KEY_OF_BYTE[b] for b in data])
-
-
-def _key_bytes(key: str) -> bytes:
-    return bytes.fromhex(key.translate(_KEY_TO_HEX))
-
-
-_KEY_TO_HEX = str.maketrans(_NIBBLES, "0123456789abcdef")
 
 
 def gpt2_byte_decoder() -> dict[str, int]:
@@ -59,6 +47,10 @@ def gpt2_byte_decoder() -> dict[str, int]:
 
 
 _GPT2_TABLE = {ord(ch): b for ch, b in gpt2_byte_decoder().items()}
+# per code point up to the map's highest (and one more for every code point above it): the
+# byte it stands for, 256 where it stands for none
+_GPT2_LUT = np.full(max(_GPT2_TABLE) + 2, 256, dtype=np.uint16)
+_GPT2_LUT[list(_GPT2_TABLE)] = list(_GPT2_TABLE.values())
 
 
 def _byte_level_bytes(token: str) -> bytes:
@@ -67,6 +59,21 @@ def _byte_level_bytes(token: str) -> bytes:
         return bytes(_GPT2_TABLE[ord(ch)] for ch in token)
     except KeyError:
         return token.encode("utf-8")
+
+
+def _byte_level_pieces(pieces: list[str]) -> list[bytes]:
+    """`_byte_level_bytes` of every piece, mapped all at once (numpy over the code points of
+    the joined pieces); the few pieces with a character outside the map, one by one."""
+    from pse._core.trie import tokens_from_blob
+
+    codes = np.frombuffer("".join(pieces).encode("utf-32-le"), dtype="<u4")
+    mapped = _GPT2_LUT[np.minimum(codes, len(_GPT2_LUT) - 1)]
+    ends = np.cumsum(np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces)))
+    out = list(tokens_from_blob(mapped.astype(np.uint8).tobytes(), ends,
+                                np.ones(len(pieces), dtype=np.uint8)))
+    for k in set(np.searchsorted(ends, np.flatnonzero(mapped > 255), side="right").tolist()):
+        out[k] = _byte_level_bytes(pieces[k])
+    return out
 
 
 def _sentencepiece_bytes(token: str) -> bytes:
@@ -79,7 +86,9 @@ def _sentencepiece_bytes(token: str) -> bytes:
 class Vocabulary:
     """The exact bytes of every token id, with prefix look-ups and the flat trie.
 
-    Build one with `from_file`, `from_tokenizer` or `from_tokens`.
+    Build one with `from_file`, `from_tokenizer` or `from_tokens`; `save` one to a file and
+    `load` it back in tens of milliseconds. A vocabulary never changes once made, so threads
+    share it freely.
 
     Attributes:
         size: the width of a mask: the highest id + 1, or `n_vocab` when that is larger.
@@ -103,9 +112,26 @@ class Vocabulary:
         self.special_token_ids: frozenset[int] = frozenset(self._check_ids(special_token_ids))
         self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
         self._encoder = encoder
+        self._init_lazy()
+        self.trie: TokenTrie = TokenTrie.from_token_list(self._tokens, self.special_token_ids)
+        self._prepare_masks()
+
+    def _prepare_masks(self) -> None:
+        """Make now what every mask needs and only the vocabulary decides (a few ms): the
+        token table and the trie's kinds of bytes below each node. Then a vocabulary is ready
+        to mask when made, and nothing is made lazily under a walk."""
+        self.token_table()
+        prepare_kinds_below(self.trie)
+
+    def _init_lazy(self) -> None:
+        """The attributes made on first use (the token table, the special tokens by text,
+        the digest). Each is a pure function of the tokens and ids: two threads racing to make
+        one make equal values, and either is kept. And the tokenizer file it was read from."""
+        self._source: Source | None = None
         self._token_table: tuple[tuple[bytes | None, ...], np.ndarray] | None = None
         self._special_by_text: dict[bytes, int] | None = None
-        self._build()
+        self._digest: str | None = None
+        self._present: np.ndarray | None = None  # uint8 per id: 1 where it has a token
 
     def _check_ids(self, ids: Iterable[int]) -> list[int]:
         out = []
@@ -114,18 +140,6 @@ class Vocabulary:
                 raise VocabularyError(f"token id {i!r} is out of range (0 <= id < {self.size})")
             out.append(i)
         return out
-
-    def _build(self) -> None:
-        pairs = [(b, i) for i, b in enumerate(self._tokens)
-                 if b and i not in self.special_token_ids]
-        self.trie = TokenTrie(pairs)
-        self._datrie = datrie.Trie(_NIBBLES)
-        by_bytes: dict[bytes, int] = {}
-        for b, i in pairs:
-            by_bytes.setdefault(b, i)  # the lowest id is the canonical one
-        for b, i in by_bytes.items():
-            self._datrie[_trie_key(b)] = i
-        self._by_bytes = by_bytes
 
     # -- constructors -------------------------------------------------------------------------
     @classmethod
@@ -187,19 +201,22 @@ class Vocabulary:
             raise ValueError("special_tokens and pattern are for .tiktoken files; a "
                              "tokenizer.json holds its own")
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as e:
             raise VocabularyError(f"cannot read tokenizer file {str(path)!r}: {e}") from None
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise VocabularyError(f"{str(path)!r} is not JSON ({e}); expected a Hugging Face "
                                   "tokenizer.json") from None
         tokens, special, added = _tokens_from_tokenizer_json(data, str(path))
+        del data  # (the parsed file, merges and all: freed before the trie is built)
         if eos_token_ids is None:
             eos_token_ids = _eos_from_config(path.parent / "tokenizer_config.json", added)
         # parsing the file into a `tokenizers.Tokenizer` waits for the first `encode`
-        return cls(tokens, special, eos_token_ids, n_vocab, _LazyTokenizer(text))
+        vocab = cls(tokens, special, eos_token_ids, n_vocab, LazyTokenizer(raw))
+        vocab._source = Source("tokenizer.json", path, data=raw)
+        return vocab
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any, eos_token_ids: Iterable[int] | None = None,
@@ -243,8 +260,12 @@ class Vocabulary:
         (every configured engine asks for it); both are shared, so read-only."""
         if self._token_table is None:
             tokens = self._tokens + (None,) * (self.size - len(self._tokens))
-            kind = np.zeros(self.size, dtype=np.uint8)
-            kind[[i for i, b in enumerate(tokens) if b is None]] = 2
+            kind = np.full(self.size, 2, dtype=np.uint8)
+            present = self._present
+            if present is None:
+                present = np.fromiter((b is not None for b in self._tokens), dtype=np.uint8,
+                                      count=len(self._tokens))
+            kind[:len(self._tokens)][present.astype(bool)] = 0
             kind[list(self.special_token_ids)] = 2
             kind[list(self.eos_token_ids)] = 1
             kind.setflags(write=False)
@@ -256,8 +277,10 @@ class Vocabulary:
         return 0 <= token_id < len(self._tokens) and self._tokens[token_id] is not None
 
     def lookup(self, data: bytes | str) -> int | None:
-        """The id of the token whose bytes are exactly `data` (not special), or None."""
-        return self._by_bytes.get(_as_bytes(data))
+        """The id of the token whose bytes are exactly `data` (not special), or None. When
+        several ids have those bytes, the lowest (the canonical one)."""
+        found = self.trie.lookup(_as_bytes(data))
+        return None if found < 0 else found
 
     def special_token_id(self, token: int | str) -> int:
         """The id of the token `SpecialToken(token)` names: an id of this vocabulary, or a
@@ -281,7 +304,7 @@ class Vocabulary:
                     by_text.setdefault(self._tokens[i], i)
             self._special_by_text = by_text
         data = token.encode("utf-8")
-        found = self._special_by_text.get(data, self._by_bytes.get(data))
+        found = self._special_by_text.get(data, self.lookup(data))
         if found is None:
             raise VocabularyError(f"SpecialToken({token!r}): this vocabulary has no token "
                                   f"{token!r}")
@@ -298,18 +321,16 @@ class Vocabulary:
     def longest_prefix(self, data: bytes | str) -> tuple[bytes, int] | None:
         """The longest (non-special) token that is a prefix of `data`, as (bytes, id)."""
         data = _as_bytes(data)
-        if not data:
+        found = self.trie.longest_prefix(data)
+        if found is None:
             return None
-        try:
-            key, tid = self._datrie.longest_prefix_item(_trie_key(data))
-        except KeyError:
-            return None
-        return _key_bytes(key), tid
+        length, tid = found
+        return data[:length], tid
 
     def tokens_with_prefix(self, prefix: bytes | str) -> list[int]:
-        """Ids of the (non-special) tokens that start with `prefix`, in byte order."""
-        return sorted(self._datrie.values(_trie_key(_as_bytes(prefix))),
-                      key=lambda i: self._tokens[i])
+        """Ids of the (non-special) tokens that start with `prefix`, in byte order (of
+        several ids with the same bytes, the lowest)."""
+        return self.trie.ids_with_prefix(_as_bytes(prefix))
 
     def encode(self, text: bytes | str) -> list[int]:
         """Token ids for `text`, as the tokenizer encodes it (no special tokens added).
@@ -324,7 +345,7 @@ class Vocabulary:
             except UnicodeDecodeError:
                 decoded = None
             if decoded is not None:
-                return list(_encode_with(self._encoder, decoded))
+                return list(encode_with(self._encoder, decoded))
         return self._greedy_encode(data)
 
     def _greedy_encode(self, data: bytes) -> list[int]:
@@ -459,12 +480,68 @@ class Vocabulary:
             k += 1
         return ids[k:] if pos == extra + len(context) else None
 
+    @property
+    def digest(self) -> str:
+        """SHA-256 (hex) of what this vocabulary is: its size, EOS and special ids and the
+        bytes of every id. Equal vocabularies have equal digests, however they were made or
+        loaded (the tokenizer behind `encode` is not part of it)."""
+        if self._digest is None:
+            from pse.vocabulary_file import token_arrays, vocabulary_digest
+
+            self._digest = vocabulary_digest(self.size, self.eos_token_ids,
+                                             self.special_token_ids, *token_arrays(self._tokens))
+        return self._digest
+
+    def save(self, path: str | Path) -> None:
+        """Write this vocabulary to one file, for `Vocabulary.load` (tens of milliseconds
+        instead of building it again). The file records the tokenizer file the vocabulary was
+        read from (its path and SHA-256), which `load` checks; it is written to a temporary
+        file beside `path`, then renamed over it.
+
+        Args:
+            path: the file to write (replaced when it exists).
+
+        Raises:
+            VocabularyError: the vocabulary was made by `from_tokenizer` (from a tokenizer
+                object, not a file: the file could not bring its tokenizer back), or the file
+                cannot be written.
+        """
+        from pse.vocabulary_file import save
+
+        save(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, tokenizer_file: str | Path | None = None) -> Vocabulary:
+        """A vocabulary `save` wrote, equal in everything to the one saved (token bytes, EOS
+        and special ids, size, the trie, `digest`), after checking it.
+
+        A vocabulary read from a tokenizer file is checked against that file: `tokenizer_file`
+        when given, else the path recorded when it was saved. The file must be there and have
+        the SHA-256 recorded (it is also what `encode` uses). A vocabulary made by
+        `from_tokens` has no tokenizer file (`tokenizer_file` must then be None).
+
+        Args:
+            path: a file `Vocabulary.save` wrote.
+            tokenizer_file: the tokenizer file the vocabulary was read from (default: where
+                it was when the vocabulary was saved).
+
+        Raises:
+            VocabularyError: `path` cannot be read, is not a vocabulary file, is of another
+                format version or was saved by another version of pse, is truncated or
+                damaged; or the tokenizer file is missing or is not the one the vocabulary
+                was read from.
+        """
+        from pse.vocabulary_file import load
+
+        return load(cls, Path(path), tokenizer_file)
+
     def __len__(self) -> int:
         return sum(t is not None for t in self._tokens)
 
     def __reduce__(self):
+        source = self._source.record() if self._source is not None else None
         return (_rebuild, (self._tokens, sorted(self.special_token_ids), self.eos_token_ids,
-                           self.size, _encoder_state(self._encoder)))
+                           self.size, encoder_state(self._encoder), source))
 
     def __repr__(self) -> str:
         return f"<Vocabulary size={self.size} tokens={len(self)} eos={list(self.eos_token_ids)}>"
@@ -493,80 +570,11 @@ def _as_bytes(data: bytes | str) -> bytes:
     raise TypeError(f"expected str or bytes, got {type(data).__name__}")
 
 
-def _rebuild(tokens, special, eos, size, encoder_state) -> Vocabulary:
-    return Vocabulary(tokens, special, eos, size, _encoder_from_state(encoder_state))
-
-
-class _LazyTokenizer:
-    """A `tokenizers.Tokenizer` parsed from its JSON text on first use."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._tokenizer: Any = None
-
-    def get(self) -> Any:
-        if self._tokenizer is None:
-            from tokenizers import Tokenizer
-
-            try:
-                self._tokenizer = Tokenizer.from_str(self.text)
-            except Exception as e:  # a file pse can read but this tokenizers version cannot
-                raise VocabularyError(f"the tokenizers library cannot load this tokenizer: {e}"
-                                      ) from None
-        return self._tokenizer
-
-
-def _encoder_state(encoder: Any) -> Any:
-    if encoder is None:
-        return None
-    if isinstance(encoder, _LazyTokenizer):
-        return ("tokenizers", encoder.text)
-    if type(encoder).__module__.startswith("tokenizers"):
-        return ("tokenizers", encoder.to_str())
-    return ("object", encoder)
-
-
-def _encoder_from_state(state: Any) -> Any:
-    if state is None:
-        return None
-    kind, value = state
-    return _LazyTokenizer(value) if kind == "tokenizers" else value
-
-
-def _encode_with(encoder: Any, text: str) -> list[int]:
-    if isinstance(encoder, (_LazyTokenizer, _LazyTiktoken)):
-        encoder = encoder.get()
-    module = type(encoder).__module__.split(".")[0]
-    if module == "tokenizers":
-        return encoder.encode(text, add_special_tokens=False).ids
-    if module == "tiktoken" or hasattr(encoder, "encode_ordinary"):
-        return encoder.encode_ordinary(text)
-    return encoder.encode(text, add_special_tokens=False)
-
-
-class _LazyTiktoken:
-    """A `tiktoken.Encoding` built from a .tiktoken file's ranks on first use."""
-
-    def __init__(self, name: str, pattern: str, ranks: dict[bytes, int],
-                 special_tokens: dict[str, int]) -> None:
-        self.args = (name, pattern, ranks, special_tokens)
-        self._encoding: Any = None
-
-    def get(self) -> Any:
-        if self._encoding is None:
-            import tiktoken
-
-            name, pattern, ranks, special = self.args
-            self._encoding = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks,
-                                               special_tokens=special)
-        return self._encoding
-
-    def __getstate__(self) -> tuple:
-        return self.args
-
-    def __setstate__(self, args: tuple) -> None:
-        self.args = args
-        self._encoding = None
+def _rebuild(tokens, special, eos, size, encoder_state, source=None) -> Vocabulary:
+    vocab = Vocabulary(tokens, special, eos, size, encoder_from_state(encoder_state))
+    if source is not None:
+        vocab._source = Source.from_record(source)
+    return vocab
 
 
 def _from_tiktoken_file(cls, path: Path, eos_token_ids, n_vocab, special_tokens,
@@ -576,7 +584,8 @@ def _from_tiktoken_file(cls, path: Path, eos_token_ids, n_vocab, special_tokens,
     import binascii
 
     try:
-        lines = path.read_bytes().splitlines()
+        raw = path.read_bytes()
+        lines = raw.splitlines()
     except OSError as e:
         raise VocabularyError(f"cannot read tokenizer file {str(path)!r}: {e}") from None
     ranks: dict[bytes, int] = {}
@@ -620,8 +629,11 @@ def _from_tiktoken_file(cls, path: Path, eos_token_ids, n_vocab, special_tokens,
         if importlib.util.find_spec("tiktoken") is None:
             raise VocabularyError("encoding with a .tiktoken file's pattern needs the tiktoken "
                                   "package: pip install tiktoken")
-        encoder = _LazyTiktoken(path.stem, pattern, ranks, special)
-    return cls(tokens, special.values(), eos_token_ids, n_vocab, encoder)
+        encoder = LazyTiktoken(path.stem, pattern, ranks, special)
+    vocab = cls(tokens, special.values(), eos_token_ids, n_vocab, encoder)
+    vocab._source = Source("tiktoken", path, data=raw,
+                            options={"pattern": pattern, "special_tokens": special})
+    return vocab
 
 
 def _tokens_from_tokenizer_json(data: Any, where: str):
@@ -644,13 +656,17 @@ def _tokens_from_tokenizer_json(data: Any, where: str):
             f"{where}: cannot tell how pieces map to bytes (decoder "
             f"{json.dumps(data.get('decoder'))[:120]}); supported: byte-level BPE (ByteLevel) "
             "and SentencePiece-style pieces (Metaspace, or Replace '▁' with ByteFallback)")
-    to_bytes = _byte_level_bytes if style == "byte_level" else _sentencepiece_bytes
     added = {t["content"]: t["id"] for t in data.get("added_tokens") or []}
     special = {t["id"] for t in data.get("added_tokens") or [] if t.get("special")}
-    highest = max(list(pieces.values()) + list(added.values()) + [-1])
+    ids = list(pieces.values())
+    highest = max(ids + list(added.values()) + [-1])
     tokens: list[bytes | None] = [None] * (highest + 1)
-    for piece, i in pieces.items():
-        tokens[i] = to_bytes(piece)
+    if style == "byte_level":
+        for i, b in zip(ids, _byte_level_pieces(list(pieces))):
+            tokens[i] = b
+    else:
+        for piece, i in pieces.items():
+            tokens[i] = _sentencepiece_bytes(piece)
     for t in data.get("added_tokens") or []:
         # added tokens are stored as plain text, not in the model's piece alphabet
         tokens[t["id"]] = t["content"].encode("utf-8")

@@ -24,8 +24,7 @@ N_THREADS = 3
 
 def synthetic_vocab() -> Vocabulary:
     """Every byte, plus pieces of maskbench instances: a few thousand tokens, built in
-    milliseconds (the AddressSanitizer run uses it: libdatrie builds Llama 3's datrie slowly
-    under ASan's allocator)."""
+    milliseconds (the AddressSanitizer run, which leaves the real tokenizers out, uses it)."""
     pieces = set()
     for _, texts in maskbench_cases(40, seed=5):
         for text in texts:

@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 
 from conftest import TOKENIZER_NAMES, shared_vocab, tokenizer_path
 from pse import Vocabulary, VocabularyError
+from pse._core.trie import TokenTrie
 
 CORPUS = [
     "Hello, world! The quick brown fox jumps over the lazy dog.",
@@ -228,6 +229,56 @@ def test_prefix_lookups_against_brute_force(tokens, probes):
         assert v.lookup(probe) == canonical.get(probe)
         starting = sorted(canonical[t] for t in canonical if t.startswith(probe))
         assert sorted(v.tokens_with_prefix(probe)) == starting
+
+
+def reference_trie(pairs):
+    """The flat trie's arrays, built the plain way: sort (bytes, id), then one node per new
+    byte in depth-first order."""
+    items = sorted((b, i) for b, i in pairs if b)
+    node_byte, node_depth, node_end, node_parent, node_tok_off = [0], [0], [0], [0], [0]
+    tok_ids, tok_node = [], [-1] * (max([i for _, i in items], default=0) + 1)
+    path, prev = [], b""
+    for tok, tid in items:
+        common = 0
+        while common < min(len(tok), len(prev)) and tok[common] == prev[common]:
+            common += 1
+        while len(path) > common:
+            node_end[path.pop()] = len(node_byte)
+        for d in range(common, len(tok)):
+            node_parent.append(path[-1] if path else 0)
+            node_byte.append(tok[d])
+            node_depth.append(d + 1)
+            node_end.append(0)
+            node_tok_off.append(len(tok_ids))
+            path.append(len(node_byte) - 1)
+        tok_node[tid] = path[-1]
+        tok_ids.append(tid)
+        prev = tok
+    while path:
+        node_end[path.pop()] = len(node_byte)
+    node_end[0] = len(node_byte)
+    node_tok_off.append(len(tok_ids))
+    return {"node_byte": node_byte, "node_depth": node_depth, "node_end": node_end,
+            "node_tok_off": node_tok_off, "tok_ids": tok_ids or [0], "node_parent": node_parent,
+            "tok_node": tok_node}
+
+
+long_prefix = st.sampled_from([b"", b"a" * 70, b"a" * 70 + b"b", b"\xff" * 3])
+
+
+@given(st.lists(st.tuples(long_prefix, st.binary(max_size=4)).map(b"".join), max_size=120),
+       st.data())
+def test_trie_arrays_against_a_plain_build(tokens, data):
+    """The trie's sort (radix, then comparisons for few or long-shared entries) and layout
+    give the arrays a plain sort and loop give; duplicates keep every id, lowest first."""
+    ids = data.draw(st.permutations(range(len(tokens))))
+    pairs = list(zip(tokens, ids))
+    expected = reference_trie(pairs)
+    for trie in (TokenTrie(pairs), TokenTrie.from_token_list(
+            tuple(t for t, _ in sorted(pairs, key=lambda p: p[1])), ())):
+        got = trie.arrays()
+        assert {k: v.tolist() for k, v in got.items()} == expected
+        assert trie.max_depth == max([len(t) for t in tokens], default=0)
 
 
 def test_every_byte_value():

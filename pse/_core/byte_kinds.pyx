@@ -160,3 +160,9 @@ cdef int16_t find_loop_kinds(const Tables* t, int32_t d) noexcept nogil:
                 seen_d[n_seen], seen_u[n_seen] = e, v
                 n_seen += 1
     return kinds | KIND_UTF8
+
+
+def prepare_kinds_below(TokenTrie trie) -> None:
+    """Make the trie's kinds_below now (every mask walk needs them) rather than at the first
+    walk."""
+    kinds_below(trie)

@@ -16,6 +16,7 @@ ctypedef struct Trie:
     int32_t* node_tok_off     # n_nodes + 1
     int32_t* tok_ids
     int32_t max_depth
+    int32_t root_child[256]   # per byte: the root's child on it (-1: none), to skip its scan
 
 
 cdef class TokenTrie:
@@ -24,22 +25,31 @@ cdef class TokenTrie:
     cdef public object shared_slices   # slice entries shared by every structure (mask.pyx)
     cdef public object kinds_below     # per node: the kinds of bytes below it (byte_kinds.pyx)
 
+    cdef _build(self, list data, list ids)
+    cdef _set(self, tuple buffers, Py_ssize_t max_depth)
+
+
+cdef inline int32_t trie_child(const Trie* t, int32_t node, uint8_t b) noexcept nogil:
+    """The child of `node` by byte b, or -1."""
+    cdef int32_t i = node + 1, end = t.node_end[node]
+    while i < end:
+        if t.node_byte[i] == b:
+            return i
+        if t.node_byte[i] > b:    # children are in byte order
+            return -1
+        i = t.node_end[i]
+    return -1
+
 
 cdef inline int32_t trie_find(const Trie* t, const uint8_t* p, Py_ssize_t n) noexcept nogil:
     """The node whose prefix is p[:n], or -1 when no token starts with it."""
-    cdef int32_t node = 0, i, end
+    cdef int32_t node
     cdef Py_ssize_t k
-    for k in range(n):
-        i = node + 1
-        end = t.node_end[node]
-        node = -1
-        while i < end:
-            if t.node_byte[i] == p[k]:
-                node = i
-                break
-            if t.node_byte[i] > p[k]:    # children are in byte order
-                break
-            i = t.node_end[i]
+    if n == 0:
+        return 0
+    node = t.root_child[p[0]]
+    for k in range(1, n):
         if node < 0:
             return -1
+        node = trie_child(t, node, p[k])
     return node
