@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pse._core.stepper import Stepper, StepperDelta
 from pse import compiler as _compiler  # noqa: F401  (what StateMachine.compile() calls)
+from pse.compile_cache import get_cache_dir, set_cache_dir
 from pse.engine import StructuringEngine, compile, compile_async, fill_next_token_bitmask_par
 from pse.errors import GrammarError, PSEError, SchemaError, VocabularyError
 from pse.explain import Explanation
@@ -84,5 +85,7 @@ __all__ = [
     "fill_next_token_bitmask_par",
     "generate",
     "generate_batch",
+    "get_cache_dir",
+    "set_cache_dir",
     "tool_schema",
 ]

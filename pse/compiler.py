@@ -21,7 +21,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from pse import automaton, limits
+from pse import automaton, compile_cache, limits
 from pse.bounded_cache import BoundedCache
 from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
@@ -677,6 +677,9 @@ def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:
 def compile_machine(machine: StateMachine) -> CompiledStructure:
     """Compile `machine` into a CompiledStructure.
 
+    With the compile cache on (`pse.set_cache_dir`) and a machine that has a `cache_key()`,
+    the tables come from the cache when an entry is there, and go into it when compiled.
+
     Raises:
         GrammarError: an unset Forward, left recursion, a structure that matches nothing, or
             one past a limit (MAX_NODES, MAX_DEPTH, MAX_LEFT_CALLS, MAX_ENTRIES, the automaton
@@ -684,12 +687,17 @@ def compile_machine(machine: StateMachine) -> CompiledStructure:
     """
     if not isinstance(machine, StateMachine):
         raise TypeError(f"expected a StateMachine, got {type(machine).__name__}")
+    found = compile_cache.lookup(machine)  # (None at once when the cache is off)
+    if found is not None:
+        return found[0]
     with limits.compile_budget(_short_name(machine)):
         compiler = _Compiler()
         root = compiler.rule_for(machine)
         compiler.build_rules()
         tables = compiler.tables(root)
-        return CompiledStructure(machine.value_parser(), tables, len(compiler.rules))
+        structure = CompiledStructure(machine.value_parser(), tables, len(compiler.rules))
+    compile_cache.store(machine, tables, len(compiler.rules))
+    return structure
 
 
 use_compiler(compile_machine)

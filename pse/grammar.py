@@ -12,13 +12,15 @@ after terminals, never inside one.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import re
 from pathlib import Path
 from typing import Iterable
 
-from pse import automaton, limits
+from pse import automaton, compile_cache, limits
 from pse.cfg import Alternative, Symbol, cycles, rewrite
 from pse.errors import GrammarError
 from pse.lark_reader import BnfGrammar, read_lark
@@ -41,6 +43,10 @@ class Grammar(StateMachine):
     Special tokens are written as llguidance writes them: `<|python_tag|>` (any `<...>` outside
     strings and regexes: a token by its text) or `<[128010]>` (by id); see `SpecialToken`.
 
+    With the compile cache on (`pse.set_cache_dir`), a grammar compiled before (same text,
+    start rule, paths, imported files and pse) is loaded, not compiled; its machine tree is
+    built only if something asks for it (`state_graph`).
+
     Raises:
         TypeError: `text` or `start` is not a str.
         GrammarError: lark cannot read the grammar, a construct cannot be compiled (a
@@ -56,12 +62,87 @@ class Grammar(StateMachine):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
         self.text, self.start, self.source_path = text, start, source_path
         self.gbnf: str | None = None  # (see from_gbnf)
-        # one compile budget (and no garbage collection) from the text to the machines
-        with limits.compile_budget(f"the grammar {source_path or ''}".rstrip()):
-            lark_text, specials = _special_tokens(text, source_path or "grammar")
-            parser = read_lark(lark_text, start, list(import_paths), source_path)
-            root = _Builder(parser, text, source_path, specials).build(start)
-        super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
+        self.import_paths = [str(p) for p in import_paths]
+        self._setup()
+
+    def _setup(self) -> None:
+        """The compiled structure from the compile cache, else the machine tree."""
+        super().__init__(None, start_state=0, end_states=("$",))
+        self._graph: dict | None = None
+        self._files: tuple = ()
+        found = compile_cache.lookup(self)
+        if found is not None:  # compiled before: the machine tree waits until asked for
+            self._compiled, extra = found
+            self._files = tuple(map(tuple, extra["files"]))
+        else:
+            self._build()
+
+    def _build(self) -> None:
+        """The machine tree: the grammar read and its rules made machines."""
+        if self.gbnf is None:
+            source_path = self.source_path
+            # one compile budget (and no garbage collection) from the text to the machines
+            with limits.compile_budget(f"the grammar {source_path or ''}".rstrip()):
+                lark_text, specials = _special_tokens(self.text, source_path or "grammar")
+                parser = read_lark(lark_text, self.start, list(self.import_paths), source_path)
+                root = _Builder(parser, self.text, source_path, specials).build(self.start)
+        else:
+            from pse.gbnf import ROOT, to_bnf
+
+            with limits.compile_budget("the GBNF grammar"):  # (as for Lark)
+                parser, specials = to_bnf(self.gbnf)
+                root = _Builder(parser, self.gbnf, "GBNF", specials, marked=False).build(ROOT)
+        self._files = parser.files
+        self._graph = {0: [(root, "$")]}
+
+    @property
+    def state_graph(self) -> dict:
+        """The machine tree's top (see StateMachine); built on first use when the compile
+        cache gave the compiled structure."""
+        if self._graph is None:
+            self._build()
+        return self._graph
+
+    @state_graph.setter
+    def state_graph(self, graph: dict) -> None:
+        self._graph = graph
+
+    def cache_key(self) -> str | None:
+        """The GBNF text, or the Lark text with its start rule, source path, import paths and
+        lark's version; None for a subclass."""
+        if type(self) is not Grammar:
+            return None
+        if self.gbnf is not None:
+            from pse import gbnf
+
+            if not isinstance(self.gbnf, str):
+                return None
+            return json.dumps(["Grammar", "gbnf", gbnf.MAX_RULE_REGEX, gbnf.MAX_RULE_NESTING,
+                               self.gbnf])
+        source = None if self.source_path is None else str(self.source_path)
+        return json.dumps(["Grammar", "lark", _lark_version(), self.start, source,
+                           self.import_paths, self.text])
+
+    def _cache_extra(self) -> dict:
+        return {"files": [list(f) for f in self._files]}
+
+    def _cache_valid(self, extra: dict) -> bool:
+        """Whether each file the grammar's `%import`s read is still the same (a file that
+        would now be found before it is not noticed)."""
+        files = extra.get("files")
+        if not (isinstance(files, list) and all(
+                isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)
+                for f in files)):
+            raise ValueError("its imported files are malformed")
+        for path, digest in files:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError):
+                return False
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
+                return False
+        return True
 
     @classmethod
     def from_lark(cls, text: str, start: str = "start") -> Grammar:
@@ -89,15 +170,13 @@ class Grammar(StateMachine):
             GrammarError: see `pse.gbnf.to_bnf` (syntax errors name the line and column) and
                 `Grammar` (the messages name the GBNF rules).
         """
-        from pse.gbnf import ROOT, to_bnf
+        from pse.gbnf import ROOT
 
         grammar = cls.__new__(cls)
         grammar.gbnf, grammar.start, grammar.source_path = text, ROOT, None
         grammar._text = None
-        with limits.compile_budget("the GBNF grammar"):  # (as __init__)
-            bnf, specials = to_bnf(text)
-            root = _Builder(bnf, text, "GBNF", specials, marked=False).build(ROOT)
-        StateMachine.__init__(grammar, {0: [(root, "$")]}, start_state=0, end_states=("$",))
+        grammar.import_paths = []
+        grammar._setup()
         return grammar
 
     @property
@@ -132,6 +211,18 @@ class Grammar(StateMachine):
     def __repr__(self) -> str:
         where = f", source_path={self.source_path!r}" if self.source_path else ""
         return f"Grammar(start={self.start!r}{where})"
+
+
+@functools.lru_cache(maxsize=1)
+def _lark_version() -> str:
+    """lark's version (it reads Lark grammars and holds the `common` they import), without
+    importing lark."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("lark")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 class _Builder:

@@ -185,5 +185,9 @@ class Json(StateMachine):
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
         return [(self.name, json.loads(text))] if complete else []
 
+    def cache_key(self) -> str | None:
+        """The whitespace bound (None for a subclass): see `StateMachine.cache_key`."""
+        return json.dumps(["Json", self.whitespace]) if type(self) is Json else None
+
     def __repr__(self) -> str:
         return f"Json(whitespace={self.whitespace})"

@@ -28,11 +28,14 @@ class BnfGrammar(NamedTuple):
         rules: per rule name, its alternatives (tuples of symbols).
         terminals: lark's terminal definitions (`TerminalDef`: name, pattern).
         ignore_tokens: the names of the `%ignore`d terminals.
+        files: the files its `%import`s read (lark's own grammars left out), as
+            (path, SHA-256 of the text) pairs.
     """
 
     rules: dict[str, list[Alternative]]
     terminals: list
     ignore_tokens: list[str]
+    files: tuple = ()
 
 
 def read_lark(text: str, start: str, import_paths: list[str],
@@ -46,20 +49,23 @@ def read_lark(text: str, start: str, import_paths: list[str],
 
     where = source_path or "grammar"
     try:
-        grammar = _load(text, source_path or "<string>", import_paths)
+        grammar, used = _load(text, source_path or "<string>", import_paths)
         terminals = _terminals(grammar)
         rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
     if start not in rules:
         raise GrammarError(f"{where}: the start rule {start!r} is not defined")
-    return BnfGrammar(rules, terminals, list(grammar.ignore))
+    files = tuple(sorted((path, digest) for path, digest in used.items()
+                         if isinstance(path, str)))  # (lark's own: a PackageResource)
+    return BnfGrammar(rules, terminals, list(grammar.ignore), files)
 
 
-def _load(text: str, source: str, import_paths: list[str]):
-    """Lark's `Grammar` of `text`: its statements read by `pse.lark_syntax`, each given to
-    lark's `GrammarBuilder` as lark's own reader would; text that reader leaves (`%import`, a
-    syntax error) is lark's to read."""
+def _load(text: str, source: str, import_paths: list[str]) -> tuple:
+    """Lark's `Grammar` of `text` and the files it imported ({path: SHA-256 of the text}):
+    its statements read by `pse.lark_syntax`, each given to lark's `GrammarBuilder` as lark's
+    own reader would; text that reader leaves (`%import`, a syntax error) is lark's to
+    read."""
     from lark.grammar import Terminal
     from lark.load_grammar import GrammarBuilder, load_grammar, resolve_term_references
 
@@ -68,7 +74,7 @@ def _load(text: str, source: str, import_paths: list[str]):
     try:
         tree = lark_syntax.parse(text)
     except lark_syntax.Unread:
-        return load_grammar(text, source, import_paths, False)[0]
+        return load_grammar(text, source, import_paths, False)
     builder = GrammarBuilder(False, import_paths)
     for stmt in tree.children:
         if stmt.data in ("term", "rule"):
@@ -85,7 +91,7 @@ def _load(text: str, source: str, import_paths: list[str]):
     # terminals written with other terminals: the others' trees in their place
     resolve_term_references({name: d.tree for name, d in builder._definitions.items()
                              if d.is_term})
-    return builder.build()
+    return builder.build(), builder.used_files
 
 
 def _terminals(grammar) -> list:

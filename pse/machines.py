@@ -97,6 +97,26 @@ class StateMachine:
             self._compiled = _compile_machine(self)
         return self._compiled
 
+    def cache_key(self) -> str | None:
+        """A canonical description of the structure, for the compile cache (`pse.compile_cache`):
+        equal descriptions must compile to equal tables. None (the default, and what every
+        combinator returns): the structure has none and is not cached.
+
+        `JsonSchema`, `Grammar`, `Regex` and `Json` have one. A subclass of those is not
+        cached unless it defines its own.
+        """
+        return None
+
+    def _cache_extra(self) -> dict:
+        """What a compile cache entry keeps beside the tables (JSON data): a schema's
+        warnings, a grammar's imported files."""
+        return {}
+
+    def _cache_valid(self, extra: dict) -> bool:
+        """Whether an entry whose `_cache_extra` was `extra` still applies (a grammar's
+        imported files unchanged)."""
+        return True
+
     def to_dot(self, max_machines: int = 50) -> str:
         """A picture of the machine as Graphviz DOT text (see pse.drawing.to_dot): a cluster
         of states per machine, an edge per sub-machine."""
@@ -248,6 +268,11 @@ class _HashedKey(tuple):
         if h is None:
             h = self.__dict__["hash"] = tuple.__hash__(self)
         return h
+
+    def __reduce__(self) -> tuple:
+        # without the hash kept: a str's hash differs from one process to the next (the
+        # compile cache pickles terminal keys)
+        return _HashedKey, (tuple(self),)
 
 
 class DfaTerminal(Terminal):

@@ -9,6 +9,7 @@ Other lookaround and backreferences have no automaton and raise `GrammarError`.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Callable, Hashable, Sequence
@@ -420,6 +421,12 @@ class Regex(Terminal):
 
     def terminal_key(self) -> Hashable:
         return ("regex", self.pattern, self.flags)
+
+    def cache_key(self) -> str | None:
+        """The pattern and flags (None for a subclass): see `StateMachine.cache_key`."""
+        if type(self) is not Regex or not isinstance(self.pattern, str):
+            return None
+        return json.dumps(["Regex", self.pattern, self.flags])
 
     def __repr__(self) -> str:
         return f"Regex({self.pattern!r})"

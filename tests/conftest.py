@@ -15,6 +15,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PSE_SHARED", REPO_ROOT.parent / "shared"))
+# The compile cache stays off in the tests even where PSE_CACHE_DIR is set (it names pse's
+# cache folder for models too): tests/test_compile_cache.py turns it on where it tests it.
+# PSE_COMPILE_CACHE=on (with PSE_CACHE_DIR) runs the suite with it.
+os.environ.setdefault("PSE_COMPILE_CACHE", "off")
 
 import pytest  # noqa: E402
 

@@ -151,7 +151,7 @@ def assert_builds_as_lark(text: str) -> None:
         return [(name, params, tree, options and vars(options))
                 for name, params, tree, options in grammar.rule_defs]
 
-    ours, theirs = _load(text, "<string>", []), load_grammar(text, "<string>", [], False)[0]
+    ours, theirs = _load(text, "<string>", [])[0], load_grammar(text, "<string>", [], False)[0]
     assert rules(ours) == rules(theirs)
     assert ours.term_defs == theirs.term_defs
     assert ours.ignore == theirs.ignore

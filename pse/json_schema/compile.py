@@ -225,12 +225,17 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
     """One JSON Schema document compiled into machines: the dispatch from a schema node
     to its keyword families (the mixins), and what they share."""
 
-    def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str) -> None:
+    def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str,
+                 quiet: bool = False) -> None:
         self.property_order = property_order
         self.ws = ws
         self.retrieve = retrieve
         self.strict = strict
         self.warnings: list[str] = []
+        # the texts of the warnings given (the compile cache gives them again on a hit);
+        # quiet: record them without giving them (they were, when the schema was loaded)
+        self.shown: list[str] = []
+        self.quiet = quiet
         # machines by (schema object or reference, dynamic anchors bound where it is compiled)
         self.refs: dict[tuple[str, tuple], Forward | None] = {}
         self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
@@ -297,8 +302,7 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         for key, where in found.items():
             msg = (f"{where}: {key!r} is not a keyword of draft {draft} (the schema's "
                    "$schema): ignored")
-            self.warnings.append(msg)
-            warnings.warn(f"pse: {msg}", stacklevel=4)
+            self.warn(msg, f"pse: {msg}")
         copies: dict[int, dict] = {}
         pending: list = []
 
@@ -331,8 +335,14 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         text = f"{pointer}: {keyword}: {message}"
         if self.strict:
             raise SchemaError(text)
-        self.warnings.append(text)
-        warnings.warn(f"pse: {text} (approximated, strict=False)", stacklevel=4)
+        self.warn(text, f"pse: {text} (approximated, strict=False)")
+
+    def warn(self, message: str, shown: str) -> None:
+        """Record `message` in the schema's warnings and give the warning `shown`."""
+        self.warnings.append(message)
+        self.shown.append(shown)
+        if not self.quiet:
+            warnings.warn(shown, stacklevel=5)
 
     def wsp(self) -> list[StateMachine]:
         return [_blanks(self.ws)] if self.ws else []

@@ -12,9 +12,10 @@ or is approximated with a warning (strict=False).
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any, Callable
 
-from pse import limits
+from pse import compile_cache, limits
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import whitespace_bound
 from pse.machines import StateMachine
@@ -35,6 +36,10 @@ class JsonSchema(StateMachine):
             and warn).
         name: the name of its value in `StructuringEngine.structured_outputs()` (default:
             the schema's `title`, else "json").
+
+    With the compile cache on (`pse.set_cache_dir`), a schema compiled before (same schema,
+    options and pse) is loaded, not compiled: its warnings are given again, and its machine
+    tree is built only if something asks for it (`state_graph`).
 
     Raises:
         SchemaError: a malformed or unsatisfiable schema, or (strict) an inexpressible one.
@@ -60,7 +65,26 @@ class JsonSchema(StateMachine):
         self.schema = schema
         self.strict = strict
         self.property_order = property_order
-        compiler = _Compiler(schema, whitespace, retrieve, strict, property_order)
+        self.whitespace = whitespace
+        self._retrieve = retrieve
+        title = schema.get("title") if isinstance(schema, dict) else None
+        self.name = name or (title if isinstance(title, str) and title else "json")
+        super().__init__(None, start_state=0, end_states=("$",))
+        self._graph: dict | None = None  # (built by _build, or on first use)
+        found = compile_cache.lookup(self)
+        if found is not None:  # compiled before: the machine tree waits until asked for
+            self._compiled, extra = found
+            self.warnings = list(extra["warnings"])
+            self._shown = list(extra["shown"])
+            for text in self._shown:
+                warnings.warn(text, stacklevel=2)
+        else:
+            self._build(quiet=False)
+
+    def _build(self, quiet: bool) -> None:
+        """The machine tree (`quiet`: its warnings were given already)."""
+        compiler = _Compiler(self.schema, self.whitespace, self._retrieve, self.strict,
+                             self.property_order, quiet=quiet)
         try:
             with limits.compile_budget("a JSON Schema"):
                 root = compiler.compile(compiler.root, "#")
@@ -69,10 +93,43 @@ class JsonSchema(StateMachine):
                               "deeply to compile") from None
         if root is None:
             raise SchemaError("#: the schema is false: nothing is valid")
-        self.warnings = compiler.warnings
-        title = schema.get("title") if isinstance(schema, dict) else None
-        self.name = name or (title if isinstance(title, str) and title else "json")
-        super().__init__({0: [(root, "$")]}, start_state=0, end_states=("$",))
+        if not quiet:
+            self.warnings, self._shown = compiler.warnings, compiler.shown
+        self._graph = {0: [(root, "$")]}
+
+    @property
+    def state_graph(self) -> dict:
+        """The machine tree's top (see StateMachine); built on first use when the compile
+        cache gave the compiled structure."""
+        if self._graph is None:
+            self._build(quiet=True)
+        return self._graph
+
+    @state_graph.setter
+    def state_graph(self, graph: dict) -> None:
+        self._graph = graph
+
+    def cache_key(self) -> str | None:
+        """The schema (`compile_cache.json_description`: its JSON in its own key order) with
+        property_order, whitespace and strict; None with `retrieve` (a remote document may
+        change), a schema that is not plain JSON data, or for a subclass."""
+        if type(self) is not JsonSchema or self._retrieve is not None:
+            return None
+        text = compile_cache.json_description(self.schema)
+        if text is None:
+            return None
+        return json.dumps(["JsonSchema", self.property_order, self.whitespace,
+                           bool(self.strict), text])
+
+    def _cache_extra(self) -> dict:
+        return {"warnings": list(self.warnings), "shown": list(self._shown)}
+
+    def _cache_valid(self, extra: dict) -> bool:
+        for name in ("warnings", "shown"):
+            if not (isinstance(extra.get(name), list)
+                    and all(isinstance(x, str) for x in extra[name])):
+                raise ValueError(f"its {name} are malformed")
+        return True
 
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""

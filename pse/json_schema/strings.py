@@ -4,8 +4,6 @@ contentSchema).
 
 from __future__ import annotations
 
-import warnings
-
 from pse import automaton
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
@@ -68,8 +66,7 @@ class _Strings:
                 self.fail(f"{pointer}/format", "format", f"{fmt!r} cannot be checked exactly")
             else:
                 msg = f"{pointer}/format: unknown format {fmt!r} is an annotation; ignored"
-                self.warnings.append(msg)
-                warnings.warn(f"pse: {msg}", stacklevel=4)
+                self.warn(msg, f"pse: {msg}")
         if banned or banned_patterns:
             # the spellings patterns know (escapes only where JSON needs them), so that what
             # is left out is left out in every spelling the automaton accepts
