@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Callable
+
 from pse import StateMachine
+
+
+def errors_in_threads(work: Callable[[], None], n: int = 4) -> list[BaseException]:
+    """Run `work` in `n` threads at once; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as e:  # (reported by the caller)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
 
 
 def run_tokens(machine: StateMachine, tokens: list[bytes | str]) -> list:

@@ -10,7 +10,6 @@ import json
 import os
 import pickle
 import struct
-import threading
 import warnings
 from pathlib import Path
 
@@ -18,8 +17,9 @@ import numpy as np
 import pytest
 
 import pse
+from helpers import errors_in_threads
 from pse import (Chain, Grammar, Json, JsonSchema, Phrase, Regex, StructuringEngine,
-                 Vocabulary, compile_cache)
+                 Vocabulary, cache_entry, compile_cache)
 
 PIECES = ['{"', '":', '",', '"}', "true", "null", "12", "ab", "ba", "-1", ".5", "e3", '["',
           '"]', "é", "\\u00e9", " ", "  ", "SELECT", "name"]
@@ -323,7 +323,7 @@ def test_a_changed_import_is_compiled_again(cache, tmp_path):
 # -- bad entries ------------------------------------------------------------------------------
 def split_entry(data: bytes) -> tuple[dict, bytes, dict]:
     """An entry's header, pickled part and arrays."""
-    at = len(compile_cache.MAGIC)
+    at = len(cache_entry.MAGIC)
     (n,) = struct.unpack_from("<I", data, at)
     header = json.loads(data[at + 4:at + 4 + n])
     at += 4 + n
@@ -331,7 +331,7 @@ def split_entry(data: bytes) -> tuple[dict, bytes, dict]:
     at += header["meta_bytes"]
     arrays = {}
     for name, dtype, count in header["arrays"]:
-        at += -at % compile_cache._ALIGN
+        at += -at % cache_entry._ALIGN
         arrays[name] = np.frombuffer(data, dtype=dtype, count=count, offset=at).copy()
         at += arrays[name].nbytes
     return header, meta, arrays
@@ -340,9 +340,9 @@ def split_entry(data: bytes) -> tuple[dict, bytes, dict]:
 def join_entry(header: dict, meta: bytes, arrays: dict) -> bytes:
     header = dict(header, meta_bytes=len(meta))
     text = json.dumps(header).encode()
-    out = bytearray(compile_cache.MAGIC) + struct.pack("<I", len(text)) + text + meta
+    out = bytearray(cache_entry.MAGIC) + struct.pack("<I", len(text)) + text + meta
     for name, _, _ in header["arrays"]:
-        out += bytes(-len(out) % compile_cache._ALIGN)
+        out += bytes(-len(out) % cache_entry._ALIGN)
         out += arrays[name].tobytes()
     return bytes(out + hashlib.sha256(out).digest())
 
@@ -375,7 +375,7 @@ BAD = {
     "truncated": lambda p, other: p.write_bytes(p.read_bytes()[:-100]),
     "empty": lambda p, other: p.write_bytes(b""),
     "not an entry": lambda p, other: p.write_text("hello"),
-    "another format": lambda p, other: rewrite(p, header={"format": compile_cache.FORMAT + 1}),
+    "another format": lambda p, other: rewrite(p, header={"format": cache_entry.FORMAT + 1}),
     "another pse": lambda p, other: rewrite(p, header={"pse": "0.0.1"}),
     "another build": lambda p, other: rewrite(p, header={"build": "0" * 32}),
     "another structure": lambda p, other: p.write_bytes(other.read_bytes()),
@@ -417,28 +417,19 @@ def test_what_the_unpickler_would_refuse_is_not_written(cache):
 def test_the_restricted_unpickler_refuses_globals():
     blob = pickle.dumps({"x": Boom()})
     with pytest.raises(pickle.UnpicklingError, match="not allowed"):
-        compile_cache._Unpickler(io.BytesIO(blob)).load()
+        cache_entry._Unpickler(io.BytesIO(blob)).load()
 
 
 # -- writing ----------------------------------------------------------------------------------
 def test_concurrent_writers_leave_a_whole_entry(cache):
     machine = fresh(lambda: JsonSchema(SCHEMA))
     tables, n_rules = _tables_of(machine)
-    errors = []
 
     def work():
-        try:
-            for _ in range(10):
-                compile_cache.store(machine, tables, n_rules)
-        except Exception as e:  # pragma: no cover (reported below)
-            errors.append(e)
+        for _ in range(10):
+            compile_cache.store(machine, tables, n_rules)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and compile_cache.cache_stats()["stores"] == 40
+    assert not errors_in_threads(work, 4) and compile_cache.cache_stats()["stores"] == 40
     assert len(entries(cache)) == 1 and not list(cache.glob(".tmp-*"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -9,7 +9,6 @@ import hashlib
 import json
 import pickle
 import struct
-import threading
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 import pse
 from conftest import TOKENIZER_NAMES, shared_vocab, tokenizer_path
+from helpers import errors_in_threads
 from pse import JsonSchema, StructuringEngine, Vocabulary, VocabularyError
 from pse import vocabulary_file
 from pse._core.trie import TokenTrie
@@ -282,22 +282,13 @@ def test_loads_in_threads(tmp_path):
     source = byte_level_tokenizer(tmp_path / "tokenizer.json")
     Vocabulary.from_file(source).save(tmp_path / "v")
     loaded = Vocabulary.load(tmp_path / "v")  # its tokenizer parsed by the first encode
-    results, errors = [], []
+    results = []
 
     def work():
-        try:
-            other = Vocabulary.load(tmp_path / "v")
-            results.append((loaded.encode(" the world"), other.encode(" the world"),
-                            other.digest))
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        other = Vocabulary.load(tmp_path / "v")
+        results.append((loaded.encode(" the world"), other.encode(" the world"), other.digest))
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(set(map(repr, results))) == 1
+    assert not errors_in_threads(work, 4) and len(set(map(repr, results))) == 1
 
 
 # --- bad files ------------------------------------------------------------------------------
