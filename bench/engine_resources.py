@@ -7,7 +7,13 @@
   `tokenizers` tokenizer behind `vocab.encode`, and configuring an engine with Json() and
   computing masks along a document.
 
+- `--schemas`: the peak resident memory of each maskbench schema, each in a fresh process
+  (the Llama 3 vocabulary loaded from a file `Vocabulary.save` wrote; the schema compiled,
+  then its tests' instances, compact, replayed token by token with a mask before each
+  token): the process's peak (VmHWM) and what the schema added to it.
+
 Run: python bench/engine_resources.py [--batch 32] [--repeat 200]
+     python bench/engine_resources.py --schemas [--limit N] [--seed S] [--workers 2]
 """
 
 from __future__ import annotations
@@ -32,12 +38,114 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def peak_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def one_schema(vocab_file: str, schema_file: str) -> None:
+    """In a fresh process: the peak memory of one maskbench file's schema (printed as JSON)."""
+    import warnings
+
+    import pse
+
+    warnings.simplefilter("ignore")
+    vocab = pse.Vocabulary.load(vocab_file)
+    vocab.encode("{}")  # (the tokenizer behind encode, loaded before the base is taken)
+    base = rss_mb()
+    data = json.loads(Path(schema_file).read_text())
+    out = {"base": base, "error": None, "tokens": 0}
+    try:
+        engine = pse.StructuringEngine(vocab)
+        engine.configure(data["schema"])
+        for test in data.get("tests", []):
+            text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
+            engine.reset()
+            for tid in vocab.encode(text):
+                engine.compute_mask()
+                out["tokens"] += 1
+                if not engine.consume_token(tid):
+                    break
+    except Exception as e:  # (a schema pse refuses: its peak still counts)
+        out["error"] = f"{type(e).__name__}: {str(e)[:100]}"
+    out["peak"] = peak_mb()
+    print(json.dumps(out))
+
+
+def schemas(args: argparse.Namespace) -> None:
+    """The peak memory of each maskbench schema, each in a process of its own."""
+    import subprocess
+    import sys
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pse
+    from maskbench_files import maskbench_files
+
+    folder = Path(tempfile.mkdtemp())
+    tokenizer = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
+    pse.Vocabulary.from_file(tokenizer).save(folder / "llama3.vocab")
+    files = []
+    for name, data in maskbench_files(args.limit, args.seed):
+        if data.get("schema") is not None:
+            path = folder / name
+            path.write_text(json.dumps(data))
+            files.append((name, path))
+
+    def run(item):
+        name, path = item
+        proc = subprocess.run([sys.executable, __file__, "--one", str(folder / "llama3.vocab"),
+                               str(path)], capture_output=True, text=True, timeout=args.timeout)
+        lines = proc.stdout.strip().splitlines()
+        if proc.returncode or not lines:
+            return name, {"crash": proc.returncode, "stderr": proc.stderr[-200:]}
+        return name, json.loads(lines[-1])
+
+    results = []
+    with ThreadPoolExecutor(args.workers) as pool:
+        for k, (name, res) in enumerate(pool.map(run, files)):
+            results.append((name, res))
+            print(f"\r{k + 1}/{len(files)}", end="", flush=True)
+    print()
+    ok = [(n, r) for n, r in results if "peak" in r]
+    added = sorted(r["peak"] - r["base"] for _, r in ok)
+    peaks = sorted(r["peak"] for _, r in ok)
+    pick = lambda xs, q: xs[min(len(xs) - 1, int(q * len(xs)))]  # noqa: E731
+    print(f"{len(results)} schemas ({len(results) - len(ok)} crashed), Llama 3 vocabulary "
+          f"loaded from a saved file, with the tokenizer behind encode "
+          f"({ok[0][1]['base']:.0f} MB resident after them)" if ok else "")
+    print("| | p50 | p90 | p99 | max |\n|---|---|---|---|---|")
+    for label, xs in (("peak RSS of the process, MB", peaks), ("added by the schema, MB", added)):
+        print(f"| {label} | {pick(xs, .5):.0f} | {pick(xs, .9):.0f} | {pick(xs, .99):.0f} | "
+              f"{xs[-1]:.0f} |")
+    print(f"schemas whose process peaked at 1 GB or more: "
+          f"{sum(p >= 1024 for p in peaks)}")
+    for name, r in sorted(ok, key=lambda x: -x[1]["peak"])[:10]:
+        print(f"  {r['peak']:7.0f} MB  {name}  {r['error'] or ''}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=200)
+    ap.add_argument("--schemas", action="store_true",
+                    help="the peak memory of each maskbench schema, in fresh processes")
+    ap.add_argument("--limit", type=int, default=None, help="--schemas: files drawn at random")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2, help="--schemas: processes at once")
+    ap.add_argument("--timeout", type=float, default=300, help="--schemas: seconds per file")
+    ap.add_argument("--one", nargs=2, metavar=("VOCAB", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.one:
+        one_schema(*args.one)
+        return
+    if args.schemas:
+        schemas(args)
+        return
 
     import pse
 

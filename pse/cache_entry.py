@@ -181,10 +181,15 @@ def _check_tables(a: dict[str, np.ndarray], meta: dict, n_classes: int, root: in
     n_terms = len(a["term_start"])
     sized(("term_counted", "term_min", "term_max", "term_special"), n_terms)
     sized(("term_first",), 8 * n_terms)
-    bounded("term_start", 0, max(n_dfa, 1))
+    if n_terms and not n_dfa:
+        raise ValueError("its terminals have no automata")
+    bounded("term_start", 0, n_dfa)
     bounded("term_counted", 0, 3)
-    if np.any(a["term_counted"] == 2) and len(a["dfa_boundary"]) != n_dfa:
+    if np.any(a["term_counted"] == 2) and any(len(a[name]) != n_dfa for name in (
+            "dfa_boundary", "dfa_lens", "dfa_lens_tail")):
         raise ValueError("its counted terminals lack their lengths")
+    if np.any(a["guard_item"]) and len(a["dfa_values"]) != n_dfa:
+        raise ValueError("its unique arrays lack their strings' counts")
     n_nodes = len(a["node_end"])
     n_entries = len(a["entry_term"])
     n_guards = len(a["guard_min"])

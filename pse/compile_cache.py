@@ -14,8 +14,9 @@ cached. A JSON Schema or a grammar found in the cache is not even built as a mac
 
 The key of an entry is the SHA-256 of: the entry format, pse's version and build (the size and
 modification time of each of its module files), Python's version and Unicode database, the
-compile settings (the upper-case constants of the compile-path modules: `MAX_NODES`,
-`MAX_UNROLLED_LENGTH`, `FORMATS`, ...) and the structure's description.
+compile settings (the upper-case number and string constants of the compile-path modules:
+`MAX_NODES`, `MAX_UNROLLED_LENGTH`, ...; not the tables of formats, which a process should
+not change once it compiles) and the structure's description.
 
 An entry's format, and the checks of everything in it when it is loaded, are
 `pse.cache_entry`'s. Any mismatch makes a warning naming the file, then the structure is

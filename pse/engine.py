@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -54,10 +54,11 @@ class StructuringEngine:
             raise ValueError(f"mask_memo must be an int >= 0, got {mask_memo!r}")
         self.mask_memo = mask_memo
         self.vocab = vocab
-        self.structure: StateMachine | None = None
+        self._structure: StateMachine | None = None
         self._matcher: Matcher | None = None
         self._committed: list[int] = []  # ids committed, in step with the matcher's history
-        self._pending: Future | None = None  # a configure_async under way
+        self._pending: Future | None = None  # a configure_async under way ...
+        self._pending_structure: Any = None  # ... and what it configures
 
     # -- configuration ------------------------------------------------------------------------
     @property
@@ -77,14 +78,23 @@ class StructuringEngine:
             GrammarError, SchemaError: the structure cannot be compiled.
         """
         if self._pending is not None:  # a configure_async under way: this one comes after
-            future, self._pending = self._pending, None
-            future.exception()  # (waits; its error no longer matters)
+            try:
+                self._wait_configured()
+            except Exception:  # (its error no longer matters)
+                pass
         self._configure(structure)
+
+    @property
+    def structure(self) -> StateMachine | None:
+        """The structure configured (after a configure_async under way: its structure)."""
+        if self._pending is not None:
+            self._wait_configured()
+        return self._structure
 
     def _configure(self, structure: Any) -> StructuringEngine:
         structure = _as_structure(structure)
         compiled = structure.compile()
-        self.structure = structure
+        self._structure = structure
         self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
         self._committed = []
         return self
@@ -110,14 +120,24 @@ class StructuringEngine:
             raise RuntimeError("a configure_async of this engine is under way: wait for its "
                                "future first")
         future = (executor or _compile_pool()).submit(self._configure, structure)
-        self._pending = future
+        self._pending, self._pending_structure = future, structure
         return future
 
     def _wait_configured(self) -> None:
-        """Wait for a configure_async under way; raise its error once."""
-        future, self._pending = self._pending, None
-        if future is not None:
+        """Wait for a configure_async under way; raise its error once. On pse's compile
+        thread (a callback of another compile, say), where it would wait for itself, the
+        compile is taken off the queue and run here."""
+        future, structure = self._pending, self._pending_structure
+        self._pending = self._pending_structure = None
+        if future is None:
+            return
+        if threading.current_thread().name.startswith("pse-compile") and future.cancel():
+            self._configure(structure)
+            return
+        try:
             future.result()
+        except CancelledError:  # (cancelled by the caller: the previous structure stays)
+            pass
 
     @property
     def matcher(self) -> Matcher:
@@ -356,10 +376,10 @@ class StructuringEngine:
         if self._pending is not None:
             self._wait_configured()
         other = StructuringEngine.__new__(StructuringEngine)
-        other._pending = None
+        other._pending = other._pending_structure = None
         other.vocab = self.vocab
         other.mask_memo = self.mask_memo
-        other.structure = self.structure
+        other._structure = self._structure
         other._matcher = None if self._matcher is None else self._matcher.copy()
         other._committed = list(self._committed)
         return other

@@ -71,7 +71,7 @@ def explain(engine: Any, token: int | str | bytes) -> Explanation:
         if not 0 <= token_id < vocab.size:
             raise ValueError(f"token id {token_id} is out of range (0 <= id < {vocab.size})")
         if (not vocab.has_token(token_id) or token_id in vocab.special_token_ids
-                or token_id in vocab.eos_token_ids):
+                or token_id in vocab.eos_token_ids or not vocab.token_bytes(token_id)):
             special_id = token_id
             data = vocab.token_bytes(token_id) if vocab.has_token(token_id) else b""
         else:
@@ -114,11 +114,14 @@ def _special(engine: Any, token_id: int, data: bytes, text: bytes) -> Explanatio
     if _mask_allows(engine, [token_id]):
         return _explained(data, True, len(data), text, "", "", "")
     allowed_bytes, end = _next(engine.matcher)
-    name = data.decode("utf-8", errors="replace") or f"token {token_id}"
-    if token_id in engine.vocab.eos_token_ids:
+    vocab = engine.vocab
+    if token_id in vocab.eos_token_ids:
         what = "the end of the text is refused"
-    else:
+    elif token_id in vocab.special_token_ids:
+        name = data.decode("utf-8", errors="replace") or f"token {token_id}"
         what = f"the special token {name!r} is refused"
+    else:
+        what = f"token {token_id} (no text) is refused"
     return _place_and_reason(engine, data, 0, text, what, allowed_bytes, end, None)
 
 
@@ -129,20 +132,30 @@ def _place_and_reason(engine: Any, data: bytes, i: int, text: bytes, what: str,
     if specials:
         allowed_words = specials if allowed_words == "nothing" else f"{allowed_words}, {specials}"
     generic = f"{what} (allowed: {allowed_words})"
-    before = text + data[:i]
     root = _json_root(engine.structure)
     if root is not _NOT_JSON:
-        place = json_place(before)
-        schemas = schema_at(root, place.path)
-        expected = _joined(schema_words(root, s) for s in schemas) or allowed_words
-        if place.in_key:
-            reason = _key_reason(schemas, before, place.start, refused) or generic
-        else:
-            got = _value_so_far(before, place.start, refused)
-            reason = (value_words(root, schemas, got) if got and schemas else None) or generic
-        return _explained(data, False, i, text, path_text(place.path), expected, reason)
+        try:
+            return _json_explained(data, i, text, root, refused, allowed_words, generic)
+        except Exception:  # (words about the place are a help: never a new error)
+            return _explained(data, False, i, text, "", allowed_words, generic)
     labels = _rule_labels(engine)
     return _explained(data, False, i, text, labels, allowed_words, generic)
+
+
+def _json_explained(data: bytes, i: int, text: bytes, root: Any, refused: int | None,
+                    allowed_words: str, generic: str) -> Explanation:
+    """The explanation of a JSON structure's refusal: the path, the schema there in words, and
+    why the value written so far does not fit where one plain reason says it."""
+    before = text + data[:i]
+    place = json_place(before)
+    schemas = schema_at(root, place.path)
+    expected = _joined(schema_words(root, s) for s in schemas) or allowed_words
+    if place.in_key:
+        reason = _key_reason(schemas, before, place.start, refused) or generic
+    else:
+        got = _value_so_far(before, place.start, refused)
+        reason = (value_words(root, schemas, got) if got and schemas else None) or generic
+    return _explained(data, False, i, text, path_text(place.path), expected, reason)
 
 
 _NOT_JSON = object()

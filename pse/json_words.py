@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 MAX_LISTED = 6        # enum values and property names listed before "..."
@@ -210,7 +211,7 @@ def _resolved(root: Any, schema: Any) -> Any:
 
 
 def _pointer(root: Any, ref: str) -> Any:
-    if not ref.startswith("#"):
+    if ref != "#" and not ref.startswith("#/"):  # (an anchor, another document: not followed)
         return None
     node = root
     for part in ref[1:].split("/")[1:]:
@@ -242,6 +243,8 @@ def schema_words(root: Any, schema: Any, depth: int = 0) -> str:
         return "nothing"
     if not isinstance(schema, dict):
         return "a value"
+    if isinstance(schema.get("$ref"), str):  # (one _resolved could not follow)
+        return f"the schema {schema['$ref']}"
     if "const" in schema:
         return "the value " + _dumps(schema["const"])
     if isinstance(schema.get("enum"), list):
@@ -378,9 +381,11 @@ def _reason(schema: Any, got: str) -> str | None:
             hi, hi_open = schema["exclusiveMaximum"], True
         if _is_number(schema.get("exclusiveMinimum")):
             lo, lo_open = schema["exclusiveMinimum"], True
-        if _is_number(hi) and (value >= hi if hi_open else value > hi):
+        hi = Decimal(str(hi)) if _is_number(hi) else None
+        lo = Decimal(str(lo)) if _is_number(lo) else None
+        if hi is not None and (value >= hi if hi_open else value > hi):
             return f"{shown} exceeds it"
-        if _is_number(lo) and (value <= lo if lo_open else value < lo):
+        if lo is not None and (value <= lo if lo_open else value < lo):
             return f"{shown} is below it"
         if "integer" in kinds and "number" not in kinds and any(c in got for c in ".eE"):
             return f"{shown} is not an integer"
@@ -418,12 +423,13 @@ def _kind_of(got: str) -> str:
     return "value"
 
 
-def _number(got: str) -> float | None:
+def _number(got: str) -> Decimal | None:
+    """The number `got` spells (exactly: a long integer is no float), or None."""
     try:
-        value = json.loads(got)
-    except ValueError:
+        value = json.loads(got, parse_float=Decimal, parse_int=Decimal)
+    except (ValueError, ArithmeticError):
         return None
-    return float(value) if _is_number(value) else None
+    return value if isinstance(value, Decimal) and value.is_finite() else None
 
 
 def _is_number(value: Any) -> bool:

@@ -32,10 +32,14 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # compiles at all takes far less (p99 0.3 s on one core).
 COMPILE_SECONDS: float | None = 30.0
 # Bytes of resident memory one compile may add to the process (None: no limit), so that a
-# schema that multiplies out is an error, not an out-of-memory kill. Measured every
-# MEMORY_CHECK_EVERY budget checks (the whole process's: compiles in other threads count).
+# schema that multiplies out is an error, not an out-of-memory kill. Looked at every
+# MEMORY_CHECK_EVERY budget checks. Resident memory is the whole process's, so the growth
+# counts only where the interpreter's own blocks grew with it (a compile's memory is Python
+# objects: at least one block per BYTES_PER_BLOCK bytes); model weights, tensors and buffers
+# that other threads allocate meanwhile are few blocks and do not count.
 COMPILE_MEMORY: int | None = 1 << 30
 MEMORY_CHECK_EVERY = 1024
+BYTES_PER_BLOCK = 256
 
 _local = threading.local()
 _checks = 0  # budget checks made (by every thread: it only spaces the looks at memory)
@@ -54,7 +58,9 @@ def compile_budget(what: str) -> Iterator[None]:
         return
     _local.deadline = float("inf") if COMPILE_SECONDS is None else \
         time.monotonic() + COMPILE_SECONDS
-    _local.memory_ceiling = None if COMPILE_MEMORY is None else resident_bytes() + COMPILE_MEMORY
+    _local.memory_limit = COMPILE_MEMORY
+    _local.memory_start = None if COMPILE_MEMORY is None else (resident_bytes(),
+                                                               sys.getallocatedblocks())
     _local.what = what
     # no garbage collection while compiling: a compile allocates many short-lived containers,
     # and each collection it set off would also scan everything the process holds (one
@@ -101,10 +107,12 @@ def check_budget() -> None:
         raise GrammarError(f"compiling {_local.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
     _checks += 1
-    if _checks % MEMORY_CHECK_EVERY == 0 and _local.memory_ceiling is not None \
-            and resident_bytes() > _local.memory_ceiling:
-        raise GrammarError(f"compiling {_local.what} took more than {COMPILE_MEMORY >> 20} MiB "
-                           f"of memory (pse.limits.COMPILE_MEMORY)")
+    if _checks % MEMORY_CHECK_EVERY == 0 and _local.memory_start is not None:
+        limit, (rss, blocks) = _local.memory_limit, _local.memory_start
+        if resident_bytes() - rss > limit \
+                and (sys.getallocatedblocks() - blocks) * BYTES_PER_BLOCK > limit:
+            raise GrammarError(f"compiling {_local.what} took more than {limit >> 20} MiB of "
+                               f"memory (pse.limits.COMPILE_MEMORY)")
 
 
 def resident_bytes() -> int:

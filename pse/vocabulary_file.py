@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pse._core.trie import TokenTrie, tokens_from_blob
+from pse._core.trie import TokenTrie, check_trie_tokens, tokens_from_blob
 from pse.encoders import LazyTiktoken, LazyTokenizer, Source
 from pse.errors import VocabularyError
 
@@ -176,6 +176,7 @@ def load(cls: type[Vocabulary], path: Path, tokenizer_file: str | Path | None) -
         vocab._encoder = None
         vocab._init_lazy()
         vocab.trie = TokenTrie.from_arrays(arrays, len(tokens))
+        check_trie_tokens(vocab.trie, tokens, vocab.special_token_ids)
     except (ValueError, KeyError, TypeError, IndexError, VocabularyError) as e:
         raise VocabularyError(f"{where} is damaged ({e})") from None
     if vocabulary_digest(vocab.size, vocab.eos_token_ids, vocab.special_token_ids, blob,

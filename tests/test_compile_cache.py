@@ -217,6 +217,19 @@ def test_lazy_machine_tree_gives_no_warning_again_and_nests(cache):
         assert loaded.warnings == fresh(lambda: JsonSchema(schema)).warnings != []
 
 
+def test_a_schema_changed_after_use_does_not_change_a_cached_one(cache):
+    """Without the cache, the machine is built from the schema as it was when made; from the
+    cache, its tree is built later: from a copy, not from the caller's dict as it is then."""
+    JsonSchema({"type": "object", "properties": {"a": {"type": "integer"}}}).compile()
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    loaded = JsonSchema(schema)
+    assert hits() == 1
+    schema["properties"]["a"]["type"] = "string"
+    bigger = Chain(loaded, Phrase("!"))  # builds the tree
+    assert bigger.matches('{"a":1}!') and not bigger.matches('{"a":"x"}!')
+    assert loaded.matches('{"a":1}')
+
+
 # -- warnings ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("schema, strict, match", [
     ({"type": "string", "format": "no-such-format"}, True, "unknown format"),
@@ -482,3 +495,23 @@ def test_an_unwritable_folder_warns_once_and_compiles(clean):
         warnings.simplefilter("error")
         assert Json().matches("[1]")
     assert compile_cache.cache_stats()["errors"] == 2
+
+
+@pytest.mark.parametrize("schema, drop", [
+    ({"type": "array", "uniqueItems": True, "items": {"type": "string"}}, ("dfa_values",)),
+    ({"type": "string", "maxLength": 300, "pattern": "^[a-zé]*$"}, ("dfa_lens",)),
+    ({"type": "string", "maxLength": 300, "pattern": "^[a-zé]*$"}, ("dfa_lens_tail",)),
+], ids=["unique arrays' counts", "counted lengths", "counted tails"])
+def test_an_entry_without_a_table_the_core_reads_is_refused(monkeypatch, schema, drop):
+    got = {}
+    monkeypatch.setattr(compile_cache, "store", lambda m, t, n: got.update(m=m, t=dict(t), n=n))
+    fresh(lambda: JsonSchema(schema)).compile()
+    machine, tables = got["m"], got["t"]
+    key, build = compile_cache._key_of(machine), compile_cache._build_id()
+    whole = cache_entry.encode(machine, key, tables, got["n"], build)
+    cache_entry.decode(whole, key, "JsonSchema", machine, build)  # (whole: taken)
+    for name in drop:
+        tables[name] = np.zeros(0, dtype=np.asarray(tables[name]).dtype)
+    with pytest.raises(ValueError, match="lack"):
+        cache_entry.decode(cache_entry.encode(machine, key, tables, got["n"], build), key,
+                           "JsonSchema", machine, build)

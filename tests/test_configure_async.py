@@ -135,3 +135,49 @@ def test_compiles_in_the_background_while_masks_are_computed():
         key = next(iter(schema["properties"]))
         assert machine.matches(f'{{"{key}":0}}')
         assert not machine.matches(f'{{"{key}":{schema["properties"][key]["maximum"] + 1}}}')
+
+
+def test_a_cancelled_configure_async_leaves_the_engine_as_it_was():
+    pool, gate = gated_executor()
+    engine = StructuringEngine(VOCAB)
+    engine.configure(SCHEMA)
+    future = engine.configure_async({"type": "integer"}, executor=pool)
+    assert future.cancel()
+    assert np.array_equal(engine.compute_mask(), reference_masks()[0])
+    engine.configure_async({"type": "integer"}, executor=pool).cancel()
+    engine.configure(SCHEMA)  # (waits for nothing: the one under way was cancelled)
+    assert engine.structure is not None and engine.consume_tokens(VOCAB.encode(TEXT)) == 6
+    gate.set()
+    pool.shutdown()
+
+
+def test_structure_waits_for_the_compile():
+    pool, gate = gated_executor()
+    engine = StructuringEngine(VOCAB)
+    engine.configure_async(SCHEMA, executor=pool)
+    threading.Timer(0.05, gate.set).start()
+    assert isinstance(engine.structure, JsonSchema)
+    pool.shutdown()
+
+
+def test_used_on_the_compile_thread_it_compiles_there_instead_of_waiting_for_itself():
+    """A callback on pse's compile thread that uses an engine whose configure_async is queued
+    behind it: the compile runs in the callback (waiting would wait forever)."""
+    engine = StructuringEngine(VOCAB)
+    done = threading.Event()
+    seen = []
+
+    def use_engine(_future):
+        seen.append(engine.compute_mask().copy())
+        done.set()
+
+    gate = threading.Event()
+    blocker = pse.compile_async(SCHEMA)
+    blocker.result(timeout=60)
+    first = pse.engine._compile_pool().submit(gate.wait)  # keeps the compile thread busy
+    later = pse.engine._compile_pool().submit(lambda: None)
+    later.add_done_callback(use_engine)  # runs on the compile thread, after `later`
+    engine.configure_async(SCHEMA)       # queued behind `later`
+    gate.set()
+    assert done.wait(60) and first.done()
+    assert np.array_equal(seen[0], reference_masks()[0])

@@ -276,6 +276,22 @@ def test_schema_words(schema, words):
     assert schema_words(schema, schema) == words
 
 
+def test_explanations_never_fail_on_odd_values():
+    # an integer too long for a float, a token without bytes, an anchor not followed
+    engine = engine_at(JsonSchema({"type": "array", "items": {"type": "integer"},
+                                   "maxItems": 1}), "[" + "1" * 400)
+    assert engine.explain(",").message == "at $[0]: an integer; ',' is refused (allowed: " \
+                                          "'.', '0'-'9', ']')"
+    engine = engine_at(JsonSchema({"type": "integer", "maximum": 5}), "")
+    assert engine.explain("9" * 400).message.endswith('" exceeds it')
+    vocab = pse.Vocabulary.from_tokens([b"a", b""])
+    empty = StructuringEngine(vocab)
+    empty.configure(Phrase("a"))
+    assert empty.explain(1).message == "at character 1: token 1 (no text) is refused " \
+                                       "(allowed: 'a')"
+    assert schema_words({"$ref": "#top"}, {"$ref": "#top"}) == "the schema #top"
+
+
 def test_schema_at_follows_the_keywords():
     schema = {"$defs": {"p": {"type": "object", "properties": {"x": {"const": 1}}}},
               "type": "object",

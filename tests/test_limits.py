@@ -4,8 +4,10 @@ RecursionError or a slow mask."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -148,14 +150,41 @@ print(json.dumps({{"error": error, "grown": peak - before}}))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
-def test_a_schema_crafted_to_explode_stays_inside_the_memory_limit():
+def test_a_schema_crafted_to_explode_stays_inside_the_memory_limit(tmp_path):
+    # (this test's pse: the one imported here, built in place or installed)
+    env = dict(os.environ, PYTHONPATH=str(Path(pse.__file__).parent.parent))
     out = subprocess.run([sys.executable, "-c", CRAFTED], capture_output=True, text=True,
-                         check=True, timeout=600)
+                         timeout=600, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.splitlines()[-1])
     assert result["error"] is not None and "COMPILE_MEMORY" in result["error"]
     assert result["error"].startswith("#/anyOf/0/anyOf/")  # the pointer being compiled
     # the limit, and what the compile takes between two looks at memory
     assert result["grown"] < (128 + 16) << 20
+
+
+def test_memory_others_take_during_a_compile_is_not_the_compiles(monkeypatch):
+    """A buffer (model weights, a tensor) allocated while a schema compiles is resident
+    memory of the process, not of the compile: the limit is not reached by it."""
+    monkeypatch.setattr(limits, "COMPILE_MEMORY", 128 << 20)
+    monkeypatch.setattr(limits, "MEMORY_CHECK_EVERY", 16)
+    held, calls, check = [], [0], limits.check_budget
+
+    def check_and_allocate() -> None:
+        calls[0] += 1
+        if calls[0] == 100:
+            buffer = bytearray(300 << 20)
+            buffer[::4096] = b"x" * len(buffer[::4096])  # (resident: every page touched)
+            held.append(buffer)
+        check()
+
+    monkeypatch.setattr(limits, "check_budget", check_and_allocate)
+    schema = {"type": "object", "properties": {
+        f"p{i}": {"type": "string", "pattern": "^[a-z]{2,5}[0-9]+$"} for i in range(300)}}
+    before = limits.resident_bytes()
+    assert JsonSchema(schema).matches('{"p0":"ab1"}')
+    assert held and calls[0] > 200  # (memory looked at many times after the buffer)
+    assert limits.resident_bytes() - before > 300 << 20
 
 
 def test_resident_bytes():

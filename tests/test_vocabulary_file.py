@@ -341,9 +341,13 @@ def test_forged_tokens_and_trie(saved):
     blob_at = header["arrays"]["blob"][0]
     payload[blob_at] ^= 1  # a token's bytes, with the payload's checksum made to match
     write_parts(saved, version, header, payload)
+    with pytest.raises(VocabularyError, match="damaged.*not the trie of its tokens"):
+        Vocabulary.load(saved)  # (the trie spells the old bytes)
+    payload[blob_at] ^= 1
+    forged = dict(header, digest="0" * 64)
+    write_parts(saved, version, forged, payload)
     with pytest.raises(VocabularyError, match="damaged: its tokens do not have the digest"):
         Vocabulary.load(saved)
-    payload[blob_at] ^= 1
     ids_at = header["arrays"]["tok_ids"][0]
     payload[ids_at:ids_at + 4] = struct.pack("<i", 10 ** 6)  # an id past the vocabulary
     write_parts(saved, version, header, payload)
@@ -359,6 +363,20 @@ def test_forged_tokens_and_trie(saved):
     header["arrays"]["ends"][0] += 64 * 10 ** 6  # an array outside the file
     write_parts(saved, version, header, payload)
     with pytest.raises(VocabularyError, match="outside the file"):
+        Vocabulary.load(saved)
+
+
+def test_a_forged_trie_that_stays_in_bounds(saved):
+    """A trie whose indexes are all in range but which does not hold the tokens (two ids
+    swapped, a listed id whose token ends elsewhere): refused, not masked with."""
+    version, header, payload = parts(saved)
+    ids_at, n = header["arrays"]["tok_ids"][0], header["arrays"]["tok_ids"][1]
+    ids = list(struct.unpack_from(f"<{n}i", payload, ids_at))
+    k = next(i for i in range(n - 1) if ids[i] != ids[i + 1])
+    ids[k], ids[k + 1] = ids[k + 1], ids[k]
+    struct.pack_into(f"<{n}i", payload, ids_at, *ids)
+    write_parts(saved, version, header, payload)
+    with pytest.raises(VocabularyError, match="damaged.*not the trie of its tokens"):
         Vocabulary.load(saved)
 
 

@@ -26,3 +26,7 @@ class TokenTrie:
     def arrays(self) -> dict[str, np.ndarray]: ...
 
 def tokens_from_blob(blob: bytes, ends: np.ndarray, present: np.ndarray) -> tuple[bytes | None, ...]: ...
+
+def check_trie_tokens(trie: TokenTrie, tokens: tuple[bytes | None, ...],
+                      special_ids: frozenset[int]) -> None:
+    """Check that `trie` holds exactly `tokens` (a saved vocabulary's); ValueError if not."""

@@ -374,6 +374,48 @@ cdef Py_ssize_t check_trie(list buffers, Py_ssize_t n_ids) except -1:
     return max_depth
 
 
+def check_trie_tokens(TokenTrie trie, tuple tokens, special_ids) -> None:
+    """Check that `trie` holds exactly `tokens` (bytes or None per id): every token but the
+    special and empty ones ends at its node (the path from the root spells its bytes), every
+    id a node lists is a token ending there, and each node's children come in byte order.
+    (A saved vocabulary: the walks, healing and look-ups read these as they are.)
+
+    Raises:
+        ValueError: they differ.
+    """
+    cdef const Trie* t = &trie.t
+    cdef Py_ssize_t n_ids = len(tokens), i, k, m, length
+    cdef int32_t node, j
+    cdef const uint8_t* p
+    cdef bytes b
+    cdef Py_ssize_t n_tnode = len(trie._buffers[6])  # (tok_node: ids past it have no node)
+    for i in range(n_ids):
+        b = tokens[i]
+        node = t.tok_node[i] if i < n_tnode else -1
+        if b is None or not b or i in special_ids:
+            if node != -1:
+                raise ValueError(f"not the trie of its tokens (id {i} should be in none)")
+            continue
+        length = len(b)
+        p = b
+        if node < 0 or t.node_depth[node] != length:
+            raise ValueError(f"not the trie of its tokens (id {i})")
+        j = node
+        for k in range(length - 1, -1, -1):
+            if t.node_byte[j] != p[k]:
+                raise ValueError(f"not the trie of its tokens (id {i})")
+            j = t.node_parent[j]
+        if j != 0:
+            raise ValueError(f"not the trie of its tokens (id {i})")
+    for j in range(t.n_nodes):
+        for m in range(t.node_tok_off[j], t.node_tok_off[j + 1]):
+            if t.tok_node[t.tok_ids[m]] != j:
+                raise ValueError(f"not the trie of its tokens (node {j})")
+        if j and t.node_end[j] < t.node_end[t.node_parent[j]] \
+                and t.node_byte[t.node_end[j]] <= t.node_byte[j]:
+            raise ValueError(f"not the trie of its tokens (node {j}: children out of order)")
+
+
 def tokens_from_blob(bytes blob, cnp.ndarray ends, cnp.ndarray present):
     """The tuple of token bytes (None where `present` is 0): token i is
     blob[ends[i - 1]:ends[i]] (ends: int64, non-decreasing, the last at most len(blob))."""

@@ -11,6 +11,7 @@ or is approximated with a warning (strict=False).
 
 from __future__ import annotations
 
+import copy
 import json
 import warnings
 from typing import Any, Callable
@@ -71,8 +72,11 @@ class JsonSchema(StateMachine):
         self.name = name or (title if isinstance(title, str) and title else "json")
         super().__init__(None, start_state=0, end_states=("$",))
         self._graph: dict | None = None  # (built by _build, or on first use)
+        self._frozen: Any = None
         found = compile_cache.lookup(self)
         if found is not None:  # compiled before: the machine tree waits until asked for
+            # (built from the schema as it is now, should the caller change its dict later)
+            self._frozen = copy.deepcopy(schema)
             self._compiled, extra = found
             self.warnings = list(extra["warnings"])
             self._shown = list(extra["shown"])
@@ -83,7 +87,8 @@ class JsonSchema(StateMachine):
 
     def _build(self, quiet: bool) -> None:
         """The machine tree (`quiet`: its warnings were given already)."""
-        compiler = _Compiler(self.schema, self.whitespace, self._retrieve, self.strict,
+        schema = self.schema if self._frozen is None else self._frozen
+        compiler = _Compiler(schema, self.whitespace, self._retrieve, self.strict,
                              self.property_order, quiet=quiet)
         try:
             with limits.compile_budget("a JSON Schema"):
