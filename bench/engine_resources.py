@@ -30,18 +30,12 @@ import numpy as np
 SHARED = Path(os.environ.get("PSE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
-def rss_mb() -> float:
+def status_mb(field: str = "VmRSS") -> float:
+    """A memory figure of this process from /proc/self/status, in MB (VmRSS: resident now;
+    VmHWM: its peak)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def peak_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -55,7 +49,7 @@ def one_schema(vocab_file: str, schema_file: str) -> None:
     warnings.simplefilter("ignore")
     vocab = pse.Vocabulary.load(vocab_file)
     vocab.encode("{}")  # (the tokenizer behind encode, loaded before the base is taken)
-    base = rss_mb()
+    base = status_mb()
     data = json.loads(Path(schema_file).read_text())
     out = {"base": base, "error": None, "tokens": 0}
     try:
@@ -71,7 +65,7 @@ def one_schema(vocab_file: str, schema_file: str) -> None:
                     break
     except Exception as e:  # (a schema pse refuses: its peak still counts)
         out["error"] = f"{type(e).__name__}: {str(e)[:100]}"
-    out["peak"] = peak_mb()
+    out["peak"] = status_mb("VmHWM")
     print(json.dumps(out))
 
 
@@ -149,20 +143,20 @@ def main() -> None:
 
     import pse
 
-    after_import = rss_mb()
+    after_import = status_mb()
     vocab = pse.Vocabulary.from_file(SHARED / "tokenizers" / "llama3" / "tokenizer.json")
-    after_vocab = rss_mb()
+    after_vocab = status_mb()
     doc = json.dumps({"name": "Zoë", "items": [1, 2.5, {"k": "v" * 40}], "ok": True,
                       "text": "a longer string value with words and 東京 and \\u00e9"},
                      separators=(",", ":"), ensure_ascii=False)
     ids = vocab.encode(doc)
-    after_tokenizer = rss_mb()
+    after_tokenizer = status_mb()
     engine = pse.StructuringEngine(vocab)
     engine.configure(pse.Json())
     for tid in ids:
         engine.compute_mask()
         engine.consume_token(tid)
-    after_engine = rss_mb()
+    after_engine = status_mb()
     print(f"resident memory: python + pse imported {after_import:.0f} MB; + Llama 3 "
           f"vocabulary {after_vocab - after_import:.0f} MB; + the tokenizers tokenizer behind "
           f"encode {after_tokenizer - after_vocab:.0f} MB; + engine with Json() after "
