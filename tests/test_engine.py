@@ -376,7 +376,7 @@ def test_subtrees_taken_at_once_small_vocab():
     slash, newline, "é"; quote, backslash, apostrophe), tokens that stop inside a character,
     stray continuation bytes. Below a node, a state that comes back to itself over every kind
     of byte there takes every token at once (SliceCache.walk_terminal): strings, comments;
-    states that loop on some kinds only, refuse some characters, may end, or count, walk.
+    states that loop on some kinds only, refuse some characters, or count, walk.
     Masks equal brute force."""
     tokens = []
     for units in (["a", " ", "é", "€"], ["a", "/", "\n", "é"], ["a", '"', "\\", "'"]):
@@ -406,6 +406,52 @@ def test_subtrees_taken_at_once_small_vocab():
         (Json(whitespace=2), ['"a é\\"€"', '["", "é a", " €"]', '{"a": "\\\\ */"}'], None),
         (JsonSchema({"type": "string", "maxLength": 3}), ['"é€a"', '"\\"a"'], False),
         (Chain(Loop(Character("a é*"), 1), Phrase('"')), ['a é*"', 'éa"'], None),
+    ]:
+        taken = _subtrees_taken()
+        engine = StructuringEngine(vocab)
+        engine.configure(structure)
+        for text in texts:
+            engine.reset()
+            check_along(engine, vocab.encode(text))
+            assert engine.is_accepting(), text
+        if takes is not None:
+            assert (_subtrees_taken() > taken) == takes, structure
+
+
+def test_subtrees_taken_at_once_names_and_numbers():
+    """A state inside a name or a number loops on letters, digits and underscores, and may
+    end anywhere: a subtree below holding only those is taken at once, even where what
+    follows the name may start with them. What follows a terminal is what follows its
+    rule's calls where the rule may end there (a recursive rule). Every string of up to
+    three characters over "a", "b", "1" and over "c", "d", of up to two over those and "_",
+    " ", "=", "+", newline, "A", "(", ")". Masks equal brute force."""
+    tokens = []
+    for units, most in ((["a", "b", "1"], 3), (["c", "d"], 3),
+                        (["a", "b", "c", "1", "_", " ", "=", "+", "\n", "A", "(", ")"], 2)):
+        words = [""]
+        for _ in range(most):
+            words = [w + c for w in words for c in units]
+            tokens += [w.encode() for w in words]
+    tokens = list(dict.fromkeys(tokens))
+    vocab = Vocabulary.from_tokens(tokens + [b"<eos>"], eos_token_ids=[len(tokens)],
+                                   special_token_ids=[len(tokens)])
+    for structure, texts, takes in [
+        (Grammar.from_gbnf('root ::= (name ws "=" ws expr "\\n")+\n'
+                           'expr ::= term (ws "+" ws term)*\nterm ::= name | num\n'
+                           'name ::= [a-z] [a-z0-9_]*\nnum ::= [0-9]+\nws ::= " "*'),
+         ["ab_1 = b + 11\n", "a=1+ba\nb = a_\n"], True),
+        (Grammar("start: (NAME \"=\" INT \"\\n\")+\nNAME: /[a-zA-Z_][a-zA-Z0-9_]*/\n"
+                 "INT: /[0-9]+/\n%ignore \" \""), ["Ab_ = 1\nb=11\n"], True),
+        # a recursive rule: what follows a name is what follows the rule's calls
+        (Grammar('start: expr "=" expr\nexpr: NAME | "(" expr ")" | "+" expr\n'
+                 'NAME: /[a-z][a-z0-9_]*/'), ["(ab)=((+a_1))", "a=+b"], True),
+        # a digit may follow the letters, a letter the digits
+        (Grammar.from_gbnf('root ::= (letters digits)+\nletters ::= [a-z]+\n'
+                           'digits ::= [0-9]+'), ["ab1ba11a1"], None),
+        # letters, then digits after "=" only: "ab1" is not within
+        (Grammar.from_gbnf('root ::= [a-z]+ "=" [0-9]+'), ["cd=11", "ab=1"], True),
+        # the name may be followed by a letter
+        (Grammar("start: NAME \"=\" NAME \"b\"\nNAME: /[a-z0-9_]+/"), ["ab=ab_1ab"], True),
     ]:
         taken = _subtrees_taken()
         engine = StructuringEngine(vocab)

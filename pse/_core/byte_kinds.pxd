@@ -6,7 +6,7 @@ from pse._core.structure cimport Tables
 from pse._core.trie cimport TokenTrie
 
 cdef enum:
-    KIND_TEXT = 1 << 0        # printable ASCII but the five below
+    KIND_TEXT = 1 << 0        # printable ASCII but the kinds of its own below
     KIND_QUOTE = 1 << 1       # "
     KIND_BACKSLASH = 1 << 2
     KIND_STAR = 1 << 3
@@ -15,6 +15,15 @@ cdef enum:
     KIND_CONTROL = 1 << 6     # 0x00-0x1F, 0x7F
     KIND_UTF8 = 1 << 7        # well-formed UTF-8 past ASCII (a token may stop inside a character)
     KIND_OTHER = 1 << 8       # bytes that are not: no state loops on them
+    # (names and numbers: a state inside one loops on some of these)
+    KIND_LOWER = 1 << 9       # a-z
+    KIND_UPPER = 1 << 10      # A-Z
+    KIND_DIGIT = 1 << 11      # 0-9
+    KIND_UNDERSCORE = 1 << 12
+    KIND_SPACE = 1 << 13      # " "
+    ASCII_KINDS = (KIND_TEXT | KIND_QUOTE | KIND_BACKSLASH | KIND_STAR | KIND_SLASH
+                   | KIND_APOSTROPHE | KIND_CONTROL | KIND_LOWER | KIND_UPPER | KIND_DIGIT
+                   | KIND_UNDERSCORE | KIND_SPACE)
     UTF8_STATES = 8
 
 

@@ -2,11 +2,12 @@
 """Kinds of bytes, for taking a trie subtree's tokens at once (mask.pyx, walk_terminal).
 
 Below a node of the vocabulary trie, the kinds of bytes its tokens hold; a terminal state
-that goes back to itself over every byte of those kinds (and cannot end on the way) holds
-every token below. Strings and comments are most of the trie, and most of it is made of a
-few kinds: text, quotes, backslashes, stars, slashes, apostrophes, control bytes, and
-well-formed UTF-8 past ASCII (read with a UTF-8 reader of its own, since a token may stop
-inside a character or hold stray bytes)."""
+that goes back to itself over every byte of those kinds holds every token below (where it
+may also end, what could follow adds no token: each is within already). Strings and
+comments are most of the trie, and most of it is made of a few kinds: text, quotes,
+backslashes, stars, slashes, apostrophes, control bytes, and well-formed UTF-8 past ASCII
+(read with a UTF-8 reader of its own, since a token may stop inside a character or hold
+stray bytes); the rest of a name or a number is letters, digits and underscores."""
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t
 
@@ -32,6 +33,16 @@ cdef inline int32_t ascii_kind(int b) noexcept nogil:
         return KIND_SLASH
     if b == 39:
         return KIND_APOSTROPHE
+    if 97 <= b <= 122:
+        return KIND_LOWER
+    if 65 <= b <= 90:
+        return KIND_UPPER
+    if 48 <= b <= 57:
+        return KIND_DIGIT
+    if b == 95:
+        return KIND_UNDERSCORE
+    if b == 32:
+        return KIND_SPACE
     return KIND_TEXT
 
 
@@ -129,11 +140,10 @@ cdef int16_t find_loop_kinds(const Tables* t, int32_t d) noexcept nogil:
     """The ASCII kinds whose every byte takes d back to d, and KIND_UTF8 when every
     well-formed character past ASCII does, through states that are live and cannot end (a
     search over pairs (DFA state, UTF-8 reader state); given up past 64 pairs)."""
-    cdef int32_t kinds = KIND_TEXT | KIND_QUOTE | KIND_BACKSLASH | KIND_STAR | KIND_SLASH
+    cdef int32_t kinds = ASCII_KINDS
     cdef int32_t seen_d[64]
     cdef int8_t seen_u[64]
     cdef int32_t n_seen = 1, k, j, x, u, v, e, b
-    kinds |= KIND_APOSTROPHE | KIND_CONTROL
     for b in range(0x80):
         if t.dfa_trans[<int64_t>d * t.n_classes + t.byte_class[b]] != d:
             kinds &= ~ascii_kind(b)

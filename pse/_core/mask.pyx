@@ -154,7 +154,7 @@ cdef class SliceCache:
 
     def __init__(self, CompiledStructure structure, vocab, int max_masks=512):
         cdef const Tables* t = &structure.t
-        cdef int32_t e, term, target, k
+        cdef int32_t term
         cdef TokenTrie trie = vocab.trie
         cdef int vocab_size = vocab.size
         if trie.shared_slices is None:
@@ -193,17 +193,8 @@ cdef class SliceCache:
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
         self.horizon = trie.t.max_depth
-        follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
-        self._follow = follow
-        self.follow = <uint32_t*>cnp.PyArray_DATA(follow)
-        for e in range(t.n_entries):
-            term = t.entry_term[e]
-            target = t.entry_target[e]
-            for k in range(8):
-                if t.node_end[target]:  # the stack decides what follows: anything may
-                    self.follow[8 * term + k] = 0xFFFFFFFF
-                else:
-                    self.follow[8 * term + k] |= t.node_first[8 * target + k]
+        self._follow = terminal_follow(t)
+        self.follow = <uint32_t*>cnp.PyArray_DATA(self._follow)
 
     def __len__(self):
         return len(self.entries)
@@ -453,11 +444,12 @@ cdef class SliceCache:
                     lvl_node[depth] = i
                     lvl_full[depth] = 1
                     top = depth
-                if (not counted and not accept[nd] and node_end[i] > i + 1
+                if (not counted and node_end[i] > i + 1
                         and (below[i] & ~loop_kinds(t, loops, nd)) == 0):
-                    # every token below comes back to state nd, which cannot end there,
-                    # through states that cannot either: all are within (inside a string's
-                    # text or a comment, most of the trie)
+                    # every token below comes back to state nd: all are within (a string's
+                    # text or a comment, most of the trie; the rest of a name or a number).
+                    # Where nd may end, a token could also leave the terminal there, but
+                    # that adds no token: none is left to find
                     for k in range(tok_off[i + 1], tok_off[node_end[i]]):
                         w_id[n_within] = tok_ids[k]
                         n_within += 1
@@ -591,6 +583,62 @@ cdef class SliceCache:
         exits = (exit_done >= short) & (exit_need <= left)
         return entry_of_mask(within, exit_node[exits], exit_byte[exits], leaf_id[leaves],
                              leaf_byte[leaves])
+
+
+cdef inline int32_t find_group(int32_t* group, int32_t n) noexcept nogil:
+    while group[n] != n:
+        group[n] = group[group[n]]
+        n = group[n]
+    return n
+
+
+cdef cnp.ndarray terminal_follow(const Tables* t):
+    """Per terminal, 8 words: the bytes that may follow it anywhere (its exits are only
+    before those). What follows a rule's end is what follows its calls: the nodes of one
+    rule are grouped (an entry joins its node with its target, or with the first frame it
+    pushes), and per group, the bytes after each frame that returns into it is found by a
+    fixpoint over the entries' pushes. A rule that ends with the stack empty ends the
+    structure: no byte follows."""
+    cdef int32_t n_nodes = max(t.n_nodes, 1), n, e, k, w, lo, hi, callee, p, g, changed
+    cdef uint32_t add
+    follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
+    groups = np.arange(n_nodes, dtype=np.int32)
+    after_end = np.zeros((n_nodes, 8), dtype=np.uint32)  # per group: what follows its end
+    cdef uint32_t* out = <uint32_t*>cnp.PyArray_DATA(follow)
+    cdef int32_t* group = <int32_t*>cnp.PyArray_DATA(groups)
+    cdef uint32_t* ends = <uint32_t*>cnp.PyArray_DATA(after_end)
+    with nogil:
+        for n in range(t.n_nodes):
+            for e in range(t.node_entry_off[n], t.node_entry_off[n + 1]):
+                lo = t.entry_push_off[e]
+                p = t.pushes[lo] if t.entry_push_off[e + 1] > lo else t.entry_target[e]
+                group[find_group(group, p)] = find_group(group, n)
+        changed = 1
+        while changed:
+            changed = 0
+            for e in range(t.n_entries):
+                lo, hi = t.entry_push_off[e], t.entry_push_off[e + 1]
+                for k in range(lo, hi):
+                    # the frame pushed returns to node p when the rule it calls ends
+                    p = t.pushes[k]
+                    callee = find_group(group, t.pushes[k + 1] if k + 1 < hi
+                                        else t.entry_target[e])
+                    g = find_group(group, p)
+                    for w in range(8):
+                        add = t.node_first[8 * p + w]
+                        if t.node_end[p]:
+                            add |= ends[8 * g + w]
+                        if add & ~ends[8 * callee + w]:
+                            ends[8 * callee + w] |= add
+                            changed = 1
+        for e in range(t.n_entries):
+            n = t.entry_target[e]
+            g = find_group(group, n)
+            for w in range(8):
+                out[8 * t.entry_term[e] + w] |= t.node_first[8 * n + w]
+                if t.node_end[n]:
+                    out[8 * t.entry_term[e] + w] |= ends[8 * g + w]
+    return follow
 
 
 cdef SliceEntry entry_of_mask(cnp.ndarray within, exit_node, exit_byte, leaf_id, leaf_byte):
