@@ -41,8 +41,24 @@ COMPILE_MEMORY: int | None = 1 << 30
 MEMORY_CHECK_EVERY = 1024
 BYTES_PER_BLOCK = 256
 
+# Budget checks per look at the clock (the first check of a compile looks): compilers check
+# between small steps, and reading the clock cost more than most of them.
+CLOCK_CHECK_EVERY = 16
+
 _local = threading.local()
-_checks = 0  # budget checks made (by every thread: it only spaces the looks at memory)
+
+
+class _Budget:
+    """The compile under way in this thread: its deadline, name, memory limit and start, and
+    the budget checks it made."""
+
+    __slots__ = ("deadline", "what", "memory_limit", "memory_start", "checks")
+
+    def __init__(self, deadline: float, what: str) -> None:
+        self.deadline, self.what, self.checks = deadline, what, 0
+        self.memory_limit = COMPILE_MEMORY
+        self.memory_start = None if COMPILE_MEMORY is None else (resident_bytes(),
+                                                                 sys.getallocatedblocks())
 
 
 @contextmanager
@@ -53,15 +69,11 @@ def compile_budget(what: str) -> Iterator[None]:
     Args:
         what: a name for the error message ("JSON Schema", the machine's repr).
     """
-    if getattr(_local, "deadline", None) is not None:
+    if getattr(_local, "budget", None) is not None:
         yield
         return
-    _local.deadline = float("inf") if COMPILE_SECONDS is None else \
-        time.monotonic() + COMPILE_SECONDS
-    _local.memory_limit = COMPILE_MEMORY
-    _local.memory_start = None if COMPILE_MEMORY is None else (resident_bytes(),
-                                                               sys.getallocatedblocks())
-    _local.what = what
+    _local.budget = _Budget(float("inf") if COMPILE_SECONDS is None else
+                            time.monotonic() + COMPILE_SECONDS, what)
     # no garbage collection while compiling: a compile allocates many short-lived containers,
     # and each collection it set off would also scan everything the process holds (one
     # collection after the compile instead)
@@ -71,7 +83,7 @@ def compile_budget(what: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _local.deadline = None
+        _local.budget = None
         if paused:
             gc.enable()
 
@@ -99,32 +111,48 @@ def check_budget() -> None:
     Raises:
         GrammarError: the budget is spent.
     """
-    global _checks
-    deadline = getattr(_local, "deadline", None)
-    if deadline is None:
+    budget = getattr(_local, "budget", None)
+    if budget is None:
         return
-    if time.monotonic() > deadline:
-        raise GrammarError(f"compiling {_local.what} took more than {COMPILE_SECONDS} s "
+    n = budget.checks
+    budget.checks = n + 1
+    if n % CLOCK_CHECK_EVERY == 0 and time.monotonic() > budget.deadline:
+        raise GrammarError(f"compiling {budget.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
-    _checks += 1
-    if _checks % MEMORY_CHECK_EVERY == 0 and _local.memory_start is not None:
-        limit, (rss, blocks) = _local.memory_limit, _local.memory_start
+    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_start is not None:
+        limit, (rss, blocks) = budget.memory_limit, budget.memory_start
         if resident_bytes() - rss > limit \
                 and (sys.getallocatedblocks() - blocks) * BYTES_PER_BLOCK > limit:
-            raise GrammarError(f"compiling {_local.what} took more than {limit >> 20} MiB of "
+            raise GrammarError(f"compiling {budget.what} took more than {limit >> 20} MiB of "
                                f"memory (pse.limits.COMPILE_MEMORY)")
 
 
 def resident_bytes() -> int:
     """The process's resident memory now (Linux; elsewhere its peak so far), in bytes."""
     try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
+        return int(os.pread(_statm(), 64, 0).split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError, AttributeError):
         if resource is None:
             return 0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024  # (bytes there, KiB here)
+
+
+_statm_fd: tuple[int, int] | None = None  # (process id, descriptor of its /proc/<pid>/statm)
+_statm_lock = threading.Lock()
+
+
+def _statm() -> int:
+    """/proc/self/statm kept open (each compile reads it, and opening it costs more than the
+    read); opened again in a forked child, whose "self" is another process."""
+    global _statm_fd
+    found, pid = _statm_fd, os.getpid()
+    if found is not None and found[0] == pid:
+        return found[1]
+    with _statm_lock:
+        if _statm_fd is None or _statm_fd[0] != pid:
+            _statm_fd = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY))
+        return _statm_fd[1]
 
 
 def max_live_states() -> int:

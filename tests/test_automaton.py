@@ -174,3 +174,30 @@ def test_then_run_against_brute_force(dfa, word):
     for w in _words(range(8), 5):
         expected = any(dfa.matches(w[:k]) and run.matches(w[k:]) for k in range(len(w) + 1))
         assert both.matches(w) == expected, w
+
+
+def _repeated_by_subset_construction(unit, lo, hi):
+    nfa = automaton.NFA()
+    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
+    if hi is None:
+        parts.append(automaton.star(nfa, automaton.embed(nfa, unit)))
+    else:
+        tail = None
+        for _ in range(hi - lo):
+            one = automaton.embed(nfa, unit)
+            tail = automaton.optional(nfa, one if tail is None
+                                      else automaton.concat(nfa, [one, tail]))
+        if tail is not None:
+            parts.append(tail)
+    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+
+
+def test_repeat_unit_is_the_subset_constructions_minimal_dfa():
+    from pse.json_value import JsonStringContent
+
+    unit = JsonStringContent().unit_dfa()
+    for lo, hi in [(lo, hi) for hi in range(8) for lo in range(hi + 1)] + [
+            (lo, None) for lo in range(8)] + [(3, 20), (20, None)]:
+        direct = automaton.repeat_unit(unit, lo, hi)
+        built = _repeated_by_subset_construction(unit, lo, hi)
+        assert (direct.trans, direct.accept) == (built.trans, built.accept), (lo, hi)

@@ -20,24 +20,11 @@ _NOT_FOUND = "not found"
 
 def _length_dfa(lo: int, hi: int) -> automaton.DFA:
     """JSON string content of lo..hi characters, unrolled (hi is small)."""
-    nfa = automaton.NFA()
-    unit = JsonStringContent().unit_dfa()
-    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
-    tail = None
-    for _ in range(hi - lo):
-        one = automaton.embed(nfa, unit)
-        tail = automaton.optional(nfa, one if tail is None else automaton.concat(nfa, [one, tail]))
-    if tail is not None:
-        parts.append(tail)
-    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+    return automaton.repeat_unit(JsonStringContent().unit_dfa(), lo, hi)
 
 
 def _at_least_dfa(lo: int) -> automaton.DFA:
-    nfa = automaton.NFA()
-    unit = JsonStringContent().unit_dfa()
-    parts = [automaton.embed(nfa, unit) for _ in range(lo)]
-    parts.append(automaton.star(nfa, automaton.embed(nfa, unit)))
-    return automaton.determinize(nfa, automaton.concat(nfa, parts))
+    return automaton.repeat_unit(JsonStringContent().unit_dfa(), lo, None)
 
 
 class _Strings:
