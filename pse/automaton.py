@@ -373,6 +373,10 @@ def repeat_unit(unit: DFA, lo: int, hi: int | None) -> DFA:
     no edge into its start (one JSON string character: then the result is the minimal DFA,
     numbered as `minimize` numbers it; tests compare it with the subset construction's).
     """
+    if (unit.accept.count(True) != 1 or unit.trans[unit.accept.index(True)]
+            or any(t == 0 for row in unit.trans for _, _, t in row)):
+        raise ValueError("repeat_unit: the unit needs one accepting state with no edge out "
+                         "and no edge into its start")
     final = unit.accept.index(True)
     inner = [q for q in range(unit.n_states) if q != final]  # (the start first)
     k = len(inner)

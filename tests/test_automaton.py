@@ -1,5 +1,6 @@
 """UTF-8 range splitting and determinization against brute force."""
 
+import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton
@@ -201,3 +202,13 @@ def test_repeat_unit_is_the_subset_constructions_minimal_dfa():
         direct = automaton.repeat_unit(unit, lo, hi)
         built = _repeated_by_subset_construction(unit, lo, hi)
         assert (direct.trans, direct.accept) == (built.trans, built.accept), (lo, hi)
+
+
+def test_repeat_unit_refuses_a_unit_it_cannot_chain():
+    # two accepting states; an edge out of the accepting state; an edge back into the start
+    for trans, accept in [([[(97, 97, 1), (98, 98, 2)], [], []], [False, True, True]),
+                          ([[(97, 97, 1)], [(98, 98, 1)]], [False, True]),
+                          ([[(97, 97, 1)], [(98, 98, 0), (99, 99, 2)], []],
+                           [False, False, True])]:
+        with pytest.raises(ValueError, match="repeat_unit"):
+            automaton.repeat_unit(automaton.DFA(trans, accept), 1, 3)

@@ -109,7 +109,7 @@ cdef class SliceEntry:
     """The cached part of the mask for one (terminal, DFA state, count class)."""
 
 
-_buffers = None  # ((n_nodes, n_tokens, max_depth), the buffers): see walk_buffers
+_buffers = None  # ((n_nodes, n_tokens, max_depth, n_words), the buffers): see walk_buffers
 cdef int64_t subtrees_taken = 0  # subtrees taken at once (walk_terminal; walks hold the lock)
 
 
@@ -120,22 +120,23 @@ def _subtrees_taken() -> int:
 _walk_lock = threading.Lock()
 
 
-cdef tuple walk_buffers(const Trie* tr):
+cdef tuple walk_buffers(const Trie* tr, int32_t n_words):
     """What SliceCache.walk_terminal writes as it walks: exit nodes and their bytes, leaf
     tokens and their bytes, tokens within, per depth the walk's state (DFA state, count, node
     on the path, full so far), per node whether it is full and the list of nodes marked full
-    (a walk clears its marks when done, so the flags are all zero between walks). Sized for
-    the whole trie and kept from one walk to the next: a walk holds _walk_lock while it uses
-    them."""
+    (a walk clears its marks when done, so the flags are all zero between walks), and a
+    bitmask of the vocabulary (pack_entry clears the words it sets). Sized for the whole trie
+    and kept from one walk to the next: a walk holds _walk_lock while it uses them."""
     global _buffers
     cdef int32_t n_tokens = max(tr.node_tok_off[tr.n_nodes], 1)
-    size = (tr.n_nodes, n_tokens, tr.max_depth)
+    size = (tr.n_nodes, n_tokens, tr.max_depth, n_words)
     if _buffers is None or _buffers[0] != size:
         _buffers = (size, (
             np.empty(tr.n_nodes, dtype=np.int32), np.empty(tr.n_nodes, dtype=np.uint8),
             np.empty(n_tokens, dtype=np.int32), np.empty(n_tokens, dtype=np.uint8),
             np.empty(n_tokens, dtype=np.int32), np.empty((4, tr.max_depth + 1), dtype=np.int32),
-            np.zeros(tr.n_nodes, dtype=np.uint8), np.empty(tr.n_nodes, dtype=np.int32)))
+            np.zeros(tr.n_nodes, dtype=np.uint8), np.empty(tr.n_nodes, dtype=np.int32),
+            np.zeros(max(n_words, 1), dtype=np.uint32)))
     return _buffers[1]
 
 
@@ -348,7 +349,7 @@ cdef class SliceCache:
         (term, dstate) at count class `cls` (see walk_terminal)."""
         cdef const Trie* tr = &self.trie.t
         with _walk_lock:  # (the walks share one set of buffers)
-            return self.walk_terminal(term, dstate, cls, node, walk_buffers(tr))
+            return self.walk_terminal(term, dstate, cls, node, walk_buffers(tr, self.n_words))
 
     cdef SliceEntry walk_terminal(self, int32_t term, int32_t dstate, int32_t cls, int32_t node,
                                   tuple buffers):
@@ -361,7 +362,8 @@ cdef class SliceCache:
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
         cdef int32_t first = node + 1, stop = tr.node_end[node], base = tr.node_depth[node]
-        exit_node, exit_byte, leaf_id, leaf_byte, within_id, levels, full_flags, marked = buffers
+        exit_node, exit_byte, leaf_id, leaf_byte, within_id, levels, full_flags, marked, \
+            within_bits = buffers
         cdef int32_t* w_id = <int32_t*>cnp.PyArray_DATA(within_id)
         cdef int32_t* x_node = <int32_t*>cnp.PyArray_DATA(exit_node)
         cdef uint8_t* x_byte = <uint8_t*>cnp.PyArray_DATA(exit_byte)
@@ -462,8 +464,9 @@ cdef class SliceCache:
                                       track_from)
                 top -= 1
         try:
-            return pack_entry(w_id, n_within, x_node, x_byte, n_exit, l_id, l_byte, n_leaf, full,
-                              full_list, n_full, tr, self.n_words)
+            return pack_entry(w_id, n_within, <uint32_t*>cnp.PyArray_DATA(within_bits), x_node,
+                              x_byte, n_exit, l_id, l_byte, n_leaf, full, full_list, n_full, tr,
+                              self.n_words)
         finally:
             for k in range(n_full):
                 full[full_list[k]] = 0
@@ -683,19 +686,19 @@ cdef cnp.ndarray grouped(items, keys, int32_t* off):
     return out
 
 
-cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_node,
-                           uint8_t* x_byte, int32_t n_exit, const int32_t* l_id,
+cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, uint32_t* dense,
+                           int32_t* x_node, uint8_t* x_byte, int32_t n_exit, const int32_t* l_id,
                            const uint8_t* l_byte, int32_t n_leaf, const uint8_t* full,
                            const int32_t* full_list, int32_t n_marked, const Trie* tr,
                            int32_t n_words):
     """The slice entry of a walk (see SliceCache.walk_terminal), in one block of memory: the
-    tokens within as the nonzero words of their bitmask, the exits whose tokens are not all
-    within and the leaves grouped by byte, the full flags of the nodes below those exits
-    (`full` per node, the `n_marked` nodes flagged in `full_list`)."""
+    tokens within as the nonzero words of their bitmask (made in `dense`, n_words words all
+    zero, and left so), the exits whose tokens are not all within and the leaves grouped by
+    byte, the full flags of the nodes below those exits (`full` per node, the `n_marked`
+    nodes flagged in `full_list`)."""
     cdef SliceEntry entry = SliceEntry.__new__(SliceEntry)
     cdef int32_t k, m = 0, x_lo = tr.n_nodes, x_hi = 0, lo = tr.n_nodes, hi = 0, n_full = 0
     cdef int32_t most_words, n_w = 0, word, node
-    cdef uint32_t* dense = NULL
     cdef uint8_t* flags
     for k in range(n_exit):
         if not full[x_node[k]]:
@@ -714,32 +717,22 @@ cdef SliceEntry pack_entry(const int32_t* w_id, int32_t n_within, int32_t* x_nod
             hi = max(hi, node + 1)
     if hi > lo:
         n_full = (hi - lo + 7) // 8
-    # within: one word per run of tokens in the same word, or (many tokens) by the bitmask
+    # within: each word once, in the order the walk first set a bit of it (the order a mask
+    # ORs them in does not matter; no pass over the whole vocabulary)
     most_words = min(n_within, n_words)
     cdef cnp.ndarray store = np.empty(2 * most_words + n_exit + n_leaf + (n_full + 3) // 4,
                                       dtype=np.int32)
     cdef int32_t* words = <int32_t*>cnp.PyArray_DATA(store)
     cdef uint32_t* bits = <uint32_t*>(words + most_words)
-    if 4 * n_within > n_words:
-        dense = <uint32_t*>calloc(n_words, sizeof(uint32_t))
-        if dense == NULL:
-            raise MemoryError()
-        for k in range(n_within):
-            set_bit(dense, w_id[k])
-        for k in range(n_words):
-            if dense[k]:
-                words[n_w] = k
-                bits[n_w] = dense[k]
-                n_w += 1
-        free(dense)
-    else:
-        for k in range(n_within):
-            word = w_id[k] >> 5
-            if n_w == 0 or words[n_w - 1] != word:
-                words[n_w] = word
-                bits[n_w] = 0
-                n_w += 1
-            bits[n_w - 1] |= (<uint32_t>1) << (w_id[k] & 31)
+    for k in range(n_within):
+        word = w_id[k] >> 5
+        if dense[word] == 0:
+            words[n_w] = word
+            n_w += 1
+        dense[word] |= (<uint32_t>1) << (w_id[k] & 31)
+    for k in range(n_w):
+        bits[k] = dense[words[k]]
+        dense[words[k]] = 0
     entry._arrays = store
     entry.s.within_words = words
     entry.s.within_bits = bits
