@@ -66,6 +66,8 @@ cdef class SliceCache:
     cdef object _kinds_below       # the trie's kinds of bytes below each node
     cdef object _loop_kinds        # per DFA state: the kinds it loops on (-1: not found yet)
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
+    cdef int32_t recent_keys[4 * 2048]  # ... the last looked up, by a hash of their key:
+    cdef list recent               # (term, dstate, count class, node) and the entry per slot
 
     cdef SliceEntry get(self, const PState* s)
     cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls)

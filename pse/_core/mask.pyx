@@ -33,6 +33,10 @@ MAX_SHARED_SLICES = 4096
 MAX_PROFILES = 8
 # Subtree entries kept per structure (see Matcher.plan).
 MAX_SUBTREE_SLICES = 8192
+# Slots of the table of subtree entries looked up last (SliceCache.recent): a mask may plan
+# hundreds of jobs, and finding each in the LRU costs more than the rest of the plan.
+cdef enum:
+    RECENT_SLOTS = 2048
 
 # An exit node with at least this many nodes below it is planned as jobs, not walked (see
 # Matcher.plan): below that, a walk with the live states costs less than building an entry.
@@ -193,6 +197,8 @@ cdef class SliceCache:
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
+        memset(self.recent_keys, 0xFF, sizeof(self.recent_keys))  # (term -1: empty)
+        self.recent = [None] * RECENT_SLOTS
         self.horizon = trie.t.max_depth
         self._follow = terminal_follow(t)
         self.follow = <uint32_t*>cnp.PyArray_DATA(self._follow)
@@ -475,6 +481,12 @@ cdef class SliceCache:
         """The entry of the terminal state of `s` (just started on the byte of trie node
         `node`) over the tokens below that node: built on first use, kept in an LRU."""
         cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
+        cdef uint32_t h = ((<uint32_t>s.term * 0x9E3779B1u) ^ (<uint32_t>s.dstate * 0x85EBCA77u)
+                           ^ (<uint32_t>cls * 0xC2B2AE3Du) ^ (<uint32_t>node * 0x27D4EB2Fu))
+        cdef int32_t slot = (h ^ (h >> 16)) & (RECENT_SLOTS - 1)
+        cdef int32_t* known = &self.recent_keys[4 * slot]
+        if known[0] == s.term and known[1] == s.dstate and known[2] == cls and known[3] == node:
+            return <SliceEntry>self.recent[slot]
         key = (s.term, s.dstate, cls, node)
         entry = self.subtrees.pop(key, None)  # pop and re-insert: see entry()
         if entry is None:
@@ -482,6 +494,8 @@ cdef class SliceCache:
         self.subtrees[key] = entry
         if len(self.subtrees) > MAX_SUBTREE_SLICES:
             self.subtrees.popitem(last=False)
+        self.recent[slot] = entry  # (an entry the LRU dropped lives on here until replaced)
+        known[0], known[1], known[2], known[3] = s.term, s.dstate, cls, node
         return <SliceEntry>entry
 
     cdef tuple profile(self, int32_t term, int32_t dstate):
