@@ -494,7 +494,10 @@ cdef class SliceCache:
         self.subtrees[key] = entry
         if len(self.subtrees) > MAX_SUBTREE_SLICES:
             self.subtrees.popitem(last=False)
-        self.recent[slot] = entry  # (an entry the LRU dropped lives on here until replaced)
+        # the key is cleared while the slot changes, so that no look-up ever pairs a key with
+        # another's entry (an entry the LRU dropped lives on here until replaced)
+        known[0] = -1
+        self.recent[slot] = entry
         known[0], known[1], known[2], known[3] = s.term, s.dstate, cls, node
         return <SliceEntry>entry
 
