@@ -371,6 +371,29 @@ def test_bad_ids_and_bitmasks():
     assert engine.consume_token(SMALL.lookup(b"a"))  # the state survived all of that
 
 
+def words_over(units: list[str], most: int) -> list[bytes]:
+    """Every string of 1 to `most` of `units`, encoded."""
+    words, out = [""], []
+    for _ in range(most):
+        words = [w + c for w in words for c in units]
+        out += [w.encode() for w in words]
+    return out
+
+
+def check_taken(vocab: Vocabulary, structure, texts: list[str], takes: bool | None) -> None:
+    """Masks equal brute force along each text, which the structure accepts; some subtree
+    was taken at once (SliceCache.walk_terminal) iff `takes` (None: either way)."""
+    taken = _subtrees_taken()
+    engine = StructuringEngine(vocab)
+    engine.configure(structure)
+    for text in texts:
+        engine.reset()
+        check_along(engine, vocab.encode(text))
+        assert engine.is_accepting(), text
+    if takes is not None:
+        assert (_subtrees_taken() > taken) == takes, structure
+
+
 def test_subtrees_taken_at_once_small_vocab():
     """Every string of up to three characters from a few sets (text and non-ASCII characters;
     slash, newline, "é"; quote, backslash, apostrophe), tokens that stop inside a character,
@@ -380,10 +403,7 @@ def test_subtrees_taken_at_once_small_vocab():
     Masks equal brute force."""
     tokens = []
     for units in (["a", " ", "é", "€"], ["a", "/", "\n", "é"], ["a", '"', "\\", "'"]):
-        words = [""]
-        for _ in range(3):
-            words = [w + c for w in words for c in units]
-            tokens += [w.encode() for w in words]
+        tokens += words_over(units, 3)
     tokens += ["é".encode()[:1], "€".encode()[:2], ("a" + "€").encode()[:3], "é".encode()[1:],
                ("a" + "é").encode()[:1] + "é".encode()[1:], *(bytes([b]) for b in b"[]{}:,*")]
     tokens = list(dict.fromkeys(tokens))
@@ -407,15 +427,7 @@ def test_subtrees_taken_at_once_small_vocab():
         (JsonSchema({"type": "string", "maxLength": 3}), ['"é€a"', '"\\"a"'], False),
         (Chain(Loop(Character("a é*"), 1), Phrase('"')), ['a é*"', 'éa"'], None),
     ]:
-        taken = _subtrees_taken()
-        engine = StructuringEngine(vocab)
-        engine.configure(structure)
-        for text in texts:
-            engine.reset()
-            check_along(engine, vocab.encode(text))
-            assert engine.is_accepting(), text
-        if takes is not None:
-            assert (_subtrees_taken() > taken) == takes, structure
+        check_taken(vocab, structure, texts, takes)
 
 
 def test_subtrees_taken_at_once_names_and_numbers():
@@ -425,14 +437,9 @@ def test_subtrees_taken_at_once_names_and_numbers():
     rule's calls where the rule may end there (a recursive rule). Every string of up to
     three characters over "a", "b", "1" and over "c", "d", of up to two over those and "_",
     " ", "=", "+", newline, "A", "(", ")". Masks equal brute force."""
-    tokens = []
-    for units, most in ((["a", "b", "1"], 3), (["c", "d"], 3),
-                        (["a", "b", "c", "1", "_", " ", "=", "+", "\n", "A", "(", ")"], 2)):
-        words = [""]
-        for _ in range(most):
-            words = [w + c for w in words for c in units]
-            tokens += [w.encode() for w in words]
-    tokens = list(dict.fromkeys(tokens))
+    tokens = list(dict.fromkeys(
+        words_over(["a", "b", "1"], 3) + words_over(["c", "d"], 3)
+        + words_over(["a", "b", "c", "1", "_", " ", "=", "+", "\n", "A", "(", ")"], 2)))
     vocab = Vocabulary.from_tokens(tokens + [b"<eos>"], eos_token_ids=[len(tokens)],
                                    special_token_ids=[len(tokens)])
     for structure, texts, takes in [
@@ -453,15 +460,7 @@ def test_subtrees_taken_at_once_names_and_numbers():
         # the name may be followed by a letter
         (Grammar("start: NAME \"=\" NAME \"b\"\nNAME: /[a-z0-9_]+/"), ["ab=ab_1ab"], True),
     ]:
-        taken = _subtrees_taken()
-        engine = StructuringEngine(vocab)
-        engine.configure(structure)
-        for text in texts:
-            engine.reset()
-            check_along(engine, vocab.encode(text))
-            assert engine.is_accepting(), text
-        if takes is not None:
-            assert (_subtrees_taken() > taken) == takes, structure
+        check_taken(vocab, structure, texts, takes)
 
 
 def test_utf8_reader():
