@@ -14,6 +14,7 @@
 
 Run: python bench/engine_resources.py [--batch 32] [--repeat 200]
      python bench/engine_resources.py --schemas [--limit N] [--seed S] [--workers 2]
+                                      [--out FILE]
 """
 
 from __future__ import annotations
@@ -91,19 +92,40 @@ def schemas(args: argparse.Namespace) -> None:
 
     def run(item):
         name, path = item
-        proc = subprocess.run([sys.executable, __file__, "--one", str(folder / "llama3.vocab"),
-                               str(path)], capture_output=True, text=True, timeout=args.timeout)
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--one", str(folder / "llama3.vocab"),
+                                   str(path)], capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return name, {"crash": f"over {args.timeout:.0f} s", "stderr": ""}
         lines = proc.stdout.strip().splitlines()
         if proc.returncode or not lines:
             return name, {"crash": proc.returncode, "stderr": proc.stderr[-200:]}
         return name, json.loads(lines[-1])
 
-    results = []
+    done = {}
+    if args.out and Path(args.out).exists():  # (a run resumed: its files are not run again)
+        for line in Path(args.out).read_text().splitlines():
+            if line.strip():
+                name, res = json.loads(line)
+                done[name] = res
+    todo = [item for item in files if item[0] not in done]
+    results = [(name, done[name]) for name, _ in files if name in done]
+    out = open(args.out, "a") if args.out else None
     with ThreadPoolExecutor(args.workers) as pool:
-        for k, (name, res) in enumerate(pool.map(run, files)):
+        for k, (name, res) in enumerate(pool.map(run, todo)):
             results.append((name, res))
-            print(f"\r{k + 1}/{len(files)}", end="", flush=True)
+            if out:
+                out.write(json.dumps([name, res]) + "\n")
+                out.flush()
+            print(f"\r{len(results)}/{len(files)}", end="", flush=True)
     print()
+    if out:
+        out.close()
+    summarize(results)
+
+
+def summarize(results: list[tuple[str, dict]]) -> None:
+    """The table of peaks over (file name, result) pairs, and the ten largest."""
     ok = [(n, r) for n, r in results if "peak" in r]
     added = sorted(r["peak"] - r["base"] for _, r in ok)
     peaks = sorted(r["peak"] for _, r in ok)
@@ -119,6 +141,9 @@ def schemas(args: argparse.Namespace) -> None:
           f"{sum(p >= 1024 for p in peaks)}")
     for name, r in sorted(ok, key=lambda x: -x[1]["peak"])[:10]:
         print(f"  {r['peak']:7.0f} MB  {name}  {r['error'] or ''}")
+    for name, r in results:
+        if "peak" not in r:
+            print(f"  crashed ({r['crash']}): {name}  {r['stderr'][-120:]!r}")
 
 
 def main() -> None:
@@ -132,6 +157,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2, help="--schemas: processes at once")
     ap.add_argument("--timeout", type=float, default=300, help="--schemas: seconds per file")
+    ap.add_argument("--out", help="--schemas: a file that gets one JSON line per schema as it "
+                    "ends; run again with it to go on where the run stopped")
     ap.add_argument("--one", nargs=2, metavar=("VOCAB", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
