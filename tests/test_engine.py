@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import shared_vocab
 from pse import (AnyOf, Chain, Character, Forward, Grammar, Json, JsonSchema, Loop, Optional,
                  Phrase, StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
-from pse._core.mask import _subtrees_taken
+from pse._core.mask import _subtrees_taken, _walk_subtrees_taken
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
 
@@ -461,6 +461,26 @@ def test_subtrees_taken_at_once_names_and_numbers():
         (Grammar("start: NAME \"=\" NAME \"b\"\nNAME: /[a-z0-9_]+/"), ["ab=ab_1ab"], True),
     ]:
         check_taken(vocab, structure, texts, takes)
+
+
+def test_walks_below_exits_take_subtrees_at_once():
+    """Below an exit, where the live states are walked (no cached entry), a terminal started
+    there that comes back to itself over every kind of byte below a node takes that subtree
+    at once: a name right after a keyword (Lark's dynamic lexer: "nota" is "not" "a"). A
+    name of at most three letters does not loop: "notaaaa" is refused. Masks equal brute
+    force."""
+    tokens = [b"n", b"no", b" ", b"a", b"aa", b"(", b")"] + [b"not" + b"a" * n for n in range(5)]
+    vocab = Vocabulary.from_tokens(tokens + [b"<eos>"], eos_token_ids=[len(tokens)],
+                                   special_token_ids=[len(tokens)])
+    for source, texts, takes in [
+        ('start: "not" NAME\nNAME: /[a-z]+/', ["notaaaa", "notaa"], True),
+        ('start: expr\nexpr: "not" NAME | "(" expr ")"\nNAME: /[a-z]+/\n%ignore " "',
+         ["(notaaaa)", "( nota )", "nota"], True),
+        ('start: "not" NAME\nNAME: /[a-z]{1,3}/', ["nota", "notaaa"], False),
+    ]:
+        before = _walk_subtrees_taken()
+        check_taken(vocab, Grammar(source), texts, None)
+        assert (_walk_subtrees_taken() > before) == takes, source
 
 
 def test_utf8_reader():

@@ -12,7 +12,7 @@
 # either: each state the exit leads to is a "job", a root of its own below that node, with
 # a cached entry of that subtree (the same kind of entry, keyed by the node too).
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 from pse._core.structure cimport (
     Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables,
@@ -38,6 +38,8 @@ cdef class SliceEntry:
     cdef Slice s
     cdef object _arrays           # what owns the memory of `s`: its arrays, or one block of
                                   # them all (see entry_arrays)
+    cdef int64_t plan_epoch       # the plan (Matcher.plan) that last made this entry a job ...
+    cdef int32_t plan_group       # ... and the first job of its group there
 
 
 cdef class SliceCache:
@@ -87,6 +89,8 @@ ctypedef struct Walker:
     const Tables* tables
     Arena* arena
     const Trie* trie
+    const uint16_t* kinds_below    # the kinds of bytes below each trie node (byte_kinds) ...
+    int16_t* loop_kinds            # ... and per DFA state, those it loops on (-1: not found yet)
     StateSet* levels               # one state set per trie depth
     int32_t* marks                 # scratch-frame mark per trie depth
     int32_t n_levels
@@ -95,11 +99,15 @@ ctypedef struct Walker:
     StateSet seed
     Slice** slices                 # the cache entry of each root
     int32_t* plan_from             # per root: its exits into subtrees this large are jobs
+    int64_t taken                  # subtrees walk_subtree took at once (see finish)
     int32_t slices_cap
-    # jobs: states that start below a large exit node, each with that subtree's entry
+    # jobs: states that start below a large exit node, each with that subtree's entry; the
+    # jobs of one entry form a group, walked as one (the union of their states)
     PState* jobs
     Slice** job_slices
     int32_t* job_plan_from
+    int32_t* job_group             # the first job of each job's group
+    int32_t* job_next              # the next job of the group (-1: none)
     int32_t n_jobs
     int32_t jobs_cap
     # unique arrays: a step may depend on the bytes before it (see structure.pxd)
@@ -134,6 +142,7 @@ cdef class Matcher:
     cdef readonly bytes text       # unique arrays: the bytes committed (else empty)
     cdef list text_lengths         # len(text) before each committed token
     cdef list special_hits         # the special token ids the live states allow (prepare)
+    cdef int64_t plan_epoch        # this matcher's last plan (see SliceEntry.plan_epoch)
 
     cdef int push_history(self, bytes data, object text=*) except -1
     cdef int load_text(self, bytes extra) except -1

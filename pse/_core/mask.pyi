@@ -49,4 +49,7 @@ def _set_planning(min_subtree: int, most_jobs: int) -> tuple[int, int]:
     """For tests: which exit nodes are planned as jobs; returns the old values."""
 
 def _subtrees_taken() -> int:
-    """How many subtrees walks took at once so far (for tests: that the shortcut is used)."""
+    """How many subtrees entries took at once so far (for tests: that the shortcut is used)."""
+
+def _walk_subtrees_taken() -> int:
+    """How many subtrees mask walks from live states took at once so far (for tests)."""

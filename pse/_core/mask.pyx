@@ -5,7 +5,7 @@ live parser states of one engine."""
 from libc.stdint cimport (int8_t, int16_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t,
                           uintptr_t)
 from libc.stdlib cimport malloc, realloc, free, calloc
-from libc.string cimport memset, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
 cimport numpy as cnp
@@ -43,6 +43,8 @@ cdef enum:
 cdef int32_t min_planned_subtree = 64
 # Jobs per mask at most (past that, exits are walked).
 cdef int32_t max_jobs = 4096
+# Plans so far, in all matchers (a plan's number tells its groups of jobs apart: see add_job).
+cdef int64_t plan_epochs = 0
 
 
 def _set_planning(int32_t min_subtree, int32_t most_jobs) -> tuple:
@@ -115,11 +117,17 @@ cdef class SliceEntry:
 
 _buffers = None  # ((n_nodes, n_tokens, max_depth, n_words), the buffers): see walk_buffers
 cdef int64_t subtrees_taken = 0  # subtrees taken at once (walk_terminal; walks hold the lock)
+cdef int64_t walk_subtrees_taken = 0  # ... by walks of live states (walk_subtree; see finish)
 
 
 def _subtrees_taken() -> int:
-    """How many subtrees walks took at once so far (for tests: that the shortcut is used)."""
+    """How many subtrees entries took at once so far (for tests: that the shortcut is used)."""
     return subtrees_taken
+
+
+def _walk_subtrees_taken() -> int:
+    """How many subtrees mask walks from live states took at once so far (for tests)."""
+    return walk_subtrees_taken
 
 _walk_lock = threading.Lock()
 
@@ -830,9 +838,12 @@ cdef class Matcher:
         self.w.marks = NULL
         self.w.slices = NULL
         self.w.plan_from = NULL
+        self.w.taken = 0
         self.w.jobs = NULL
         self.w.job_slices = NULL
         self.w.job_plan_from = NULL
+        self.w.job_group = NULL
+        self.w.job_next = NULL
         self.w.n_jobs = self.w.jobs_cap = 0
         self.w.text = NULL
         self.w.unique = NULL
@@ -857,6 +868,8 @@ cdef class Matcher:
         self.w.base = 0
         seen_init(&self.w.seen, SCRATCH_SEEN_CHUNKS)
         self.w.trie = &cache.trie.t
+        self.w.kinds_below = <const uint16_t*>cnp.PyArray_DATA(cache._kinds_below)
+        self.w.loop_kinds = <int16_t*>cnp.PyArray_DATA(cache._loop_kinds)
         self.history = []
         self.finished = False
         self._keep = []
@@ -900,6 +913,8 @@ cdef class Matcher:
         free(self.w.jobs)
         free(self.w.job_slices)
         free(self.w.job_plan_from)
+        free(self.w.job_group)
+        free(self.w.job_next)
         free(<void*>self.w.risky_bits)
         free(<void*>self.w.risky_nodes)
         free(self.w.n_risky)
@@ -1187,6 +1202,9 @@ cdef class Matcher:
         cdef SliceCache cache = self.cache
         cdef int32_t i, n_words = cache.n_words
         cdef cnp.ndarray memo
+        global walk_subtrees_taken
+        walk_subtrees_taken += self.w.taken
+        self.w.taken = 0
         self._keep.clear()
         if self.root_accepting:
             for i in range(cache.n_eos):
@@ -1274,6 +1292,9 @@ cdef class Matcher:
         to becomes a root of its own below the exit node, with that subtree's cached entry, so
         that `walk` walks only the small subtrees. A job's exits are planned in turn. Past
         max_jobs the rest is walked."""
+        global plan_epochs
+        plan_epochs += 1
+        self.plan_epoch = plan_epochs
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
         cdef int32_t i = 0, j, k, k2, b, x, n_seed, n_roots = w.roots.n
@@ -1333,22 +1354,47 @@ cdef class Matcher:
         return 0
 
     cdef int add_job(self, const PState* s, int32_t node) except -1:
-        """State `s` (its terminal started on trie node `node`'s byte) as a job below `node`."""
+        """State `s` (its terminal started on trie node `node`'s byte) as a job below `node`,
+        in the group of that subtree entry's jobs (unless the group holds it already). The
+        states of a group differ only in what follows their terminal (the stack): `walk`
+        walks their exits once, from the union of what each leads to."""
         cdef Walker* w = &self.w
-        cdef int32_t cap
+        cdef int32_t cap, j, first = -1
         cdef SliceEntry entry = self.cache.subtree_entry(s, node)
+        # (another matcher's plan may take the entry over between two jobs: then it gets a
+        # second group here, walked on its own; never a group of another plan)
+        if entry.plan_epoch == self.plan_epoch:
+            first = entry.plan_group
+            j = first
+            while j >= 0:
+                if memcmp(&w.jobs[j], s, sizeof(PState)) == 0:
+                    return 0
+                j = w.job_next[j]
         if w.n_jobs == w.jobs_cap:
             cap = max(64, 2 * w.jobs_cap)
             w.jobs = <PState*>realloc(w.jobs, cap * sizeof(PState))
             w.job_slices = <Slice**>realloc(w.job_slices, cap * sizeof(Slice*))
             w.job_plan_from = <int32_t*>realloc(w.job_plan_from, cap * sizeof(int32_t))
-            if w.jobs == NULL or w.job_slices == NULL or w.job_plan_from == NULL:
+            w.job_group = <int32_t*>realloc(w.job_group, cap * sizeof(int32_t))
+            w.job_next = <int32_t*>realloc(w.job_next, cap * sizeof(int32_t))
+            if (w.jobs == NULL or w.job_slices == NULL or w.job_plan_from == NULL
+                    or w.job_group == NULL or w.job_next == NULL):
                 raise MemoryError()
             w.jobs_cap = cap
-        self._keep.append(entry)
-        w.jobs[w.n_jobs] = s[0]
-        w.job_slices[w.n_jobs] = &entry.s
-        w.job_plan_from[w.n_jobs] = min_planned_subtree
+        j = w.n_jobs
+        w.jobs[j] = s[0]
+        w.job_slices[j] = &entry.s
+        w.job_plan_from[j] = min_planned_subtree
+        if first < 0:
+            self._keep.append(entry)
+            entry.plan_epoch = self.plan_epoch
+            entry.plan_group = j
+            w.job_group[j] = j
+            w.job_next[j] = -1
+        else:
+            w.job_group[j] = first
+            w.job_next[j] = w.job_next[first]
+            w.job_next[first] = j
         w.n_jobs += 1
         return 0
 
@@ -1425,23 +1471,43 @@ cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) n
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
     """OR into `out` the tokens the roots and jobs allow (see cover)."""
-    cdef int32_t i, base = w.scratch.n
+    cdef int32_t i, j, smallest, base = w.scratch.n
     for i in range(w.roots.n):
         if w.unique[i]:
             walk_unique_root(w, i, base, out)
         else:
-            cover(w, &w.roots.items[i], w.slices[i], w.plan_from[i], base, out)
+            cover(w, w.roots.items, NULL, i, w.slices[i], w.plan_from[i], base, out)
     for i in range(w.n_jobs):
-        cover(w, &w.jobs[i], w.job_slices[i], w.job_plan_from[i], base, out)
+        if w.job_group[i] != i:
+            continue
+        # past max_jobs some jobs were not planned: their group walks every exit
+        smallest = w.job_plan_from[i]
+        j = w.job_next[i]
+        while j >= 0:
+            smallest = max(smallest, w.job_plan_from[j])
+            j = w.job_next[j]
+        cover(w, w.jobs, w.job_next, i, w.job_slices[i], smallest, base, out)
     return 0
 
 
-cdef int cover(Walker* w, const PState* r, const Slice* sl, int32_t smallest, int32_t base,
-               uint32_t* out) except -1 nogil:
-    """OR into `out` the tokens state `r` allows with its cache entry `sl`: the entry's
-    tokens within r's terminal, plus walks of the trie below the exit nodes whose byte can
-    follow the terminal in r's context (but for those with `smallest` nodes or more: they
-    are jobs)."""
+cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first, int b,
+                  StateSet* seed) except -1 nogil:
+    """Expand states[first] and (with `next`) the states chained from it on byte b into
+    `seed`."""
+    cdef int32_t j = first
+    while j >= 0:
+        expand(c, &states[j], b, seed)
+        j = next[j] if next != NULL else -1
+    return 0
+
+
+cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t first,
+               const Slice* sl, int32_t smallest, int32_t base, uint32_t* out) except -1 nogil:
+    """OR into `out` the tokens that states[first] and (with `next`) the states chained from
+    it allow, all of whose cache entry is `sl`: the entry's tokens within their terminal,
+    plus walks of the trie below the exit nodes whose byte can follow the terminal in a
+    state's context, from the union of the states that byte leads to (but for the exits
+    with `smallest` nodes or more: they are jobs)."""
     cdef Ctx c
     cdef int32_t k, j, b, x
     cdef uint32_t bytes8[8]
@@ -1450,7 +1516,10 @@ cdef int cover(Walker* w, const PState* r, const Slice* sl, int32_t smallest, in
     for k in range(sl.n_within_words):
         out[sl.within_words[k]] |= sl.within_bits[k]
     memset(bytes8, 0, sizeof(bytes8))
-    exit_bytes(&c, r, bytes8)
+    j = first
+    while j >= 0:
+        exit_bytes(&c, &states[j], bytes8)
+        j = next[j] if next != NULL else -1
     for k in range(8):
         bits = bytes8[k] & sl.exit_bytes[k]
         while bits:
@@ -1459,7 +1528,7 @@ cdef int cover(Walker* w, const PState* r, const Slice* sl, int32_t smallest, in
             w.scratch.n = base
             w.seed.n = 0
             c.pos = w.base
-            expand(&c, r, <uint8_t>b, &w.seed)
+            seed_all(&c, states, next, first, b, &w.seed)
             if w.seed.n == 0:
                 continue
             for j in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
@@ -1471,7 +1540,7 @@ cdef int cover(Walker* w, const PState* r, const Slice* sl, int32_t smallest, in
                     w.scratch.n = base
                     w.seed.n = 0
                     c.pos = w.base + w.trie.node_depth[sl.exit_nodes[j]] - 1
-                    expand(&c, r, <uint8_t>b, &w.seed)
+                    seed_all(&c, states, next, first, b, &w.seed)
                     walk_subtree(w, &w.seed, sl.exit_nodes[j], out, sl)
                 continue
             for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
@@ -1536,14 +1605,18 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     """Walk the children of trie node `node`, whose byte took the live states to `seed`,
     setting in `out` the tokens they allow. With out NULL: 1 at the first such token (the
     forced path's spanning check), else 0. `known` (or NULL): an entry whose tokens within
-    are set in `out` already: its full nodes are skipped."""
+    are set in `out` already: its full nodes are skipped. Where a state's terminal goes back
+    to the same DFA state over every kind of byte below a node (the rest of a name, a
+    number, a string), every token there is allowed: taken at once (see walk_terminal)."""
     cdef Ctx c
+    cdef const Tables* t = w.tables
     cdef const Trie* tr = w.trie
     cdef int32_t base_depth = tr.node_depth[node]
     cdef int32_t i = node + 1, end = tr.node_end[node], depth, k
     cdef const StateSet* cur
     cdef StateSet* nxt
-    cdef bint unique = w.tables.has_unique
+    cdef const PState* s
+    cdef bint unique = t.has_unique, taken
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
@@ -1568,6 +1641,21 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
         else:
             for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
                 set_bit(out, tr.tok_ids[k])
+            # (in a unique array a step may depend on the bytes before it: no shortcut)
+            if tr.node_end[i] > i + 1 and not unique:
+                taken = False
+                for k in range(nxt.n):
+                    s = &nxt.items[k]
+                    if (s.term >= 0 and not t.term_counted[s.term] and (
+                            w.kinds_below[i] & ~loop_kinds(t, w.loop_kinds, s.dstate)) == 0):
+                        taken = True
+                        break
+                if taken:
+                    for k in range(tr.node_tok_off[i + 1], tr.node_tok_off[tr.node_end[i]]):
+                        set_bit(out, tr.tok_ids[k])
+                    w.taken += 1
+                    i = tr.node_end[i]
+                    continue
         w.marks[depth] = w.scratch.n
         i += 1
     return 0
