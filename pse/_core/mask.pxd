@@ -42,6 +42,12 @@ cdef class SliceEntry:
     cdef int32_t plan_group       # ... and the first job of its group there
 
 
+# Slots of the table of subtree entries looked up last (SliceCache.recent): a mask may plan
+# hundreds of jobs, and finding each in the LRU costs more than the rest of the plan.
+cdef enum:
+    RECENT_SLOTS = 4096
+
+
 cdef class SliceCache:
     cdef readonly CompiledStructure structure
     cdef readonly TokenTrie trie
@@ -68,7 +74,7 @@ cdef class SliceCache:
     cdef object _kinds_below       # the trie's kinds of bytes below each node
     cdef object _loop_kinds        # per DFA state: the kinds it loops on (-1: not found yet)
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
-    cdef int32_t recent_keys[4 * 2048]  # ... the last looked up, by a hash of their key:
+    cdef int32_t recent_keys[4 * RECENT_SLOTS]  # ... the last looked up, by a hash of their key:
     cdef list recent               # (term, dstate, count class, node) and the entry per slot
 
     cdef SliceEntry get(self, const PState* s)

@@ -33,10 +33,6 @@ MAX_SHARED_SLICES = 4096
 MAX_PROFILES = 8
 # Subtree entries kept per structure (see Matcher.plan).
 MAX_SUBTREE_SLICES = 8192
-# Slots of the table of subtree entries looked up last (SliceCache.recent): a mask may plan
-# hundreds of jobs, and finding each in the LRU costs more than the rest of the plan.
-cdef enum:
-    RECENT_SLOTS = 2048
 
 # An exit node with at least this many nodes below it is planned as jobs, not walked (see
 # Matcher.plan): below that, a walk with the live states costs less than building an entry.
