@@ -14,7 +14,6 @@ torch is imported when the loop runs, never when pse is imported.
 from __future__ import annotations
 
 import inspect
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -22,9 +21,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from pse.engine import StructuringEngine, fill_next_token_bitmask_par
+from pse.lazy import Lazy
 
-_OVERLAP: ThreadPoolExecutor | None = None
-_OVERLAP_LOCK = threading.Lock()
+# the thread that computes a step's masks while the model runs
+_OVERLAP = Lazy(lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="pse-overlap"))
 
 
 class Row:
@@ -116,7 +116,7 @@ def decode(model: Any, rows: Sequence[Row], eos: set[int], fast_forward: bool,
                 return
             ids, mask, positions = _step_inputs(rows, lengths, pad_token)
             attention = torch.cat([attention, torch.tensor(mask, device=device)], dim=1)
-            masks = _overlap().submit(_fill, [rows[i].engine for i in active],
+            masks = _OVERLAP.get().submit(_fill, [rows[i].engine for i in active],
                                       bitmask[: len(active)], n_threads)
             out = model(input_ids=torch.tensor(ids, device=device), attention_mask=attention,
                         position_ids=torch.tensor(positions, device=device), use_cache=True,
@@ -158,15 +158,6 @@ def _fill(engines: list[StructuringEngine], bitmask: np.ndarray, n_threads: int 
     started = time.perf_counter()
     fill_next_token_bitmask_par(engines, bitmask, n_threads)
     return time.perf_counter() - started
-
-
-def _overlap() -> ThreadPoolExecutor:
-    """The thread that computes a step's masks while the model runs."""
-    global _OVERLAP
-    with _OVERLAP_LOCK:
-        if _OVERLAP is None:
-            _OVERLAP = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pse-overlap")
-    return _OVERLAP
 
 
 def _cache_keyword(model: Any) -> str:

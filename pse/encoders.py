@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from pse.errors import VocabularyError
+from pse.lazy import Lazy
 
 
 class LazyTokenizer:
@@ -18,16 +18,11 @@ class LazyTokenizer:
 
     def __init__(self, text: str | bytes) -> None:
         self.text = text
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
+        self._tokenizer: Lazy[Any] = Lazy(self._parse)
 
     def get(self) -> Any:
         """The tokenizer, parsed by the first call (others wait for it)."""
-        if self._tokenizer is None:
-            with self._lock:
-                if self._tokenizer is None:
-                    self._tokenizer = self._parse()
-        return self._tokenizer
+        return self._tokenizer.get()
 
     def _parse(self) -> Any:
         from tokenizers import Tokenizer
@@ -114,21 +109,18 @@ class LazyTiktoken:
                  ranks: dict[bytes, int] | Callable[[], dict[bytes, int]],
                  special_tokens: dict[str, int]) -> None:
         self.args = (name, pattern, ranks, special_tokens)
-        self._encoding: Any = None
-        self._lock = threading.Lock()
+        self._encoding: Lazy[Any] = Lazy(self._build)
 
     def get(self) -> Any:
         """The encoding, built by the first call (others wait for it)."""
-        if self._encoding is None:
-            with self._lock:
-                if self._encoding is None:
-                    import tiktoken
+        return self._encoding.get()
 
-                    name, pattern, ranks, special = self._args()
-                    self._encoding = tiktoken.Encoding(name, pat_str=pattern,
-                                                       mergeable_ranks=ranks,
-                                                       special_tokens=special)
-        return self._encoding
+    def _build(self) -> Any:
+        import tiktoken
+
+        name, pattern, ranks, special = self._args()
+        return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks,
+                                 special_tokens=special)
 
     def _args(self) -> tuple:
         name, pattern, ranks, special = self.args
@@ -141,5 +133,4 @@ class LazyTiktoken:
 
     def __setstate__(self, args: tuple) -> None:
         self.args = args
-        self._encoding = None
-        self._lock = threading.Lock()
+        self._encoding = Lazy(self._build)

@@ -13,6 +13,7 @@ from pse._core.forced import Boundary, forced_bytes, forced_special_terms
 from pse._core.mask import Matcher, SliceCache, fill_batch
 from pse._core.stepper import StepperDelta
 from pse.explain import Explanation, explain
+from pse.lazy import Lazy
 from pse.machines import StateMachine, special_text
 from pse.vocabulary import MAX_CONTEXT_TOKENS, Vocabulary, utf8_complete_length
 
@@ -119,7 +120,7 @@ class StructuringEngine:
         if self._pending is not None and not self._pending.done():
             raise RuntimeError("a configure_async of this engine is under way: wait for its "
                                "future first")
-        future = (executor or _compile_pool()).submit(self._configure, structure)
+        future = (executor or _COMPILE_POOL.get()).submit(self._configure, structure)
         self._pending, self._pending_structure = future, structure
         return future
 
@@ -431,18 +432,11 @@ def _host_bitmask(bitmask: Any) -> tuple[np.ndarray, Callable[[], None] | None]:
     return host, lambda: bitmask.copy_(torch.from_numpy(host).to(bitmask.device))
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-_COMPILE_POOL: ThreadPoolExecutor | None = None
-
-
-def _compile_pool() -> ThreadPoolExecutor:
-    """One thread for compiles in the background (they hold the GIL: more would not help)."""
-    global _COMPILE_POOL
-    with _POOL_LOCK:
-        if _COMPILE_POOL is None:
-            _COMPILE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pse-compile")
-        return _COMPILE_POOL
+# the threads of fill_next_token_bitmask_par (one core is the caller's)
+_MASK_POOL = Lazy(lambda: ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
+                                             thread_name_prefix="pse-mask"))
+# one thread for compiles in the background (they hold the GIL: more would not help)
+_COMPILE_POOL = Lazy(lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="pse-compile"))
 
 
 def compile(structure: Any) -> StateMachine:
@@ -461,7 +455,7 @@ def compile(structure: Any) -> StateMachine:
 def compile_async(structure: Any, executor: Executor | None = None) -> Future:
     """`compile(structure)` off the calling thread (default: pse's one compile thread, as
     `StructuringEngine.configure_async`); a Future of the compiled StateMachine."""
-    return (executor or _compile_pool()).submit(compile, structure)
+    return (executor or _COMPILE_POOL.get()).submit(compile, structure)
 
 
 def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: Any,
@@ -477,14 +471,9 @@ def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: A
     Raises:
         ValueError: the bitmask has fewer rows than there are engines, or the wrong layout.
     """
-    global _POOL
     matchers = [e.matcher for e in engines]
     threads = n_threads or os.cpu_count() or 1
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
-                                       thread_name_prefix="pse-mask")
     host, copy_back = _host_bitmask(bitmask)
-    fill_batch(matchers, host, _POOL, threads)
+    fill_batch(matchers, host, _MASK_POOL.get(), threads)
     if copy_back is not None:
         copy_back()

@@ -174,8 +174,8 @@ def test_used_on_the_compile_thread_it_compiles_there_instead_of_waiting_for_its
     gate = threading.Event()
     blocker = pse.compile_async(SCHEMA)
     blocker.result(timeout=60)
-    first = pse.engine._compile_pool().submit(gate.wait)  # keeps the compile thread busy
-    later = pse.engine._compile_pool().submit(lambda: None)
+    first = pse.engine._COMPILE_POOL.get().submit(gate.wait)  # keeps the compile thread busy
+    later = pse.engine._COMPILE_POOL.get().submit(lambda: None)
     later.add_done_callback(use_engine)  # runs on the compile thread, after `later`
     engine.configure_async(SCHEMA)       # queued behind `later`
     gate.set()
