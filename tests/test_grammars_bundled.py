@@ -142,6 +142,18 @@ def test_masks_equal_brute_force_llama3(name, text):
     assert engine.is_accepting()
 
 
+def test_ambiguous_grammar_masks_equal_brute_force_llama3():
+    """Left-recursive and ambiguous: after n operators about n live states share each
+    terminal state, in different stacks (roots and jobs of one entry are walked as one
+    group). Every mask walked (no memo); masks equal brute force."""
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama, mask_memo=0)
+    engine.configure(Grammar('start: expr\nexpr: expr "+" expr | expr "*" expr | NUMBER\n'
+                             'NUMBER: /[0-9]+/'))
+    check_along(engine, llama.encode("1+22*3+4*55+6+7*8+9+10*11+12*13"), every=3)
+    assert engine.is_accepting()
+
+
 def test_grammar_engine_heals_and_rolls_back():
     vocab = shared_vocab("llama3")
     engine = StructuringEngine(vocab)

@@ -59,6 +59,18 @@ def test_arithmetic_small_vocab():
                 ["1 + (x * 12) / f(2, .5e3)", "((- x)) ^ 2 % 3", "f( f(xy ,1))"])
 
 
+def test_one_terminal_state_in_two_contexts_small_vocab():
+    """A name that a call's "(" or an index's "[" follows: two live states (two stacks) share
+    the name's terminal state, as roots (after "x") and as jobs (below the blanks); walked as
+    one group, their exits are those of both."""
+    vocab = small(list("xab([]) ") + ["x ", " a", " ab", " ba", "ab", "ba", "ab(", "ba[", "a(",
+                                     "b[", " a(", " b[", "a)", "b]", "()", "[]", "  a"])
+    # (recursive rules are calls, not inlined: each has a stack of its own)
+    grammar = pse.Grammar('start: call | index\ncall: "x" NAME "(" [call] ")"\n'
+                          'index: "x" NAME "[" [index] "]"\nNAME: /[ab]+/\n%ignore " "')
+    check_texts(vocab, grammar, ["x ab()", "xba[]", "x  a (x b())", "x b[xa[ ]]"])
+
+
 def test_json_with_whitespace_small_vocab():
     vocab = small(list('{}[],:"ab015-.e \n') + [
         '{"', '":', '",', ' "', ', "', ',\n', '\n ', '  ', ' {', ' [', ' 1', ' 1.', '"}', "ab"])

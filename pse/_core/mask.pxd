@@ -104,6 +104,8 @@ ctypedef struct Walker:
     StateSet roots                 # live states, each inside (or before) a terminal
     StateSet seed
     Slice** slices                 # the cache entry of each root
+    int32_t* root_group            # the first root with the same entry (walked as one group,
+    int32_t* root_next             # as jobs are: see add_job), and the next one (-1: none)
     int32_t* plan_from             # per root: its exits into subtrees this large are jobs
     int64_t taken                  # subtrees walk_subtree took at once (see finish)
     int32_t slices_cap
@@ -114,6 +116,8 @@ ctypedef struct Walker:
     int32_t* job_plan_from
     int32_t* job_group             # the first job of each job's group
     int32_t* job_next              # the next job of the group (-1: none)
+    int32_t* job_slots             # the jobs by a hash of (state, group) (-1: empty), so
+    int32_t n_job_slots            # that a group takes a state once (a power of two)
     int32_t n_jobs
     int32_t jobs_cap
     # unique arrays: a step may depend on the bytes before it (see structure.pxd)
@@ -159,4 +163,5 @@ cdef class Matcher:
     cdef int prepare_special(self, Ctx* c) except -1
     cdef int plan(self, Ctx* c) except -1
     cdef int add_job(self, const PState* s, int32_t node) except -1
+    cdef int grow_job_slots(self) except -1
     cdef int finish(self, object key, uint32_t* out) except -1

@@ -3,7 +3,7 @@
 live parser states of one engine."""
 
 from libc.stdint cimport (int8_t, int16_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t,
-                          uintptr_t)
+                          uint64_t, uintptr_t)
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memcmp, memcpy, memset
 
@@ -834,12 +834,16 @@ cdef class Matcher:
         self.w.marks = NULL
         self.w.slices = NULL
         self.w.plan_from = NULL
+        self.w.root_group = NULL
+        self.w.root_next = NULL
         self.w.taken = 0
         self.w.jobs = NULL
         self.w.job_slices = NULL
         self.w.job_plan_from = NULL
         self.w.job_group = NULL
         self.w.job_next = NULL
+        self.w.job_slots = NULL
+        self.w.n_job_slots = 0
         self.w.n_jobs = self.w.jobs_cap = 0
         self.w.text = NULL
         self.w.unique = NULL
@@ -880,11 +884,14 @@ cdef class Matcher:
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
         self.w.unique = <uint8_t*>malloc(self.w.slices_cap)
         self.w.plan_from = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
+        self.w.root_group = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
+        self.w.root_next = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         self.w.risky_bits = <const uint32_t**>malloc(self.w.slices_cap * sizeof(uint32_t*))
         self.w.risky_nodes = <const int32_t**>malloc(self.w.slices_cap * sizeof(int32_t*))
         self.w.n_risky = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
         if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
-                or self.w.unique == NULL or self.w.plan_from == NULL or self.w.risky_bits == NULL
+                or self.w.unique == NULL or self.w.plan_from == NULL or self.w.root_group == NULL
+                or self.w.root_next == NULL or self.w.risky_bits == NULL
                 or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
             raise MemoryError()
         for i in range(self.w.n_levels):
@@ -906,11 +913,14 @@ cdef class Matcher:
         free(self.w.slices)
         free(self.w.unique)
         free(self.w.plan_from)
+        free(self.w.root_group)
+        free(self.w.root_next)
         free(self.w.jobs)
         free(self.w.job_slices)
         free(self.w.job_plan_from)
         free(self.w.job_group)
         free(self.w.job_next)
+        free(self.w.job_slots)
         free(<void*>self.w.risky_bits)
         free(<void*>self.w.risky_nodes)
         free(self.w.n_risky)
@@ -1252,12 +1262,17 @@ cdef class Matcher:
             self.w.unique = <uint8_t*>realloc(self.w.unique, self.w.slices_cap)
             self.w.plan_from = <int32_t*>realloc(self.w.plan_from,
                                                    self.w.slices_cap * sizeof(int32_t))
+            self.w.root_group = <int32_t*>realloc(self.w.root_group,
+                                                    self.w.slices_cap * sizeof(int32_t))
+            self.w.root_next = <int32_t*>realloc(self.w.root_next,
+                                                   self.w.slices_cap * sizeof(int32_t))
             self.w.risky_bits = <const uint32_t**>realloc(
                 <void*>self.w.risky_bits, self.w.slices_cap * sizeof(uint32_t*))
             self.w.risky_nodes = <const int32_t**>realloc(
                 <void*>self.w.risky_nodes, self.w.slices_cap * sizeof(int32_t*))
             self.w.n_risky = <int32_t*>realloc(self.w.n_risky, self.w.slices_cap * sizeof(int32_t))
             if (self.w.slices == NULL or self.w.unique == NULL or self.w.plan_from == NULL
+                    or self.w.root_group == NULL or self.w.root_next == NULL
                     or self.w.risky_bits == NULL
                     or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
                 raise MemoryError()
@@ -1265,10 +1280,19 @@ cdef class Matcher:
         cdef cnp.ndarray bits, nodes
         cdef bint after_zero = (self.structure.t.has_unique and self.w.base > 0
                                 and self.w.text[self.w.base - 1] in (48, 46))
+        cdef dict firsts = {}  # {entry: its first root}: roots of one entry are one group
+        cdef int32_t first
         for i in range(self.w.roots.n):
             entry = self.cache.get(&self.w.roots.items[i])
             self._keep.append(entry)
             self.w.slices[i] = &entry.s
+            # (in a unique array each root is its own group: a step may depend on the text)
+            first = i if self.structure.t.has_unique else firsts.setdefault(entry, i)
+            self.w.root_group[i] = first
+            self.w.root_next[i] = -1
+            if first != i:
+                self.w.root_next[i] = self.w.root_next[first]
+                self.w.root_next[first] = i
             self.w.unique[i] = (self.structure.t.has_unique
                                 and in_unique(&c, &self.w.roots.items[i]))
             if self.w.unique[i]:
@@ -1291,6 +1315,8 @@ cdef class Matcher:
         global plan_epochs
         plan_epochs += 1
         self.plan_epoch = plan_epochs
+        if self.w.job_slots != NULL:
+            memset(self.w.job_slots, 0xFF, self.w.n_job_slots * sizeof(int32_t))
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
         cdef int32_t i = 0, j, k, k2, b, x, n_seed, n_roots = w.roots.n
@@ -1356,16 +1382,18 @@ cdef class Matcher:
         walks their exits once, from the union of what each leads to."""
         cdef Walker* w = &self.w
         cdef int32_t cap, j, first = -1
+        cdef uint32_t slot
         cdef SliceEntry entry = self.cache.subtree_entry(s, node)
         # (another matcher's plan may take the entry over between two jobs: then it gets a
         # second group here, walked on its own; never a group of another plan)
         if entry.plan_epoch == self.plan_epoch:
             first = entry.plan_group
-            j = first
-            while j >= 0:
-                if memcmp(&w.jobs[j], s, sizeof(PState)) == 0:
+            slot = job_hash(s, first) & (w.n_job_slots - 1)
+            while w.job_slots[slot] >= 0:
+                j = w.job_slots[slot]
+                if w.job_group[j] == first and memcmp(&w.jobs[j], s, sizeof(PState)) == 0:
                     return 0
-                j = w.job_next[j]
+                slot = (slot + 1) & (w.n_job_slots - 1)
         if w.n_jobs == w.jobs_cap:
             cap = max(64, 2 * w.jobs_cap)
             w.jobs = <PState*>realloc(w.jobs, cap * sizeof(PState))
@@ -1392,6 +1420,33 @@ cdef class Matcher:
             w.job_next[j] = w.job_next[first]
             w.job_next[first] = j
         w.n_jobs += 1
+        if 2 * w.n_jobs > w.n_job_slots:
+            self.grow_job_slots()
+        else:
+            slot = job_hash(s, w.job_group[j]) & (w.n_job_slots - 1)
+            while w.job_slots[slot] >= 0:
+                slot = (slot + 1) & (w.n_job_slots - 1)
+            w.job_slots[slot] = j
+        return 0
+
+    cdef int grow_job_slots(self) except -1:
+        """Twice the slots (at least 4 per job), every job in them again."""
+        cdef Walker* w = &self.w
+        cdef int32_t n = max(1024, 2 * w.n_job_slots), j
+        cdef uint32_t slot
+        while n < 4 * w.n_jobs:
+            n *= 2
+        cdef int32_t* grown = <int32_t*>realloc(w.job_slots, n * sizeof(int32_t))
+        if grown == NULL:
+            raise MemoryError()
+        w.job_slots = grown
+        w.n_job_slots = n
+        memset(w.job_slots, 0xFF, n * sizeof(int32_t))
+        for j in range(w.n_jobs):
+            slot = job_hash(&w.jobs[j], w.job_group[j]) & (n - 1)
+            while w.job_slots[slot] >= 0:
+                slot = (slot + 1) & (n - 1)
+            w.job_slots[slot] = j
         return 0
 
     cdef int prepare_special(self, Ctx* c) except -1:
@@ -1461,29 +1516,59 @@ cdef inline int32_t close_level(uint8_t* full, int32_t* full_list, const int32_t
     return 0
 
 
+cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:
+    cdef uint64_t h = ((<uint64_t><uint32_t>s.frame * 0x9E3779B97F4A7C15u)
+                       ^ (<uint64_t><uint32_t>s.node * 0xC2B2AE3D27D4EB4Fu)
+                       ^ (<uint64_t><uint32_t>s.term * 0x165667B19E3779F9u)
+                       ^ (<uint64_t><uint32_t>s.dstate * 0x85EBCA77C2B2AE63u)
+                       ^ (<uint64_t><uint32_t>s.count * 0x27D4EB2F165667C5u)
+                       ^ (<uint64_t><uint32_t>s.props * 0x94D049BB133111EBu)
+                       ^ (<uint64_t><uint32_t>s.item * 0xBF58476D1CE4E5B9u)
+                       ^ (<uint64_t><uint32_t>s.seen * 0xD6E8FEB86659FD93u)
+                       ^ s.keys ^ (<uint64_t><uint32_t>group << 32))
+    h ^= h >> 29
+    h *= 0xBF58476D1CE4E5B9u
+    return <uint32_t>(h ^ (h >> 32))
+
+
 cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) noexcept nogil:
     return tr.node_end[node] - node >= smallest
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
     """OR into `out` the tokens the roots and jobs allow (see cover)."""
-    cdef int32_t i, j, smallest, base = w.scratch.n
+    cdef int32_t i, base = w.scratch.n
     for i in range(w.roots.n):
         if w.unique[i]:
             walk_unique_root(w, i, base, out)
-        else:
-            cover(w, w.roots.items, NULL, i, w.slices[i], w.plan_from[i], base, out)
+        elif w.root_group[i] == i:
+            cover(w, w.roots.items, w.root_next, i, w.slices[i],
+                  group_plan_from(w.plan_from, w.root_next, i), base, out)
     for i in range(w.n_jobs):
-        if w.job_group[i] != i:
-            continue
-        # past max_jobs some jobs were not planned: their group walks every exit
-        smallest = w.job_plan_from[i]
-        j = w.job_next[i]
-        while j >= 0:
-            smallest = max(smallest, w.job_plan_from[j])
-            j = w.job_next[j]
-        cover(w, w.jobs, w.job_next, i, w.job_slices[i], smallest, base, out)
+        if w.job_group[i] == i:
+            cover(w, w.jobs, w.job_next, i, w.job_slices[i],
+                  group_plan_from(w.job_plan_from, w.job_next, i), base, out)
     return 0
+
+
+cdef inline int32_t group_plan_from(const int32_t* plan_from, const int32_t* next, int32_t first
+                                    ) noexcept nogil:
+    """The size from which a group's exits are jobs: its members' largest (past max_jobs some
+    were not planned: then the group walks every exit)."""
+    cdef int32_t smallest = plan_from[first], j = next[first]
+    while j >= 0:
+        smallest = max(smallest, plan_from[j])
+        j = next[j]
+    return smallest
+
+
+cdef inline bint covers(const uint32_t* have, const uint32_t* need) noexcept nogil:
+    """Every bit of the 256 in `need` is in `have`."""
+    cdef int k
+    for k in range(8):
+        if need[k] & ~have[k]:
+            return False
+    return True
 
 
 cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first, int b,
@@ -1516,6 +1601,8 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
     while j >= 0:
         exit_bytes(&c, &states[j], bytes8)
         j = next[j] if next != NULL else -1
+        if j >= 0 and covers(bytes8, sl.exit_bytes):  # (the others add no byte with exits)
+            break
     for k in range(8):
         bits = bytes8[k] & sl.exit_bytes[k]
         while bits:
