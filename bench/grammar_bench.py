@@ -4,6 +4,9 @@ streams (Llama 3 tokenizer), with lark as the judge of every text.
 Grammars:
 - the bundled Lark grammars `arithmetic` and `sql` (pse.grammars), on seeded random texts
   (expressions; SELECT statements with joins, WHERE, GROUP BY, ORDER BY, LIMIT);
+- `ambiguous`: `expr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER`, left-recursive
+  and ambiguous (n operators, a Catalan number of parses), on seeded sums and products of 2
+  to 80 operands;
 - with `--gbnf DIR`, the GBNF grammars of llama.cpp's `grammars/` folder found there, on the
   texts of bench/gbnf_texts.py (the folder is not in this repository: fetch llama.cpp).
 To each valid text the bench adds `--mutations` texts one edit away (seeded), valid or not.
@@ -85,6 +88,20 @@ def sql_text(rng: random.Random) -> str:
     return q + ";"
 
 
+AMBIGUOUS = ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
+             'NUMBER: /[0-9]+/\n')
+
+
+def ambiguous_text(rng: random.Random) -> str:
+    text = str(rng.randrange(100))
+    for _ in range(rng.randrange(1, 80)):
+        operand = str(rng.randrange(100))
+        if rng.random() < 0.1:
+            operand = f"({operand}+{rng.randrange(100)})"
+        text += rng.choice("+*") + operand
+    return text
+
+
 def mutations(text: str, alphabet: str, rng: random.Random, n: int) -> list[str]:
     """`n` texts one edit away from `text` (a character inserted, deleted or replaced)."""
     out = []
@@ -132,6 +149,8 @@ def cases(args, rng: random.Random) -> list[Case]:
         texts = [make(rng) for _ in range(args.texts)]
         out.append(Case(name, "lark", pse.grammars.path(name).read_text(), texts,
                         args.mutations, rng))
+    texts = [ambiguous_text(rng) for _ in range(args.texts)]
+    out.append(Case("ambiguous", "lark", AMBIGUOUS, texts, args.mutations, rng))
     if args.gbnf:
         folder = Path(args.gbnf)
         if not folder.is_dir():
