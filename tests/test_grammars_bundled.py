@@ -154,6 +154,24 @@ def test_ambiguous_grammar_masks_equal_brute_force_llama3():
     assert engine.is_accepting()
 
 
+@pytest.mark.parametrize("source,text", [
+    ('start: a\na: a a | "b"', "b" * 60),
+    ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
+     'NUMBER: /[0-9]+/', "+".join(str(i) for i in range(60)) + "*(1+2)"),
+])
+def test_exponentially_ambiguous_grammar_walks_llama3(source, text):
+    """A walk's frames are not interned: a state whose stack repeats another's in other frames
+    is the same state (same_stack), not a copy that multiplies at every byte (these texts
+    raised "too ambiguous" while `matches` took them). Masks equal brute force."""
+    llama = shared_vocab("llama3")
+    grammar = Grammar(source)
+    assert grammar.matches(text)
+    engine = StructuringEngine(llama, mask_memo=0)
+    engine.configure(grammar)
+    check_along(engine, llama.encode(text), every=7)
+    assert engine.is_accepting()
+
+
 def test_grammar_engine_heals_and_rolls_back():
     vocab = shared_vocab("llama3")
     engine = StructuringEngine(vocab)

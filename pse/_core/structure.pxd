@@ -62,6 +62,8 @@ ctypedef struct Frame:
     int32_t props     # the caller's register, restored on return
     int32_t seen
     int32_t item
+    uint32_t stack    # a hash of this frame's content and its parent's `stack`: frames
+                      # holding equal stacks have equal ones (see same_stack)
     uint64_t keys
 
 ctypedef struct Tables:

@@ -50,10 +50,48 @@ cdef void stateset_free(StateSet* s) noexcept nogil:
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
     """Append `p` unless an identical state is already there (live sets are small)."""
     cdef int32_t i
-    cdef PState* grown
     for i in range(s.n):
         if memcmp(&s.items[i], p, sizeof(PState)) == 0:
             return 0
+    return stateset_append(s, p)
+
+
+cdef bint same_stack(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Frames f and g hold equal stacks: the same id, or equal frames down to a common one (a
+    walk's frames are not interned: it may push a copy of a frame of the arena or of its
+    own)."""
+    cdef Frame* x
+    cdef Frame* y
+    while f != g:
+        if f == NO_FRAME or g == NO_FRAME or not ((f | g) & SCRATCH_BIT):
+            return False  # (two frames of the arena are interned: different ids differ)
+        x = get_frame(c, f)
+        y = get_frame(c, g)
+        if (x.stack != y.stack or x.node != y.node or x.props != y.props or x.keys != y.keys
+                or x.seen != y.seen or x.item != y.item):
+            return False
+        f = x.parent
+        g = y.parent
+    return True
+
+
+cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
+    """stateset_add, where a state equal to one already there but for its frame's id, with
+    an equal stack, is not added either: in an ambiguous grammar's walk such copies would
+    multiply at every byte."""
+    cdef int32_t i
+    cdef const PState* q
+    for i in range(s.n):
+        q = &s.items[i]
+        # (frame is PState's first field: the rest compared at once)
+        if (memcmp(&q.node, &p.node, sizeof(PState) - sizeof(int32_t)) == 0
+                and (q.frame == p.frame or same_stack(c, q.frame, p.frame))):
+            return 0
+    return stateset_append(s, p)
+
+
+cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
+    cdef PState* grown
     if s.n >= max_live:
         with gil:
             raise GrammarError(f"the structure is too ambiguous here: more than {max_live} "
@@ -145,9 +183,15 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
     equal ids."""
     cdef Frame want
     set_frame(&want, node, parent, reg)
+    cdef uint32_t content = frame_hash(node, -1, &want)
     cdef int64_t h = frame_hash(node, parent, &want) & a.hash_mask
     cdef int32_t f, k
     cdef Frame* fr
+    if parent == NO_FRAME:
+        want.stack = content
+    else:
+        k = chunk_of(parent, CHUNK_BITS)
+        want.stack = stack_hash(content, a.chunks[k][in_chunk(parent, k, CHUNK_BITS)].stack)
     while True:
         f = a.hash_slots[h]
         if f < 0:
@@ -182,6 +226,7 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
     """A frame returning to `node` under `parent` that restores the register of `reg`."""
     cdef Scratch* s = c.scratch
     cdef Frame* grown
+    cdef Frame* fr
     if s == NULL:
         return arena_intern(c.arena, node, parent, reg)
     if s.n == s.cap:
@@ -191,9 +236,20 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
                 raise MemoryError()
         s.frames = grown
         s.cap = 2 * s.cap + 16
-    set_frame(&s.frames[s.n], node, parent, reg)
+    fr = &s.frames[s.n]
+    set_frame(fr, node, parent, reg)
+    fr.stack = frame_hash(node, -1, fr)
+    if parent != NO_FRAME:
+        fr.stack = stack_hash(fr.stack, get_frame(c, parent).stack)
     s.n += 1
     return (s.n - 1) | SCRATCH_BIT
+
+
+cdef inline uint32_t stack_hash(uint32_t content, uint32_t parent_stack) noexcept nogil:
+    cdef uint32_t h = content ^ (parent_stack * 0x9E3779B1u + 0x7F4A7C15u)
+    h ^= h >> 15
+    h *= 0x2C1B3C6Du
+    return h ^ (h >> 12)
 
 
 # --- the byte step ----------------------------------------------------------------------------
@@ -1167,7 +1223,7 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                     normalize(t, &ns)
                     if t.has_unique and not unique_live(c, &ns):
                         continue
-                stateset_add(out, &ns)
+                stateset_add_in(c, out, &ns)
                 produced += 1
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
@@ -1191,7 +1247,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
         if term_step(t, s.term, s.dstate, s.count, b, &ns):
             normalize(t, &ns)
             if not t.has_unique or unique_live(c, &ns):
-                stateset_add(out, &ns)
+                stateset_add_in(c, out, &ns)
                 produced = 1
         if not term_accepting(t, s.term, s.dstate, s.count):
             return produced
