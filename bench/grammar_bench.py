@@ -6,7 +6,7 @@ Grammars:
   (expressions; SELECT statements with joins, WHERE, GROUP BY, ORDER BY, LIMIT);
 - `ambiguous`: `expr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER`, left-recursive
   and ambiguous (n operators, a Catalan number of parses), on seeded sums and products of 2
-  to 80 operands;
+  to 40 operands;
 - with `--gbnf DIR`, the GBNF grammars of llama.cpp's `grammars/` folder found there, on the
   texts of bench/gbnf_texts.py (the folder is not in this repository: fetch llama.cpp).
 To each valid text the bench adds `--mutations` texts one edit away (seeded), valid or not.
@@ -94,7 +94,7 @@ AMBIGUOUS = ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | 
 
 def ambiguous_text(rng: random.Random) -> str:
     text = str(rng.randrange(100))
-    for _ in range(rng.randrange(1, 80)):
+    for _ in range(rng.randrange(1, 40)):
         operand = str(rng.randrange(100))
         if rng.random() < 0.1:
             operand = f"({operand}+{rng.randrange(100)})"
@@ -238,19 +238,23 @@ def run_case(engine, case: Case, streams: list[list[int]], repeat: int) -> dict:
             runs.append((time.perf_counter_ns() - started) / 1e6)
     except Exception as e:  # the engine cannot read this grammar
         return {"error": " ".join(f"{type(e).__name__}: {e}".split())[:200]}
-    times, verdicts = [], []
+    times, verdicts, raised = [], [], []
     for ids in streams:
         m = engine.start(compiled)
         ok = True
-        for token in ids:
-            started = time.perf_counter_ns()
-            ok = engine.step(m, token)
-            times.append((time.perf_counter_ns() - started) / 1e3)
-            if not ok:
-                break
-        verdicts.append(ok and engine.accepts(m))
+        try:
+            for token in ids:
+                started = time.perf_counter_ns()
+                ok = engine.step(m, token)
+                times.append((time.perf_counter_ns() - started) / 1e3)
+                if not ok:
+                    break
+            verdicts.append(ok and engine.accepts(m))
+        except Exception as e:  # (pse's "too ambiguous": the text counts as refused)
+            raised.append(" ".join(f"{type(e).__name__}: {e}".split())[:120])
+            verdicts.append(False)
     return {"compile_ms": float(np.median(runs)), "first_ms": runs[0], "times": times,
-            "verdicts": verdicts}
+            "verdicts": verdicts, "raised": raised}
 
 
 def report(results: dict, all_cases: list[Case]) -> None:
@@ -270,6 +274,12 @@ def report(results: dict, all_cases: list[Case]) -> None:
             print(f"| {case.name} | {name} | {len(case.texts)} ({n_valid}) | {agree} | "
                   f"{len(us):,} | {us.mean():.1f} | {np.percentile(us, 50):.1f} | "
                   f"{np.percentile(us, 99):.1f} | {r['compile_ms']:.2f} | {r['first_ms']:.2f} |")
+    for case in all_cases:
+        for name, per_case in results.items():
+            raised = per_case[case.name].get("raised")
+            if raised:
+                print(f"\n{name} raised on {len(raised)} {case.name} texts (counted as refused): "
+                      f"{raised[0]}")
     names = list(results)
     if len(names) < 2:
         return
