@@ -8,20 +8,26 @@ from pse.lazy import Lazy
 
 
 def test_made_once_for_all_threads():
-    calls = []
-    started = threading.Event()
+    """Eight threads ask at once; the first makes the value while the others wait for it."""
+    calls, asking = [], []
+    all_asking = threading.Event()
 
     def make():
         calls.append(1)
-        started.wait(5)  # (the other threads ask meanwhile)
+        all_asking.wait(5)  # (every thread has asked before the value exists)
         return object()
+
+    def ask():
+        asking.append(1)
+        if len(asking) == 8:
+            all_asking.set()
+        got.append(lazy.get())
 
     lazy = Lazy(make)
     got = []
-    threads = [threading.Thread(target=lambda: got.append(lazy.get())) for _ in range(8)]
+    threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
         t.start()
-    started.set()
     for t in threads:
         t.join()
     assert len(calls) == 1
