@@ -1315,7 +1315,7 @@ cdef class Matcher:
         global plan_epochs
         plan_epochs += 1
         self.plan_epoch = plan_epochs
-        if self.w.job_slots != NULL:
+        if self.w.n_jobs > 0:  # (the last plan's jobs are still counted: their slots cleared)
             memset(self.w.job_slots, 0xFF, self.w.n_job_slots * sizeof(int32_t))
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
