@@ -39,10 +39,10 @@ class _Unpickler(pickle.Unpickler):
     states of an object's keys (both plain data inside)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("pse.machines", "_HashedKey"):
-            from pse.machines import _HashedKey
+        if (module, name) == ("pse.automaton", "ContentKey"):
+            from pse.automaton import ContentKey
 
-            return _HashedKey
+            return ContentKey
         if (module, name) == ("pse.json_spelling", "KeyStates"):
             from pse.json_spelling import KeyStates
 
@@ -55,10 +55,10 @@ class _Pickler(pickle.Pickler):
     containers, so it costs next to nothing): an entry that is written loads."""
 
     def reducer_override(self, obj: Any) -> Any:
+        from pse.automaton import ContentKey
         from pse.json_spelling import KeyStates
-        from pse.machines import _HashedKey
 
-        if obj in (_HashedKey, KeyStates) or type(obj) in (_HashedKey, KeyStates):
+        if obj in (ContentKey, KeyStates) or type(obj) in (ContentKey, KeyStates):
             return NotImplemented  # (pickled as usual)
         raise pickle.PicklingError(f"a {type(obj).__name__} cannot go into an entry")
 

@@ -37,7 +37,7 @@ COMPILE_SECONDS: float | None = 30.0
 # counts only where the interpreter's own blocks grew with it (a compile's memory is Python
 # objects: at least one block per BYTES_PER_BLOCK bytes); model weights, tensors and buffers
 # that other threads allocate meanwhile are few blocks and do not count.
-COMPILE_MEMORY: int | None = 1 << 30
+COMPILE_MEMORY: int | None = 768 << 20
 MEMORY_CHECK_EVERY = 1024
 BYTES_PER_BLOCK = 256
 

@@ -259,22 +259,6 @@ class Terminal(StateMachine):
         raise NotImplementedError
 
 
-class _HashedKey(tuple):
-    """A tuple that computes its hash once: an automaton's key holds all its transitions, and
-    the compiler and the caches look it up many times."""
-
-    def __hash__(self) -> int:
-        h = self.__dict__.get("hash")
-        if h is None:
-            h = self.__dict__["hash"] = tuple.__hash__(self)
-        return h
-
-    def __reduce__(self) -> tuple:
-        # without the hash kept: a str's hash differs from one process to the next (the
-        # compile cache pickles terminal keys)
-        return _HashedKey, (tuple(self),)
-
-
 class DfaTerminal(Terminal):
     """A terminal given by a ready byte DFA (built by the schema or grammar compiler).
 
@@ -299,10 +283,7 @@ class DfaTerminal(Terminal):
 
     def terminal_key(self) -> Hashable:
         if self._key is None:
-            dfa = self._dfa
-            if dfa.content_key is None:
-                dfa.content_key = _HashedKey(("dfa", dfa.trans, dfa.accept))
-            self._key = dfa.content_key
+            self._key = self._dfa.key()
         return self._key
 
     def __repr__(self) -> str:

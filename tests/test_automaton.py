@@ -141,6 +141,25 @@ def test_intersect_and_difference_against_brute_force(a, b):
         assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w
 
 
+def test_products_are_computed_once_per_content():
+    """Operands equal in content (not the same objects) give the very product made before:
+    a schema whose unions multiply out intersects the same automata in every copy of an
+    object. An intersection and a difference of the same operands stay apart."""
+    def make():
+        letters = automaton.DFA([[(97, 122, 0)]], [True])  # [a-z]*
+        short = automaton.DFA([[(97, 98, 1)], [(97, 98, 2)], []], [True, True, True])
+        return letters, short
+
+    (a1, b1), (a2, b2) = make(), make()
+    assert a1 is not a2 and a1.key() == a2.key()
+    both = automaton.intersect(a1, b1)
+    assert automaton.intersect(a2, b2) is both
+    minus = automaton.difference(a2, b2)
+    assert minus is not both
+    assert [both.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [True, True, False, False]
+    assert [minus.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [False, False, True, True]
+
+
 @given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))
 def test_then_literal_against_brute_force(dfa, data):
     """`then_literal` accepts exactly a word of `dfa` followed by `data` (every split of every
