@@ -301,6 +301,7 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     sets = [start]
     trans: list[list[tuple[int, int, int]]] = []
     accept: list[bool] = []
+    closures: dict[frozenset[int], frozenset[int]] = {}  # targets -> their closure
     i = 0
     while i < len(sets):
         limits.check_budget()
@@ -312,15 +313,30 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
                                          for k in {*nfa.at_start, *nfa.at_end}}
             accept.append(frag[1] in _eps_closure(nfa, cur, ends))
         i += 1
-        edges = [e for s in cur for e in nfa.edges[s]]
-        cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        # the bytes cut where some edge starts or ends, swept with the targets of the edges
+        # that hold (a set's UTF-8 classes bring dozens of edges, few of them at a time)
+        changes: dict[int, list[tuple[int, int]]] = {}
+        for s in cur:
+            for lo, hi, t in nfa.edges[s]:
+                changes.setdefault(lo, []).append((t, 1))
+                changes.setdefault(hi + 1, []).append((t, -1))
+        cuts = sorted(changes)
+        holding: dict[int, int] = {}  # target -> how many edges to it hold here
         row: list[tuple[int, int, int]] = []
         for lo, nxt_cut in zip(cuts, cuts[1:]):
-            hi = nxt_cut - 1
-            targets = [t for elo, ehi, t in edges if elo <= lo and hi <= ehi]
-            if not targets:
+            for t, step in changes[lo]:
+                held = holding.get(t, 0) + step
+                if held:
+                    holding[t] = held
+                else:
+                    del holding[t]
+            if not holding:
                 continue
-            target_set = _eps_closure(nfa, targets)
+            hi = nxt_cut - 1
+            targets = frozenset(holding)
+            target_set = closures.get(targets)
+            if target_set is None:
+                target_set = closures[targets] = _eps_closure(nfa, targets)
             j = index.get(target_set)
             if j is None:
                 j = index[target_set] = len(sets)
@@ -482,8 +498,9 @@ def minimize(dfa: DFA) -> DFA:
     if n == 1:
         return dfa
     first: dict[tuple, int] = {}
+    one_block = [0] * n  # (the bytes each state has edges on: its row merged into one block)
     block = [first.setdefault((dfa.accept[s], tuple((lo, hi) for lo, hi, _ in
-                                                     _merge_row(row, [0] * n))), len(first))
+                                                     _merge_row(row, one_block))), len(first))
              for s, row in enumerate(dfa.trans)]
     n_blocks = len(first)
     for _ in range(_MOORE_ROUNDS):
@@ -501,40 +518,54 @@ def minimize(dfa: DFA) -> DFA:
 
 def _hopcroft(dfa: DFA, block_of: list[int]) -> list[int]:
     """Refine the partition `block_of` (coarser than the equivalence of states) to the
-    equivalence, by Hopcroft's algorithm with every (block, byte class) as a first splitter."""
+    equivalence, by Hopcroft's algorithm with whole blocks as splitters: a splitter parts each
+    block by the byte classes on which its states enter the splitter (all classes at once, not
+    one splitter per class: a bounded repeat over UTF-8 has dozens of classes and thousands of
+    states). A block that splits while waiting to split others leaves all its parts waiting;
+    otherwise all but the largest part wait (the rest of the block splits as they do)."""
     cuts = sorted({0, 256} | {lo for row in dfa.trans for lo, _, _ in row}
                   | {hi + 1 for row in dfa.trans for _, hi, _ in row})
     cls = {c: k for k, c in enumerate(cuts)}
-    n_cls = len(cuts) - 1
-    inverse: list[dict[int, list[int]]] = [{} for _ in range(n_cls)]
+    # per state, the states with an edge into it and the classes of those edges (bits)
+    into: list[dict[int, int]] = [{} for _ in dfa.trans]
     for s, row in enumerate(dfa.trans):
         for lo, hi, t in row:
-            for k in range(cls[lo], cls[hi + 1]):
-                inverse[k].setdefault(t, []).append(s)
+            classes = (1 << cls[hi + 1]) - (1 << cls[lo])
+            edges = into[t]
+            edges[s] = edges.get(s, 0) | classes
+    preds = [list(edges.items()) for edges in into]
     blocks: list[set[int]] = [set() for _ in range(max(block_of) + 1)]
     for s, b in enumerate(block_of):
         blocks[b].add(s)
-    todo = {(b, k) for b in range(len(blocks)) for k in range(n_cls)}
+    todo = set(range(len(blocks)))
     while todo:
         limits.check_budget()
-        b, k = todo.pop()
-        inv = inverse[k]
-        touched: dict[int, list[int]] = {}
-        for t in blocks[b]:
-            for p in inv.get(t, ()):
-                touched.setdefault(block_of[p], []).append(p)
-        for y, members in touched.items():
-            if len(members) == len(blocks[y]):
-                continue
-            part = set(members)
-            blocks[y] -= part
-            new = len(blocks)
-            blocks.append(part)
-            for p in part:
-                block_of[p] = new
-            small = new if len(part) <= len(blocks[y]) else y
-            for c in range(n_cls):
-                todo.add((new, c) if (y, c) in todo else (small, c))
+        entering: dict[int, int] = {}  # state -> classes on which it enters the splitter
+        for t in blocks[todo.pop()]:
+            for p, classes in preds[t]:
+                entering[p] = entering.get(p, 0) | classes
+        groups: dict[int, dict[int, list[int]]] = {}  # block -> classes -> its states
+        for p, classes in entering.items():
+            groups.setdefault(block_of[p], {}).setdefault(classes, []).append(p)
+        for y, by_classes in groups.items():
+            members = blocks[y]
+            parts = list(by_classes.values())
+            untouched = len(members) - sum(map(len, parts))
+            if untouched == 0:
+                if len(parts) == 1:
+                    continue  # every state of the block enters the same way
+                parts.remove(max(parts, key=len))  # (those stay in the block)
+            pieces = [y]
+            for part in parts:
+                members.difference_update(part)
+                new = len(blocks)
+                blocks.append(set(part))
+                for p in part:
+                    block_of[p] = new
+                pieces.append(new)
+            if y not in todo:
+                pieces.remove(max(pieces, key=lambda b: len(blocks[b])))
+            todo.update(pieces)
     return block_of
 
 
