@@ -78,16 +78,10 @@ def _words(alphabet, max_len):
     return words
 
 
-@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
-    st.lists(st.booleans(), min_size=n, max_size=n))), st.sampled_from([0, 1, 12]))
-def test_minimize_is_minimal_and_keeps_language(graph, rounds):
-    """Random DFAs over bytes 0-2: the minimized DFA accepts the same words (all up to length
-    7) and no two of its states accept the same words (brute force over words up to its size),
-    whichever of Moore's rounds and Hopcroft's refinement finished the partition."""
-    table, accept = graph
-    trans = [[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table]
-    dfa = automaton.trim(automaton.DFA(trans, accept))
+def _check_minimize(dfa: automaton.DFA, rounds: int, alphabet: range, max_len: int) -> None:
+    """`dfa` minimized with `rounds` of Moore's refinement before Hopcroft's: it accepts the
+    same words over `alphabet` (all up to `max_len`) and no two of its states accept the same
+    words (brute force over words up to its size)."""
     if not dfa.accept[0] and not dfa.trans[0]:
         return  # the empty language
     saved = automaton._MOORE_ROUNDS
@@ -96,12 +90,12 @@ def test_minimize_is_minimal_and_keeps_language(graph, rounds):
         small = automaton.minimize(dfa)
     finally:
         automaton._MOORE_ROUNDS = saved
-    words = _words(range(3), 7)
+    words = _words(alphabet, max_len)
     assert [small.matches(w) for w in words] == [dfa.matches(w) for w in words]
 
     def language(s):
         out = []
-        for w in _words(range(3), small.n_states):
+        for w in _words(alphabet, small.n_states):
             t = s
             for b in w:
                 t = small.next(t, b)
@@ -110,8 +104,18 @@ def test_minimize_is_minimal_and_keeps_language(graph, rounds):
             out.append(t >= 0 and small.accept[t])
         return tuple(out)
 
-    langs = [language(s) for s in range(small.n_states)]
-    assert len(set(langs)) == small.n_states
+    assert len({language(s) for s in range(small.n_states)}) == small.n_states
+
+
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n))), st.sampled_from([0, 1, 12]))
+def test_minimize_is_minimal_and_keeps_language(graph, rounds):
+    """Random DFAs over bytes 0-2 (words up to length 7), whichever of Moore's rounds and
+    Hopcroft's refinement finished the partition (see _check_minimize)."""
+    table, accept = graph
+    trans = [[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table]
+    _check_minimize(automaton.trim(automaton.DFA(trans, accept)), rounds, range(3), 7)
 
 
 @st.composite
@@ -133,31 +137,9 @@ def _range_dfas(draw):
 
 @given(_range_dfas(), st.sampled_from([0, 1, 12]))
 def test_minimize_with_range_edges_is_minimal_and_keeps_language(dfa, rounds):
-    """Random DFAs whose edges are byte ranges cut at different places (so one edge covers
-    several byte classes): as test_minimize_is_minimal_and_keeps_language, words over 0-7."""
-    if not dfa.accept[0] and not dfa.trans[0]:
-        return  # the empty language
-    saved = automaton._MOORE_ROUNDS
-    automaton._MOORE_ROUNDS = rounds
-    try:
-        small = automaton.minimize(dfa)
-    finally:
-        automaton._MOORE_ROUNDS = saved
-    words = _words(range(8), 4)
-    assert [small.matches(w) for w in words] == [dfa.matches(w) for w in words]
-
-    def language(s):
-        out = []
-        for w in _words(range(8), small.n_states):
-            t = s
-            for b in w:
-                t = small.next(t, b)
-                if t < 0:
-                    break
-            out.append(t >= 0 and small.accept[t])
-        return tuple(out)
-
-    assert len({language(s) for s in range(small.n_states)}) == small.n_states
+    """Random DFAs whose edges are byte ranges cut at different places (one edge covers
+    several byte classes), words over bytes 0-7 up to length 4 (see _check_minimize)."""
+    _check_minimize(dfa, rounds, range(8), 4)
 
 
 @given(_range_dfas(), _range_dfas())
