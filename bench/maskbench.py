@@ -21,7 +21,8 @@ and the structure accepts at the end.
                      is restarted and the run goes on. Peak RSS is reported per engine.
                      --no-isolate runs everything in this process instead.
   --compile-only     compile each schema with each engine and replay nothing: compile times
-                     over every file in minutes (the replay with XGrammar takes hours).
+                     over every file in minutes (the replay with XGrammar takes hours); its
+                     --out files combine into a compile table.
   --keyword K        only the schemas that use JSON Schema keyword K (e.g. uniqueItems)
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
@@ -431,14 +432,14 @@ def main() -> None:
         for n in names:  # one process: its peak is every engine's
             stats[n]["peak_rss_mb"] = _rss_mb()
     title = run_title(args, len(files), n_instances, isolate)
+    if args.out:
+        Path(args.out).write_text(json.dumps({
+            "title": title, "shard": args.shard, "files": len(files), "instances": n_instances,
+            "names": names, "stats": stats, "compile_only": args.compile_only}))
     if args.compile_only:
         report_compile(title, names, stats)
         return
     report(title, names, stats)
-    if args.out:
-        Path(args.out).write_text(json.dumps({
-            "title": title, "shard": args.shard, "files": len(files), "instances": n_instances,
-            "names": names, "stats": stats}))
     if checker is not None:
         print(f"\nmask cross-check against llguidance: {sum(diffs.values())} differing tokens")
         for kind, n in sorted(diffs.items(), key=lambda kv: -kv[1]):
@@ -504,6 +505,9 @@ def combine(paths: list[str]) -> None:
     names = parts[0]["names"]
     if any(part["names"] != names for part in parts):
         sys.exit("the shard files compare different engines")
+    compile_only = {bool(part.get("compile_only")) for part in parts}
+    if len(compile_only) > 1:
+        sys.exit("the shard files mix --compile-only runs with full ones")
     stats = {n: new_stats() for n in names}
     for part in parts:
         for n in names:
@@ -522,8 +526,9 @@ def combine(paths: list[str]) -> None:
     instances = sum(p["instances"] for p in parts)
     shards = ", ".join(sorted(p["shard"] for p in parts))
     title = parts[0]["title"].split(": ", 1)[1].split(", tokenizer", 1)[1]
-    report(f"maskbench: {files} files, {instances} instances in shards {shards}, "
-           f"tokenizer{title}", names, stats)
+    show = report_compile if compile_only.pop() else report
+    show(f"maskbench: {files} files, {instances} instances in shards {shards}, "
+         f"tokenizer{title}", names, stats)
 
 
 def report_compile(title: str, names, stats) -> None:
