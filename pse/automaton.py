@@ -160,7 +160,7 @@ class DFA:
     State 0 is the start. Every state can reach an accepting state (the automaton is trimmed).
     """
 
-    __slots__ = ("trans", "accept", "_dense", "_cuts", "content_key")
+    __slots__ = ("trans", "accept", "_dense", "_cuts", "_key")
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
                  accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
@@ -171,7 +171,7 @@ class DFA:
         self.accept = tuple(accept)
         self._dense = dense
         self._cuts: np.ndarray | None = None
-        self.content_key: ContentKey | None = None  # (see key())
+        self._key: ContentKey | None = None  # (see key())
 
     def dense(self) -> np.ndarray:
         """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
@@ -236,9 +236,9 @@ class DFA:
     def key(self) -> ContentKey:
         """Equal for automata with equal transitions and acceptance; made (and hashed) once:
         automata come from caches, and hashing all transitions is not cheap."""
-        if self.content_key is None:
-            self.content_key = ContentKey(("dfa", self.trans, self.accept))
-        return self.content_key
+        if self._key is None:
+            self._key = ContentKey(("dfa", self.trans, self.accept))
+        return self._key
 
     @property
     def n_states(self) -> int:
