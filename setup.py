@@ -17,7 +17,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = ["structure", "stepper", "trie", "byte_kinds", "mask", "forced", "rules"]
+MODULES = ["structure", "stepper", "trie", "byte_kinds", "mask", "forced", "rules", "frozen"]
 # the compile path, from a JSON Schema to the engine's tables
 PYTHON_MODULES = ["automaton", "compiler", "engine", "json_spelling", "json_value", "machines",
                   "regex", "schema_types",

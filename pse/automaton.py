@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from pse import limits
+from pse._core.frozen import frozen_rows
 from pse.bounded_cache import BoundedCache
 
 MAX_CODE_POINT = 0x10FFFF
@@ -165,9 +166,9 @@ class DFA:
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
                  accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
         """`dense`: the table `dense()` returns, when the caller has it already."""
-        # frozen as tuples: the garbage collector stops tracking tuples of plain values, and
-        # cached automata (thousands) would otherwise make every full collection slow
-        self.trans = tuple(map(tuple, trans))
+        # frozen as tuples the garbage collector does not track: cached automata (thousands,
+        # each range a tuple) would otherwise make collections slow
+        self.trans = frozen_rows(trans)
         self.accept = tuple(accept)
         self._dense = dense
         self._cuts: np.ndarray | None = None

@@ -1,5 +1,7 @@
 """UTF-8 range splitting and determinization against brute force."""
 
+import gc
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -169,6 +171,20 @@ def test_products_are_computed_once_per_content():
     assert minus is not both
     assert [both.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [True, True, False, False]
     assert [minus.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [False, False, True, True]
+
+
+def test_transitions_are_not_tracked_by_the_garbage_collector():
+    """A DFA's rows and ranges are tuples of ints, which no collection needs to scan (each
+    collection after a compile would scan thousands of them); a row holding anything else
+    stays tracked, and the frozen rows equal the rows given."""
+    rows = [[(97, 98, 1), (99, 99, 0)], []]
+    dfa = automaton.DFA(rows, [False, True])
+    assert dfa.trans == (((97, 98, 1), (99, 99, 0)), ())
+    tuples = [dfa.trans, *dfa.trans, *dfa.trans[0]]
+    assert not any(gc.is_tracked(t) for t in tuples)
+    odd = automaton.DFA([[(97, 98, 1)], [(1, 2, [3])]], [False, True])  # (not a real DFA)
+    assert gc.is_tracked(odd.trans) and gc.is_tracked(odd.trans[1])
+    assert gc.is_tracked(odd.trans[1][0]) and not gc.is_tracked(odd.trans[0])
 
 
 @given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))
