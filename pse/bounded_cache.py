@@ -8,6 +8,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Hashable
 
+_MISSING = object()
+
 
 class BoundedCache:
     """At most `size` entries; past that, the least recently used one goes. Values are
@@ -26,10 +28,11 @@ class BoundedCache:
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value stored under `key` (now the most recently used), else `default`."""
         with self._lock:
-            if key not in self._entries:
+            value = self._entries.get(key, _MISSING)  # (keys are tuples: hashed anew each time)
+            if value is _MISSING:
                 return default
             self._entries.move_to_end(key)
-            return self._entries[key]
+            return value
 
     def put(self, key: Hashable, value: Any) -> None:
         """Stores `value` under `key`, dropping the least recently used entry past `size`."""
