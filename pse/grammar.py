@@ -306,6 +306,14 @@ class _Builder:
         refs = {name: sorted({s for alt in self.alts[name] + self.tails[name]
                               for kind, s in alt if kind != "t"}) for name in self.alts}
         self.recursive = {name for comp in cycles(refs) for name in comp}
+        # each rule built after the rules it uses (a recursive one is a Forward whose body is
+        # set below): no Python recursion follows a chain of rules, however long
+        self.bodies_pending: list[str] = []
+        for name in _post_order(refs, start):
+            self.nonterminal(name)
+            while self.bodies_pending:
+                pending = self.bodies_pending.pop()
+                self.machines[pending].set(self.labeled(pending, self.rule_body(pending)))
         graph: dict = {}
         here: object = 0
         if self.ignored:
@@ -322,9 +330,9 @@ class _Builder:
     def nonterminal(self, name: str) -> StateMachine:
         if name in self.machines:
             return self.machines[name]
-        if name in self.recursive:
+        if name in self.recursive:  # (its body: see build)
+            self.bodies_pending.append(name)
             forward = self.machines[name] = Forward(name=f"rule {name}")
-            forward.set(self.labeled(name, self.rule_body(name)))
             return forward
         machine = self.machines[name] = self.labeled(name, self.rule_body(name))
         return machine
@@ -373,6 +381,25 @@ class _Builder:
         if kind == "o":
             return Optional(self.nonterminal(name))
         return self.tail_loop(name)
+
+
+def _post_order(refs: dict[str, list[str]], start: str) -> list[str]:
+    """The rules reachable from `start` in `refs` (each rule's referenced rules), each after
+    those it references (but for cycles), without recursion."""
+    order: list[str] = []
+    seen = {start}
+    work = [(start, iter(refs.get(start, ())))]
+    while work:
+        name, todo = work[-1]
+        for nxt in todo:
+            if nxt not in seen and nxt in refs:
+                seen.add(nxt)
+                work.append((nxt, iter(refs[nxt])))
+                break
+        else:
+            work.pop()
+            order.append(name)
+    return order if start in refs else []
 
 
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"

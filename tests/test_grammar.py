@@ -317,6 +317,28 @@ def test_left_recursive_list_keeps_one_state():
     assert live and len(live) <= 4
 
 
+@pytest.mark.parametrize("shape", ["right", "left", "cycle"])
+def test_long_chains_of_rules_build(shape):
+    """300 rules each using the next (a generated grammar): built without recursing once per
+    rule in Python, the language lark's. Nested to the left, past MAX_LEFT_CALLS, the
+    compiler refuses it with its typed error."""
+    n = 300
+    rules = {"right": [f'r{i}: "x" r{i + 1}' for i in range(n)] + [f'r{n}: "a"'],
+             "left": [f'r{i}: r{i + 1} "x"' for i in range(n)] + [f'r{n}: "a"'],
+             "cycle": [f'r{i}: "x" r{i + 1} | "y"' for i in range(n)] + [f'r{n}: "z" r0 | "w"']}
+    text = "start: r0\n" + "\n".join(rules[shape]) + "\n"
+    grammar, parser = Grammar.from_lark(text), lark_parser(text)
+    texts = ["x" * n + "a", "a" + "x" * n, "x" * 10 + "y", "x" * n + "z" + "x" * 5 + "y",
+             "x" * n + "w", "x" * (n - 1) + "a", "xy", ""]
+    if shape == "left":
+        with pytest.raises(GrammarError, match="MAX_LEFT_CALLS"):
+            grammar.matches(texts[1])
+        return
+    for sample in texts:
+        assert grammar.matches(sample) == lark_accepts(parser, sample), sample[:20]
+    assert any(grammar.matches(sample) for sample in texts)
+
+
 def test_optional_parts_are_not_multiplied_out():
     """Twenty optional parts in one expansion: lark's own BNF pass would write 2**20
     alternatives; pse spells out at most 16 and makes rules of the rest. The language is
