@@ -24,8 +24,12 @@ over every stream up to the token an engine refuses. Compile: from the grammar's
 matcher ready for its first mask, the median of `--repeat` runs and the first alone. The
 engines take turns grammar by grammar.
 
+With `--long N`, one text of N operands of `ambiguous` is timed by quarters as well: whether
+an engine's time per token grows with the text.
+
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
+                                   [--long 400]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -299,6 +304,28 @@ def report(results: dict, all_cases: list[Case]) -> None:
                   f"{b['compile_ms'] / a['compile_ms']:.2f}x |")
 
 
+def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
+    """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
+    `operands` numbers, seeded): whether an engine's cost grows with the text."""
+    rng = random.Random(1)
+    text = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
+                                             for _ in range(operands - 1))
+    ids = vocab.encode(text)
+    case = SimpleNamespace(kind="lark", source=AMBIGUOUS, name="ambiguous, one long text")
+    print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `ambiguous`: mean µs "
+          "per token over each quarter\n")
+    print("| engine | 1st quarter | 2nd | 3rd | 4th | accepted |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, engine in engines.items():
+        r = run_case(engine, case, [ids], 1)
+        if "error" in r:
+            print(f"| {name} | cannot read the grammar: {r['error']} | | | | |")
+            continue
+        quarters = np.array_split(np.asarray(r["times"]), 4)
+        print(f"| {name} | " + " | ".join(f"{q.mean():.1f}" for q in quarters)
+              + f" | {r['verdicts'][0]} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gbnf", help="a folder holding llama.cpp's GBNF grammars")
@@ -307,6 +334,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="compiles per grammar and engine")
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
     ap.add_argument("--engines", default=",".join(installed()))
+    ap.add_argument("--long", type=int, default=0, metavar="N",
+                    help="also time one text of N operands of `ambiguous`, by quarters")
     args = ap.parse_args()
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
@@ -325,6 +354,8 @@ def main() -> None:
             results[name][case.name] = run_case(engines[name], case, streams[case.name],
                                                 args.repeat)
     report(results, all_cases)
+    if args.long:
+        growth(engines, vocab, args.long)
 
 
 if __name__ == "__main__":

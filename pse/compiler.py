@@ -345,6 +345,7 @@ class _Compiler:
         entries = _Entries(self.rules, base, nullable)
         node_entry_off = [0]
         node_end = []
+        node_collapse = []
         node_guarded = []
         entry_term, entry_target, entry_push_off, pushes, entry_guard = [], [], [0], [], []
         for rid in order:
@@ -367,10 +368,11 @@ class _Compiler:
                 node_entry_off.append(len(entry_term))
                 node_guarded.append(guarded)
                 node_end.append(bool(rule.ends & reach))
+            node_collapse.extend(_collapsing_returns(rid, rule, node_end[base[rid]:]))
 
         tables = self.dfa_tables()
         tables.update(
-            node_entry_off=node_entry_off, node_end=node_end,
+            node_entry_off=node_entry_off, node_end=node_end, node_collapse=node_collapse,
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
             entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
@@ -657,6 +659,31 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
                 seen.add(t)
                 todo.append(t)
     return False
+
+
+def _collapsing_returns(rid: int, rule: _Rule, ends: list[bool]) -> list[bool]:
+    """Per node of rule `rid`, whether a frame returning to it, pushed onto one returning to
+    it, may be left out: the node is a return of the rule calling itself (`s: s s | "a"`
+    runs as `a (s)*`, each call returning to the loop), the only node reachable from it where
+    the rule may end is itself, and the rule has no guards (its register never changes).
+    What may follow the node is then a closure L, L·L = L: two such frames in a row accept
+    what one does, and an ambiguous grammar's stacks stop growing with the text."""
+    out = [False] * len(rule.terms)
+    returns = {ret for row in rule.calls for callee, ret in row if callee == rid}
+    if not returns or any(g for row in rule.terms for _, _, g in row):
+        return out
+    for r in returns:
+        if not ends[r]:
+            continue
+        seen, todo = {r}, [r]
+        while todo:
+            k = todo.pop()
+            for x in [t for _, t, _ in rule.terms[k]] + [ret for _, ret in rule.calls[k]]:
+                if x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+        out[r] = not any(ends[x] for x in seen if x != r)
+    return out
 
 
 def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:

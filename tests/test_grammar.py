@@ -120,6 +120,10 @@ NAME: CNAME
 %ignore " "
 """, ['"a" "b\\"c"', '"x\\\\" y', '/* c */ "s" /**/ n /* a */ /* b */', '"a"b"',
       '"\\\\"', '"a\\\\"b"', '/* x */ y */ z', '"\n"'], 'ab"\\ /*xy'),
+    # ambiguous in a Catalan number of ways, left-recursive and nested
+    "ambiguous": ('start: s\ns: s s | "a" | "(" s ")"\n',
+                  ["a", "aa", "(a)a", "((aa)a)", "a" * 40, "(" * 12 + "a" * 5 + ")" * 12, "()",
+                   "a)", "", "(a)(a)((a)a)"], "a()"),
 }
 
 
@@ -337,6 +341,28 @@ def test_long_chains_of_rules_build(shape):
     for sample in texts:
         assert grammar.matches(sample) == lark_accepts(parser, sample), sample[:20]
     assert any(grammar.matches(sample) for sample in texts)
+
+
+@pytest.mark.parametrize("source,text", [
+    ('start: s\ns: s s | "a" | "(" s ")"\n', "(" + "a" * 600 + ")" + "a" * 600),
+    ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
+     '%import common.NUMBER\n', "1" + "+2*3" * 300 + "*(4+5)"),
+], ids=["nested", "sums"])
+def test_ambiguous_grammars_keep_few_live_states(source, text):
+    """A rule that calls itself last (`s: s s`, run as `a (s)*`) returns to its loop, where
+    a frame like the one below it adds nothing: it is not pushed, and the live states stay
+    few however long the text (each extra frame was a state per nesting, n after n a's)."""
+    grammar = Grammar.from_lark(source)
+    live = grammar.get_steppers()
+    most = 0
+    for k in range(0, len(text), 50):
+        live = consume_tokens(live, [text[k:k + 50].encode()])
+        most = max(most, len(live))
+    assert any(s.has_reached_accept_state() for s in live)  # (valid by construction)
+    assert most <= 4
+    assert not grammar.matches(text + ")")
+    short = text[:40] + text[-10:]  # (lark's Earley on the whole text takes gigabytes)
+    assert grammar.matches(short) == lark_accepts(lark_parser(source), short)
 
 
 def test_optional_parts_are_not_multiplied_out():

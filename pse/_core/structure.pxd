@@ -88,6 +88,7 @@ ctypedef struct Tables:
     int32_t n_nodes
     int32_t* node_entry_off   # n_nodes + 1
     uint8_t* node_end         # the node's rule may end here (then the stack is popped)
+    uint8_t* node_collapse    # a frame returning here is not pushed on one just like it
     uint32_t* node_first      # 8 words per node: union of its entries' first bytes
     uint8_t* node_special     # some entry of the node is a special token's terminal
     bint has_special          # some terminal is

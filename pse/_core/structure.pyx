@@ -1183,6 +1183,18 @@ cdef bint in_unique(Ctx* c, const PState* s) noexcept nogil:
     return False
 
 
+cdef inline bint repeats_frame(Ctx* c, int32_t f, int32_t node, const PState* reg
+                               ) noexcept nogil:
+    """Whether frame f returns to `node` with register `reg`: a frame like it pushed on f,
+    at a node_collapse node, is left out (see pse.compiler._collapsing_returns)."""
+    cdef Frame* fr
+    if f == NO_FRAME:
+        return False
+    fr = get_frame(c, f)
+    return (fr.node == node and fr.props == reg.props and fr.keys == reg.keys
+            and fr.seen == reg.seen and fr.item == reg.item)
+
+
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
@@ -1209,7 +1221,9 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                     continue
                 f = frame
                 for p in range(first, t.entry_push_off[e + 1]):
-                    f = push_frame(c, t.pushes[p], f, &reg if p == first else &ZERO_REG)
+                    if not (t.node_collapse[t.pushes[p]] and repeats_frame(
+                            c, f, t.pushes[p], &reg if p == first else &ZERO_REG)):
+                        f = push_frame(c, t.pushes[p], f, &reg if p == first else &ZERO_REG)
                 ns.frame = f
                 ns.node = t.entry_target[e]
                 ns.term = term
@@ -1426,7 +1440,7 @@ _TABLE_FIELDS = {
     "dfa_values": np.int64, "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "term_special": np.uint8,
     "node_entry_off": np.int32,
-    "node_end": np.uint8, "entry_term": np.int32,
+    "node_end": np.uint8, "node_collapse": np.uint8, "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
     "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
     "guard_need": np.uint64, "guard_set": np.uint64, "guard_min": np.int32,
@@ -1615,6 +1629,7 @@ cdef class CompiledStructure:
         self.t.has_special = bool(np.any(bufs["term_special"]))
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
+        self.t.node_collapse = <uint8_t*>_ptr(bufs, "node_collapse")
         self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
         self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
         self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
