@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable
 
 from pse import automaton
+from pse.bounded_cache import BoundedCache
 from pse.errors import SchemaError
 from pse.json_spelling import KeyStates, json_names_dfa
 from pse.machines import Chain, DfaTerminal, Phrase, StateMachine, Terminal
@@ -64,6 +65,23 @@ def _bit(i: int) -> int:
     """Key bit i, as a Python int (a shift of C ints, as Cython would make of `1 << len(x)`,
     overflows at bit 31)."""
     return 1 << i
+
+
+# _key_endings by key automaton: a schema whose unions multiply out asks it of the same few
+# automata in every copy of an object (utam-page-object: 19,751 times, 239 automata)
+_KEY_ENDINGS = BoundedCache(1024)
+_NOT_KNOWN = object()
+
+
+def _key_endings(keys: automaton.DFA) -> bool | tuple[str, ...] | None:
+    """True when every state of `keys` can reach a loop (each prefix goes on to endless
+    names); else the names it spells when at most KEY_BITS (None: more)."""
+    found = _KEY_ENDINGS.get(keys.key(), _NOT_KNOWN)
+    if found is _NOT_KNOWN:
+        names = True if _every_state_loops(keys) else _few_names(keys, KEY_BITS)
+        found = names if names is True or names is None else tuple(names)
+        _KEY_ENDINGS.put(keys.key(), found)
+    return found
 
 
 def _few_names(keys: automaton.DFA, limit: int) -> list[str] | None:
@@ -266,8 +284,7 @@ class _Objects:
                     still.append((o, False))
                     continue
                 if id(keys) not in ends:
-                    ends[id(keys)] = True if _every_state_loops(keys) else \
-                        _few_names(keys, KEY_BITS)
+                    ends[id(keys)] = _key_endings(keys)
                 names_ = ends[id(keys)]
                 if names_ is True:
                     still.append((o, True))
