@@ -2,13 +2,13 @@
 
 Terminals (phrases, character classes, JSON numbers, later regexes) are described here as
 byte NFAs and turned into small deterministic automata over UTF-8 bytes; the core runs them.
-Nothing here runs per token.
+Nothing here runs per token. Their products (intersections, differences) are in
+`pse.products`, the lengths of their matches in `pse.counted_lengths`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import deque
 from itertools import chain
 from typing import Iterable, Iterator, Sequence
 
@@ -16,7 +16,6 @@ import numpy as np
 
 from pse import limits
 from pse._core.frozen import frozen_rows
-from pse.bounded_cache import BoundedCache
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -607,51 +606,6 @@ def _merge_row(row: list[tuple[int, int, int]], block: list[int]) -> list[tuple[
     return out
 
 
-# The distances count_lengths tabulates exactly; beyond it they must have settled.
-LENGTH_BITS = 64
-
-
-def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
-    """For each state, the numbers L of counted steps (edges into a state of `counts`, say
-    characters completed) on the paths from it to an accepting state: bit L of the first
-    tuple for L < LENGTH_BITS, and whether every larger L is one, in the second. The sets
-    A_L of states L counted steps from acceptance follow one another by a fixed rule, so
-    once A_64 equals A_65 they stay so.
-
-    Raises:
-        GrammarError: the sets have not settled by then (lengths with a period, as of (aa)*,
-            or a bounded part past LENGTH_BITS, as of a{1,100}).
-    """
-    from pse.errors import GrammarError
-
-    dense = dfa.dense()
-    cols = dense[:, np.flatnonzero(np.append(True, dfa.cuts()[1:]))]  # one byte per class
-    valid = cols >= 0
-    target = np.where(valid, cols, 0)
-    counted = np.asarray(counts, dtype=bool)
-    step1 = valid & counted[target]   # edges that count
-    step0 = valid & ~counted[target]  # edges inside a character
-
-    def through_uncounted(reach: np.ndarray) -> np.ndarray:
-        while True:
-            more = reach | (step0 & reach[target]).any(axis=1)
-            if (more == reach).all():
-                return reach
-            reach = more
-
-    bits = np.zeros(len(cols), dtype=np.uint64)
-    reach = through_uncounted(np.asarray(dfa.accept, dtype=bool))
-    for length in range(LENGTH_BITS):
-        bits |= reach.astype(np.uint64) << np.uint64(length)
-        reach = through_uncounted((step1 & reach[target]).any(axis=1))
-    after = through_uncounted((step1 & reach[target]).any(axis=1))
-    if not (after == reach).all():
-        raise GrammarError(f"the lengths of its matches do not settle within {LENGTH_BITS} "
-                           "characters (they go by steps of several characters, or a part "
-                           f"of the pattern bounded past {LENGTH_BITS} characters sets them)")
-    return tuple(int(b) for b in bits), tuple(bool(r) for r in reach)
-
-
 def peel_order(succ: Sequence[Iterable[int]]) -> list[int]:
     """The nodes of a graph (`succ[s]`: where s's edges lead) with no edge in, then those whose
     every edge in comes from one already listed (a topological order); the nodes left out
@@ -667,39 +621,6 @@ def peel_order(succ: Sequence[Iterable[int]]) -> list[int]:
             if indegree[t] == 0:
                 order.append(t)
     return order
-
-
-def count_range(dfa: DFA, counts: Sequence[bool]) -> tuple[int, int | None]:
-    """The fewest and the most counted steps (see count_lengths) on a path from the start to
-    an accepting state; the most is None when a cycle makes matches unbounded."""
-    weight = [int(bool(c)) for c in counts]
-    succ = [sorted({t for _, _, t in row}) for row in dfa.trans]
-    # fewest: a breadth-first search where uncounted edges cost nothing
-    best = [-1] * len(succ)
-    best[0] = 0
-    todo = deque([0])
-    while todo:
-        s = todo.popleft()
-        for t in succ[s]:
-            d = best[s] + weight[t]
-            if best[t] < 0 or d < best[t]:
-                best[t] = d
-                if weight[t]:
-                    todo.append(t)
-                else:
-                    todo.appendleft(t)
-    fewest = min(best[s] for s in range(len(succ)) if dfa.accept[s] and best[s] >= 0)
-    # most: the longest path, in an order where every edge goes forward (none: a cycle)
-    order = peel_order(succ)
-    if len(order) < len(succ):
-        return fewest, None
-    most = [-1] * len(succ)
-    most[0] = 0
-    for s in order:
-        if most[s] >= 0:
-            for t in succ[s]:
-                most[t] = max(most[t], most[s] + weight[t])
-    return fewest, max(most[s] for s in range(len(succ)) if dfa.accept[s] and most[s] >= 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -779,93 +700,6 @@ def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
             continue
         a, b = chr(lo).encode("utf-8"), chr(hi).encode("utf-8")
         yield [(a[k], b[k]) for k in range(n)]
-
-
-# A product of two automata with more states than this is refused (compile time and memory).
-MAX_PRODUCT_STATES = 20_000
-
-
-def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
-    """BFS over pairs of states; b's missing edges lead to -1 (a dead b) when keep_dead_b.
-
-    Raises:
-        GrammarError: more than MAX_PRODUCT_STATES states.
-    """
-    index = {(0, 0): 0}
-    pairs = [(0, 0)]
-    trans: list[list[tuple[int, int, int]]] = []
-    accepts: list[bool] = []
-    i = 0
-    while i < len(pairs):
-        limits.check_budget()
-        s1, s2 = pairs[i]
-        i += 1
-        accepts.append(accept(a.accept[s1], s2 >= 0 and b.accept[s2]))
-        row: list[tuple[int, int, int]] = []
-        for lo, hi, t1, t2 in _paired_ranges(a.trans[s1], b.trans[s2] if s2 >= 0 else []):
-            if t2 < 0 and not keep_dead_b:
-                continue
-            j = index.get((t1, t2))
-            if j is None:
-                j = index[(t1, t2)] = len(pairs)
-                pairs.append((t1, t2))
-                if len(pairs) > MAX_PRODUCT_STATES:
-                    from pse.errors import GrammarError
-
-                    raise GrammarError(f"combining two automata needs more than "
-                                       f"{MAX_PRODUCT_STATES} states (MAX_PRODUCT_STATES)")
-            if row and row[-1][2] == j and row[-1][1] == lo - 1:
-                row[-1] = (row[-1][0], hi, j)
-            else:
-                row.append((lo, hi, j))
-        trans.append(row)
-    return trim(DFA(trans, accepts))  # minimizing costs more than the extra states
-
-
-def _paired_ranges(row1: list[tuple[int, int, int]], row2: list[tuple[int, int, int]]
-                   ) -> Iterator[tuple[int, int, int, int]]:
-    """(lo, hi, t1, t2) over the bytes `row1` covers, cut where `row2` changes: t2 is row2's
-    target there, or -1. Both rows are sorted, disjoint ranges (one merge pass)."""
-    j, n2 = 0, len(row2)
-    for lo, hi1, t1 in row1:
-        while lo <= hi1:
-            while j < n2 and row2[j][1] < lo:
-                j += 1
-            if j < n2 and row2[j][0] <= lo:
-                hi, t2 = min(hi1, row2[j][1]), row2[j][2]
-            else:
-                hi, t2 = (hi1 if j == n2 else min(hi1, row2[j][0] - 1)), -1
-            yield lo, hi, t1, t2
-            lo = hi + 1
-
-
-def intersect(a: DFA, b: DFA) -> DFA:
-    """A DFA for the texts both `a` and `b` match."""
-    return _cached_product(a, b, False)
-
-
-def difference(a: DFA, b: DFA) -> DFA:
-    """A DFA for the texts `a` matches and `b` does not."""
-    return _cached_product(a, b, True)
-
-
-# Products by their operands' content (and kind): a JSON Schema whose unions multiply out
-# (`oneOf` branches each carrying the others' opposites) intersects the same key automata in
-# every copy of an object; one of the maskbench schemas made 43,835 products, 749 of them
-# distinct. Each is computed once and shared, so the copies hold one automaton, not many.
-_PRODUCTS = BoundedCache(1024)
-
-
-def _cached_product(a: DFA, b: DFA, is_difference: bool) -> DFA:
-    key = (is_difference, a.key(), b.key())
-    found = _PRODUCTS.get(key)
-    if found is None:
-        if is_difference:
-            found = _product(a, b, lambda x, y: x and not y, keep_dead_b=True)
-        else:
-            found = _product(a, b, lambda x, y: x and y, keep_dead_b=False)
-        _PRODUCTS.put(key, found)
-    return found
 
 
 def union(dfas: Sequence[DFA]) -> DFA:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
-from pse import automaton
+from pse import automaton, counted_lengths
 from pse.errors import GrammarError, PSEError
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ class CharCountedTerminal(DfaTerminal):
 
     Raises:
         GrammarError: bad bounds or boundaries, or lengths the run-time check cannot
-            tabulate (see automaton.count_lengths).
+            tabulate (see counted_lengths.count_lengths).
     """
 
     counts_chars = True
@@ -320,7 +320,7 @@ class CharCountedTerminal(DfaTerminal):
             raise GrammarError(f"min_chars ({min_chars}) > max_chars ({max_chars})")
         # the empty match is the compiler's epsilon edge: only when no character is needed
         self.min_count = 0 if dfa.accept[0] and self.min_chars == 0 else 1
-        self.length_bits, self.length_tail = automaton.count_lengths(dfa, self.boundaries)
+        self.length_bits, self.length_tail = counted_lengths.count_lengths(dfa, self.boundaries)
 
     def matches_some_length(self) -> bool:
         """Whether some match holds min_chars to max_chars characters (else the terminal
@@ -331,7 +331,7 @@ class CharCountedTerminal(DfaTerminal):
                 return True
         # the table's tail: every length from LENGTH_BITS on, or none of them
         return self.length_tail[0] and (hi is None
-                                        or hi >= max(self.min_chars, automaton.LENGTH_BITS))
+                                        or hi >= max(self.min_chars, counted_lengths.LENGTH_BITS))
 
     def terminal_key(self) -> Hashable:
         return ("chars", super().terminal_key(), self.boundaries)

@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Hashable, Sequence
 
-from pse import automaton, limits
+from pse import automaton, limits, products
 from pse.errors import GrammarError
 from pse.machines import Terminal, _add_case_variants
 
@@ -380,7 +380,7 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         dfa = automaton.determinize(b.nfa, automaton.concat(b.nfa, body))
         for positive, sub in checks:  # each holds at the start: its match, then anything
             look = automaton.determinize(b.nfa, _language(b, sub, flags, False, True))
-            dfa = automaton.intersect(dfa, look) if positive else automaton.difference(dfa, look)
+            dfa = products.intersect(dfa, look) if positive else products.difference(dfa, look)
         frags.append(automaton.embed(b.nfa, dfa))
     for (start, end), bodies in groups.items():
         body = bodies[0] if len(bodies) == 1 else automaton.alternation(b.nfa, bodies)

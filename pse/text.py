@@ -15,7 +15,7 @@ import functools
 import json
 from typing import Any
 
-from pse import automaton
+from pse import automaton, products
 from pse.errors import GrammarError
 from pse.vocabulary import utf8_complete_length
 from pse.machines import (
@@ -60,7 +60,7 @@ def text_until(delimiter: bytes) -> automaton.DFA:
     earlier = _dfa(lambda n: automaton.concat(n, [
         _any_text(n), automaton.literal(n, delimiter),
         automaton.plus(n, automaton.char_class(n, ANY_CHARACTER))]))
-    return automaton.minimize(automaton.difference(ends, earlier))
+    return automaton.minimize(products.difference(ends, earlier))
 
 
 @functools.lru_cache(maxsize=256)
@@ -69,7 +69,7 @@ def text_without(delimiter: bytes) -> automaton.DFA:
     anything = _dfa(_any_text)
     holding = _dfa(lambda n: automaton.concat(n, [_any_text(n), automaton.literal(n, delimiter),
                                                   _any_text(n)]))
-    return automaton.minimize(automaton.difference(anything, holding))
+    return automaton.minimize(products.difference(anything, holding))
 
 
 @functools.lru_cache(maxsize=256)

@@ -5,7 +5,7 @@ import gc
 import pytest
 from hypothesis import given, strategies as st
 
-from pse import automaton
+from pse import automaton, products
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
     lambda c: not automaton.SURROGATES[0] <= c <= automaton.SURROGATES[1])
@@ -148,7 +148,7 @@ def test_minimize_with_range_edges_is_minimal_and_keeps_language(dfa, rounds):
 def test_intersect_and_difference_against_brute_force(a, b):
     """Products of automata with range edges cut at different places: every word of up to 4
     bytes over 0-7 is in the intersection / difference exactly when `matches` says so."""
-    both, minus = automaton.intersect(a, b), automaton.difference(a, b)
+    both, minus = products.intersect(a, b), products.difference(a, b)
     for w in _words(range(8), 4):
         assert both.matches(w) == (a.matches(w) and b.matches(w)), w
         assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w
@@ -165,9 +165,9 @@ def test_products_are_computed_once_per_content():
 
     (a1, b1), (a2, b2) = make(), make()
     assert a1 is not a2 and a1.key() == a2.key()
-    both = automaton.intersect(a1, b1)
-    assert automaton.intersect(a2, b2) is both
-    minus = automaton.difference(a2, b2)
+    both = products.intersect(a1, b1)
+    assert products.intersect(a2, b2) is both
+    minus = products.difference(a2, b2)
     assert minus is not both
     assert [both.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [True, True, False, False]
     assert [minus.matches(w) for w in (b"", b"ab", b"abb", b"c")] == [False, False, True, True]

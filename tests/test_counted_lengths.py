@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
-from pse.automaton import count_lengths, count_range
+from pse.counted_lengths import count_lengths, count_range
 from pse.errors import SchemaError
 from pse.json_spelling import char_boundaries, json_char_class
 from pse.regex import compile_regex

@@ -93,11 +93,11 @@ def test_keys_without_names_is_the_difference(names, others, pattern):
     """Keys a pattern allows minus the listed names, built over the spelling trie, agree with
     the generic product (difference with the names automaton) on every spelling, and have
     as few states as its minimized form."""
-    from pse import automaton
+    from pse import automaton, products
 
     keys = compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
     direct = without_names(keys, names)
-    generic = automaton.difference(keys, json_names_dfa(names))
+    generic = products.difference(keys, json_names_dfa(names))
     assert direct.n_states == automaton.minimize(generic).n_states  # minimal
     for text in names + others:
         for spelled in {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1],

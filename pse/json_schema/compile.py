@@ -9,7 +9,7 @@ import json
 import warnings
 from typing import Any, Callable
 
-from pse import automaton, limits, schema_types
+from pse import automaton, limits, products, schema_types
 from pse.errors import GrammarError, SchemaError
 from pse.machines import AnyOf, Chain, DfaTerminal, Forward, Phrase, StateMachine, Whitespace
 from pse.regex import compile_regex
@@ -540,7 +540,7 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
 
     def intersect(self, a: automaton.DFA, b: automaton.DFA, where: str) -> automaton.DFA:
         try:
-            return automaton.intersect(a, b)
+            return products.intersect(a, b)
         except GrammarError as e:
             raise SchemaError(f"{where}: {e}") from None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pse import automaton
+from pse import automaton, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import (KeyStates, json_char_class, json_names_dfa, without_names,
                                without_names_states)
@@ -51,10 +51,10 @@ class _Names:
                 both = self.intersect(region, keys, where)
                 if _nonempty(both):
                     split.append((both, pats + [pat]))
-                    region = automaton.difference(region, keys)
+                    region = products.difference(region, keys)
                 if _nonempty(region):
                     split.append((region, pats))
-            fresh = keys if covered is None else automaton.difference(keys, covered)
+            fresh = keys if covered is None else products.difference(keys, covered)
             if _nonempty(fresh):
                 split.append((fresh, [pat]))
             regions = split
@@ -74,7 +74,7 @@ class _Names:
             if names:
                 keys, states = without_names_states(keys, names)
             if covered is not None:
-                keys, states = automaton.difference(keys, covered), None
+                keys, states = products.difference(keys, covered), None
             if _nonempty(keys):
                 others.append((keys, additional, f"{pointer}/additionalProperties", states))
         return others
@@ -100,7 +100,7 @@ class _Names:
                 split = []
                 for x, st, ks in parts:
                     inside = self.intersect(x, taken, where)
-                    outside = automaton.difference(x, taken)
+                    outside = products.difference(x, taken)
                     if not _nonempty(outside):
                         split.append((x, st, [*ks, k]))
                     elif not _nonempty(inside):
@@ -138,7 +138,7 @@ class _Names:
             if left_out is None:
                 return automaton.union([])
             try:
-                return automaton.minimize(automaton.difference(
+                return automaton.minimize(products.difference(
                     rest or self.key_dfa("", True, where), left_out))
             except GrammarError as e:
                 raise SchemaError(f"{where}: {e}") from None
@@ -181,18 +181,18 @@ class _Names:
             if key == "allOf":
                 dfa = anything
                 for part in parts:
-                    dfa = automaton.intersect(dfa, part)
+                    dfa = products.intersect(dfa, part)
             elif key == "anyOf":
                 dfa = automaton.union(parts)
             else:  # names exactly one part allows
                 one = many = automaton.union([])
                 for part in parts:
-                    one, many = automaton.union([automaton.difference(one, part),
-                                                 automaton.difference(
-                                                     automaton.difference(part, one), many)]), \
-                        automaton.union([many, automaton.intersect(one, part)])
+                    one, many = automaton.union([products.difference(one, part),
+                                                 products.difference(
+                                                     products.difference(part, one), many)]), \
+                        automaton.union([many, products.intersect(one, part)])
                 dfa = one
-            return automaton.minimize(dfa if rest is None else automaton.intersect(dfa, rest))
+            return automaton.minimize(dfa if rest is None else products.intersect(dfa, rest))
         except GrammarError as e:
             raise SchemaError(f"{where}: {e}") from None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
-from pse import automaton
+from pse import automaton, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import JsonNumber
 from pse.machines import DfaTerminal, StateMachine
@@ -124,7 +124,7 @@ def number_range_dfa(lo, hi) -> automaton.DFA:
         dfa = compile_regex(_MAGNITUDE)
         for kind, d, strict in constraints:
             pattern = (_magnitude_at_least if kind == "ge" else _magnitude_at_most)(d, strict)
-            dfa = automaton.intersect(dfa, compile_regex(pattern))
+            dfa = products.intersect(dfa, compile_regex(pattern))
         return dfa
 
     # v >= 0, written without "-": the magnitude is v

@@ -4,7 +4,7 @@ contentSchema).
 
 from __future__ import annotations
 
-from pse import automaton
+from pse import automaton, counted_lengths, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
 from pse.json_value import JsonStringContent
@@ -63,7 +63,7 @@ class _Strings:
             return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
         dfa = self.content_dfa(node, patterns, pointer, count_length=True)
         if banned:
-            dfa = automaton.difference(dfa, json_names_dfa(banned))
+            dfa = products.difference(dfa, json_names_dfa(banned))
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         if not _unrolled_length(lo, hi):
@@ -87,7 +87,7 @@ class _Strings:
             self.fail(f"{pointer}/{keyword}", keyword,
                       "the pattern's automaton does not tell characters apart")
             return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
-        fewest, most = automaton.count_range(dfa, boundaries)
+        fewest, most = counted_lengths.count_range(dfa, boundaries)
         if fewest > (common.MAX_COUNT if hi is None else hi) or (most is not None and most < lo):
             return None  # no match has a length within the bounds
         if lo <= fewest and (hi is None or (most is not None and most <= hi)):
@@ -115,7 +115,7 @@ class _Strings:
                 p = compile_regex(pattern, 0, search=search is True or search is _NOT_FOUND,
                                   char_class=json_char_class, ecma=True)
                 if search is None or search is _NOT_FOUND:
-                    dfa = automaton.difference(dfa, p)
+                    dfa = products.difference(dfa, p)
                     continue
             except GrammarError as e:
                 raise SchemaError(f"{where}: {e}") from None
