@@ -157,7 +157,7 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
         return None  # a string ends with its quote, and only there
     # counts in an order where every state comes after those it goes to; states left out
     # reach a loop: infinitely many strings
-    succ = [np.unique(dense[s][dense[s] >= 0]).tolist() for s in range(n)]
+    succ = [sorted({t for _, _, t in row}) for row in dfa.trans]
     waiting = [len(x) for x in succ]
     preds: list[list[int]] = [[] for _ in range(n)]
     for s in range(n):
