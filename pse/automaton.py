@@ -702,6 +702,23 @@ def utf8_sequences(lo: int, hi: int) -> Iterator[list[tuple[int, int]]]:
         yield [(a[k], b[k]) for k in range(n)]
 
 
+def paired_ranges(row1: list[tuple[int, int, int]], row2: list[tuple[int, int, int]]
+                   ) -> Iterator[tuple[int, int, int, int]]:
+    """(lo, hi, t1, t2) over the bytes `row1` covers, cut where `row2` changes: t2 is row2's
+    target there, or -1. Both rows are sorted, disjoint ranges (one merge pass)."""
+    j, n2 = 0, len(row2)
+    for lo, hi1, t1 in row1:
+        while lo <= hi1:
+            while j < n2 and row2[j][1] < lo:
+                j += 1
+            if j < n2 and row2[j][0] <= lo:
+                hi, t2 = min(hi1, row2[j][1]), row2[j][2]
+            else:
+                hi, t2 = (hi1 if j == n2 else min(hi1, row2[j][0] - 1)), -1
+            yield lo, hi, t1, t2
+            lo = hi + 1
+
+
 def union(dfas: Sequence[DFA]) -> DFA:
     """A DFA for the texts any of `dfas` matches."""
     nfa = NFA()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
-from typing import Hashable
+from typing import Hashable, Iterator
 
 import numpy as np
 
@@ -83,37 +83,49 @@ def _unit_phases(dfa: automaton.DFA, start: int, closes: bool
     JsonStringContent's unit automaton reached there (0: between characters, -1: not
     reached), and whether that is inside an escape. With `closes`, a raw quote between
     characters ends the string (_END after it). None when a state is reached in two ways,
-    or a byte leaves the JSON spellings."""
+    or a byte leaves the JSON spellings. Walked by ranges of bytes that lead to one state of
+    both automata (a state of string contents takes some 200 bytes)."""
     unit = JsonStringContent().unit_dfa()
-    unit_dense = unit.dense()
     unit_done = unit.accept
-    dense = dfa.dense()
     phase = [-1] * dfa.n_states
     escape = [False] * dfa.n_states
     phase[start] = 0
     todo = [start]
     while todo:
         s = todo.pop()
-        moves = np.flatnonzero(dense[s] >= 0)
         if phase[s] == _END:
-            if len(moves):
+            if dfa.trans[s]:
                 return None  # something after the closing quote
             continue
-        inner = unit_dense[phase[s], moves].tolist()
-        for b, t, u in zip(moves.tolist(), dense[s, moves].tolist(), inner):
-            if closes and phase[s] == 0 and b == 0x22:
-                u, esc = _END, False
-            elif u < 0:
-                return None
-            else:
-                esc = (escape[s] or (phase[s] == 0 and b == 0x5C)) and not unit_done[u]
-                u = 0 if unit_done[u] else u  # a character complete: the next starts
-            if phase[t] == -1:
-                phase[t], escape[t] = u, esc
-                todo.append(t)
-            elif phase[t] != u or escape[t] != esc:
-                return None
+        between = phase[s] == 0
+        for lo, hi, t, u in automaton.paired_ranges(dfa.trans[s], unit.trans[phase[s]]):
+            # between characters, a quote (with `closes`) and a backslash are bytes apart
+            for first, _ in _cut(lo, hi, (0x22, 0x5C) if between else ()):
+                if closes and between and first == 0x22:
+                    v, esc = _END, False
+                elif u < 0:
+                    return None
+                else:
+                    esc = (escape[s] or (between and first == 0x5C)) and not unit_done[u]
+                    v = 0 if unit_done[u] else u  # a character complete: the next starts
+                if phase[t] == -1:
+                    phase[t], escape[t] = v, esc
+                    todo.append(t)
+                elif phase[t] != v or escape[t] != esc:
+                    return None
     return phase, escape
+
+
+def _cut(lo: int, hi: int, alone: tuple[int, ...]) -> Iterator[tuple[int, int]]:
+    """lo..hi in ranges, each byte of `alone` (sorted) a range of its own."""
+    for b in alone:
+        if lo <= b <= hi:
+            if lo < b:
+                yield lo, b - 1
+            yield b, b
+            lo = b + 1
+    if lo <= hi:
+        yield lo, hi
 
 
 def quoted(contents: automaton.DFA) -> automaton.DFA:

@@ -3,10 +3,8 @@ content (a JSON Schema whose unions multiply out intersects the same automata ma
 
 from __future__ import annotations
 
-from typing import Iterator
-
 from pse import limits
-from pse.automaton import DFA, trim
+from pse.automaton import DFA, paired_ranges, trim
 from pse.bounded_cache import BoundedCache
 from pse.errors import GrammarError
 
@@ -31,7 +29,7 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
         i += 1
         accepts.append(accept(a.accept[s1], s2 >= 0 and b.accept[s2]))
         row: list[tuple[int, int, int]] = []
-        for lo, hi, t1, t2 in _paired_ranges(a.trans[s1], b.trans[s2] if s2 >= 0 else []):
+        for lo, hi, t1, t2 in paired_ranges(a.trans[s1], b.trans[s2] if s2 >= 0 else []):
             if t2 < 0 and not keep_dead_b:
                 continue
             j = index.get((t1, t2))
@@ -47,23 +45,6 @@ def _product(a: DFA, b: DFA, accept, keep_dead_b: bool) -> DFA:
                 row.append((lo, hi, j))
         trans.append(row)
     return trim(DFA(trans, accepts))  # minimizing costs more than the extra states
-
-
-def _paired_ranges(row1: list[tuple[int, int, int]], row2: list[tuple[int, int, int]]
-                   ) -> Iterator[tuple[int, int, int, int]]:
-    """(lo, hi, t1, t2) over the bytes `row1` covers, cut where `row2` changes: t2 is row2's
-    target there, or -1. Both rows are sorted, disjoint ranges (one merge pass)."""
-    j, n2 = 0, len(row2)
-    for lo, hi1, t1 in row1:
-        while lo <= hi1:
-            while j < n2 and row2[j][1] < lo:
-                j += 1
-            if j < n2 and row2[j][0] <= lo:
-                hi, t2 = min(hi1, row2[j][1]), row2[j][2]
-            else:
-                hi, t2 = (hi1 if j == n2 else min(hi1, row2[j][0] - 1)), -1
-            yield lo, hi, t1, t2
-            lo = hi + 1
 
 
 def intersect(a: DFA, b: DFA) -> DFA:
