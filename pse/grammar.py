@@ -306,14 +306,13 @@ class _Builder:
         refs = {name: sorted({s for alt in self.alts[name] + self.tails[name]
                               for kind, s in alt if kind != "t"}) for name in self.alts}
         self.recursive = {name for comp in cycles(refs) for name in comp}
-        # each rule built after the rules it uses (a recursive one is a Forward whose body is
-        # set below): no Python recursion follows a chain of rules, however long
+        # each rule built after the rules it uses, a recursive one as a Forward whose body is
+        # set once every rule exists: no Python recursion follows a chain of rules
         self.bodies_pending: list[str] = []
         for name in _post_order(refs, start):
             self.nonterminal(name)
-            while self.bodies_pending:
-                pending = self.bodies_pending.pop()
-                self.machines[pending].set(self.labeled(pending, self.rule_body(pending)))
+        for name in self.bodies_pending:
+            self.machines[name].set(self.labeled(name, self.rule_body(name)))
         graph: dict = {}
         here: object = 0
         if self.ignored:
