@@ -663,11 +663,12 @@ def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
 
 def _collapsing_returns(rid: int, rule: _Rule, ends: list[bool]) -> list[bool]:
     """Per node of rule `rid`, whether a frame returning to it, pushed onto one returning to
-    it, may be left out: the node is a return of the rule calling itself (`s: s s | "a"`
-    runs as `a (s)*`, each call returning to the loop), the only node reachable from it where
-    the rule may end is itself, and the rule has no guards (its register never changes).
-    What may follow the node is then a closure L, L·L = L: two such frames in a row accept
-    what one does, and an ambiguous grammar's stacks stop growing with the text."""
+    it, may be left out: the only node reachable from it where the rule may end is itself,
+    and the rule has no guards (its register never changes). What may follow the node is
+    then a closure L, L·L = L: two such frames in a row accept what one does, whichever call
+    pushes the second, and an ambiguous grammar's stacks stop growing with the text. Only
+    returns of the rule calling itself are looked at (`s: s s | "a"` runs as `a (s)*`, each
+    call returning to the loop): only there can two such frames meet."""
     out = [False] * len(rule.terms)
     returns = {ret for row in rule.calls for callee, ret in row if callee == rid}
     if not returns or any(g for row in rule.terms for _, _, g in row):

@@ -33,11 +33,10 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 COMPILE_SECONDS: float | None = 30.0
 # Bytes of resident memory one compile may add to the process (None: no limit), so that a
 # schema that multiplies out is an error, not an out-of-memory kill. Looked at every
-# MEMORY_CHECK_EVERY budget checks, measured from the first look. Resident memory is the whole
-# process's, so the growth counts only where the interpreter's own blocks grew with it (a
-# compile's memory is Python objects: at least one block per BYTES_PER_BLOCK bytes); model
-# weights, tensors and buffers that other threads allocate meanwhile are few blocks and do not
-# count.
+# MEMORY_CHECK_EVERY budget checks. Resident memory is the whole process's, so the growth
+# counts only where the interpreter's own blocks grew with it (a compile's memory is Python
+# objects: at least one block per BYTES_PER_BLOCK bytes); model weights, tensors and buffers
+# that other threads allocate meanwhile are few blocks and do not count.
 COMPILE_MEMORY: int | None = 768 << 20
 MEMORY_CHECK_EVERY = 1024
 BYTES_PER_BLOCK = 256
@@ -50,17 +49,16 @@ _local = threading.local()
 
 
 class _Budget:
-    """The compile under way in this thread: its deadline, name, memory limit, the memory in
-    use when it was first looked at, and the budget checks it made."""
+    """The compile under way in this thread: its deadline, name, memory limit and start, and
+    the budget checks it made."""
 
     __slots__ = ("deadline", "what", "memory_limit", "memory_start", "checks")
 
     def __init__(self, deadline: float, what: str) -> None:
         self.deadline, self.what, self.checks = deadline, what, 0
         self.memory_limit = COMPILE_MEMORY
-        # (resident bytes, allocated blocks), read at the first memory check, not here:
-        # counting the blocks walks the whole heap, and most compiles end before that check
-        self.memory_start: tuple[int, int] | None = None
+        self.memory_start = None if COMPILE_MEMORY is None else (resident_bytes(),
+                                                                 sys.getallocatedblocks())
 
 
 @contextmanager
@@ -121,12 +119,10 @@ def check_budget() -> None:
     if n % CLOCK_CHECK_EVERY == 0 and time.monotonic() > budget.deadline:
         raise GrammarError(f"compiling {budget.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
-    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_limit is not None:
-        limit, start = budget.memory_limit, budget.memory_start
-        if start is None:
-            budget.memory_start = (resident_bytes(), sys.getallocatedblocks())
-        elif resident_bytes() - start[0] > limit \
-                and (sys.getallocatedblocks() - start[1]) * BYTES_PER_BLOCK > limit:
+    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_start is not None:
+        limit, (rss, blocks) = budget.memory_limit, budget.memory_start
+        if resident_bytes() - rss > limit \
+                and (sys.getallocatedblocks() - blocks) * BYTES_PER_BLOCK > limit:
             raise GrammarError(f"compiling {budget.what} took more than {limit >> 20} MiB of "
                                f"memory (pse.limits.COMPILE_MEMORY)")
 

@@ -41,7 +41,7 @@ cdef enum:
     TERM_PLAIN = 0                # term_counted: the DFA matched once
     TERM_UNITS = 1                # its unit repeated min..max times (count: units done)
     TERM_CHARS = 2                # its match of min..max characters (count: characters done)
-    LENGTH_BITS = 64              # dfa_lens: lengths tabulated per state (automaton.LENGTH_BITS)
+    LENGTH_BITS = 64              # dfa_lens: lengths per state (counted_lengths.LENGTH_BITS)
 
 ctypedef struct PState:
     int32_t frame     # top of the return stack (NO_FRAME: empty)
