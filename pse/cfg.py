@@ -240,3 +240,22 @@ def cycles(graph: dict[str, list[str]]) -> list[list[str]]:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
     return out
+
+
+def post_order(graph: dict[str, list[str]], start: str) -> list[str]:
+    """The nodes reachable from `start` in `graph` (each node's successors), each after its
+    successors but for cycles (an iterative depth-first search)."""
+    order: list[str] = []
+    seen = {start}
+    work = [(start, iter(graph.get(start, ())))]
+    while work:
+        name, todo = work[-1]
+        for nxt in todo:
+            if nxt not in seen and nxt in graph:
+                seen.add(nxt)
+                work.append((nxt, iter(graph[nxt])))
+                break
+        else:
+            work.pop()
+            order.append(name)
+    return order if start in graph else []

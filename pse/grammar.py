@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from pse import automaton, compile_cache, limits
-from pse.cfg import Alternative, Symbol, cycles, rewrite
+from pse.cfg import Alternative, Symbol, cycles, post_order, rewrite
 from pse.errors import GrammarError
 from pse.lark_reader import BnfGrammar, read_lark
 from pse.lark_terminals import followed_by_ignored, terminal_dfa
@@ -309,7 +309,7 @@ class _Builder:
         # each rule built after the rules it uses, a recursive one as a Forward whose body is
         # set once every rule exists: no Python recursion follows a chain of rules
         self.bodies_pending: list[str] = []
-        for name in _post_order(refs, start):
+        for name in post_order(refs, start):
             self.nonterminal(name)
         for name in self.bodies_pending:
             self.machines[name].set(self.labeled(name, self.rule_body(name)))
@@ -380,25 +380,6 @@ class _Builder:
         if kind == "o":
             return Optional(self.nonterminal(name))
         return self.tail_loop(name)
-
-
-def _post_order(refs: dict[str, list[str]], start: str) -> list[str]:
-    """The rules reachable from `start` in `refs` (each rule's referenced rules), each after
-    those it references (but for cycles), without recursion."""
-    order: list[str] = []
-    seen = {start}
-    work = [(start, iter(refs.get(start, ())))]
-    while work:
-        name, todo = work[-1]
-        for nxt in todo:
-            if nxt not in seen and nxt in refs:
-                seen.add(nxt)
-                work.append((nxt, iter(refs[nxt])))
-                break
-        else:
-            work.pop()
-            order.append(name)
-    return order if start in refs else []
 
 
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
