@@ -24,7 +24,8 @@ over every stream up to the token an engine refuses. Compile: from the grammar's
 matcher ready for its first mask, the median of `--repeat` runs and the first alone. The
 engines take turns grammar by grammar.
 
-With `--long N`, one text of N operands of `ambiguous` is timed by quarters as well: whether
+With `--long N`, one text of N operands of `ambiguous` and one of N a's of `right ambiguous`
+(`s: "a" s | "a" s s | "a"`: a live state per a read) are timed by quarters as well: whether
 an engine's time per token grows with the text.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
@@ -95,6 +96,7 @@ def sql_text(rng: random.Random) -> str:
 
 AMBIGUOUS = ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
              'NUMBER: /[0-9]+/\n')
+RIGHT_AMBIGUOUS = 'start: s\ns: "a" s | "a" s s | "a"\n'
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -306,24 +308,27 @@ def report(results: dict, all_cases: list[Case]) -> None:
 
 def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
-    `operands` numbers, seeded): whether an engine's cost grows with the text."""
+    `operands` numbers, seeded) and of RIGHT_AMBIGUOUS (`operands` a's): whether an engine's
+    cost grows with the text."""
     rng = random.Random(1)
-    text = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
+    sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
-    ids = vocab.encode(text)
-    case = SimpleNamespace(kind="lark", source=AMBIGUOUS, name="ambiguous, one long text")
-    print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `ambiguous`: mean µs "
-          "per token over each quarter\n")
-    print("| engine | 1st quarter | 2nd | 3rd | 4th | accepted |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, engine in engines.items():
-        r = run_case(engine, case, [ids], 1)
-        if "error" in r:
-            print(f"| {name} | cannot read the grammar: {r['error']} | | | | |")
-            continue
-        quarters = np.array_split(np.asarray(r["times"]), 4)
-        print(f"| {name} | " + " | ".join(f"{q.mean():.1f}" for q in quarters)
-              + f" | {r['verdicts'][0]} |")
+    for name, source, text in [("ambiguous", AMBIGUOUS, sums),
+                               ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands)]:
+        ids = vocab.encode(text)
+        case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
+        print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "
+              "per token over each quarter\n")
+        print("| engine | 1st quarter | 2nd | 3rd | 4th | accepted |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for engine_name, engine in engines.items():
+            r = run_case(engine, case, [ids], 1)
+            if "error" in r:
+                print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | |")
+                continue
+            quarters = np.array_split(np.asarray(r["times"]), 4)
+            print(f"| {engine_name} | " + " | ".join(f"{q.mean():.1f}" for q in quarters)
+                  + f" | {r['verdicts'][0]} |")
 
 
 def main() -> None:
@@ -335,7 +340,8 @@ def main() -> None:
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
     ap.add_argument("--engines", default=",".join(installed()))
     ap.add_argument("--long", type=int, default=0, metavar="N",
-                    help="also time one text of N operands of `ambiguous`, by quarters")
+                    help="also time one text of N operands of `ambiguous` and of "
+                         "`right ambiguous`, by quarters")
     args = ap.parse_args()
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")

@@ -345,7 +345,7 @@ class _Compiler:
         entries = _Entries(self.rules, base, nullable)
         node_entry_off = [0]
         node_end = []
-        node_collapse = []
+        node_collapse, node_tail = [], []
         node_guarded = []
         entry_term, entry_target, entry_push_off, pushes, entry_guard = [], [], [0], [], []
         for rid in order:
@@ -369,10 +369,13 @@ class _Compiler:
                 node_guarded.append(guarded)
                 node_end.append(bool(rule.ends & reach))
             node_collapse.extend(_collapsing_returns(rid, rule, node_end[base[rid]:]))
+            node_tail.extend(_tail_returns(rid, rule, node_end[base[rid]:],
+                                           node_entry_off[base[rid]:]))
 
         tables = self.dfa_tables()
         tables.update(
             node_entry_off=node_entry_off, node_end=node_end, node_collapse=node_collapse,
+            node_tail=node_tail,
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
             entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
@@ -684,6 +687,25 @@ def _collapsing_returns(rid: int, rule: _Rule, ends: list[bool]) -> list[bool]:
                     seen.add(x)
                     todo.append(x)
         out[r] = not any(ends[x] for x in seen if x != r)
+    return out
+
+
+def _tail_returns(rid: int, rule: _Rule, ends: list[bool], entry_off: list[int]
+                  ) -> list[bool]:
+    """Per node of rule `rid`, whether a call returning to it may push no frame: the rule can
+    only end there (no entry leaves it), so a return would only pop again, and every call
+    returning there is of the rule itself. Right recursion (`s: "a" s | "a"`) then keeps no
+    stack, and ambiguous right recursion (`s: "a" s | "a" s s | "a"`) keeps a stack per count
+    of calls still to come, not per order of them (exponentially many). Only the rule's own
+    calls: a frame names its rule in explanations, where a rule repeated in a row is named
+    once. (The core still pushes a frame whose register holds a unique array's item.)"""
+    others = {ret for row in rule.calls for callee, ret in row if callee != rid}
+    out = [False] * len(rule.terms)
+    for row in rule.calls:
+        for callee, ret in row:
+            if (callee == rid and ret not in others and ends[ret]
+                    and entry_off[ret] == entry_off[ret + 1]):
+                out[ret] = True
     return out
 
 

@@ -124,6 +124,12 @@ NAME: CNAME
     "ambiguous": ('start: s\ns: s s | "a" | "(" s ")"\n',
                   ["a", "aa", "(a)a", "((aa)a)", "a" * 40, "(" * 12 + "a" * 5 + ")" * 12, "()",
                    "a)", "", "(a)(a)((a)a)"], "a()"),
+    # ambiguous to the right: a tail call of a rule to itself pushes no frame (calls that are
+    # not last, and tail calls of another rule, still do)
+    "right ambiguous": ('start: s\ns: "a" s | "a" s s | "b" s "c" s | "a" | "c" t\n'
+                        't: "b" s | "b" s s\n',
+                        ["a" * 12, "aba", "bacaa", "cbaaa", "babacaca", "bcaa", "cb", "ab", ""],
+                        "abc"),
 }
 
 
@@ -363,6 +369,19 @@ def test_ambiguous_grammars_keep_few_live_states(source, text):
     assert not grammar.matches(text + ")")
     short = text[:40] + text[-10:]  # (lark's Earley on the whole text takes gigabytes)
     assert grammar.matches(short) == lark_accepts(lark_parser(source), short)
+
+
+def test_right_recursive_ambiguity_is_not_exponential():
+    """`s: "a" s | "a" s s | "a"`: a stack per order of the calls still to come passed
+    max_live_states at the 17th a; without frames for tail calls there is one stack per count
+    of them, and the live states grow by one per a."""
+    grammar = Grammar.from_lark('start: s\ns: "a" s | "a" s s | "a"\n')
+    live = grammar.get_steppers()
+    for n in range(1, 301):
+        live = consume_tokens(live, [b"a"])
+        assert len(live) <= n + 1
+    assert any(s.has_reached_accept_state() for s in live)
+    assert not grammar.matches("a" * 300 + "b")
 
 
 def test_optional_parts_are_not_multiplied_out():

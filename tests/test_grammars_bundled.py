@@ -157,6 +157,7 @@ def test_ambiguous_grammar_masks_equal_brute_force_llama3():
 @pytest.mark.parametrize("source,text", [
     ('start: a\na: a a | "b"', "b" * 60),
     ('start: s\ns: s s | "a" | "(" s ")"', "(a" + "a" * 400 + ")" + "a" * 200),
+    ('start: s\ns: "a" s | "a" s s | "a"', "a" * 120),  # (a live state per a)
     ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
      'NUMBER: /[0-9]+/', "+".join(str(i) for i in range(60)) + "*(1+2)"),
 ])

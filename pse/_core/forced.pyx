@@ -198,6 +198,7 @@ cdef class Boundary:
 
     def __cinit__(self):
         self.after.items = NULL
+        self.after.slots = NULL
 
     def __init__(self, Matcher matcher, bytes data):
         cdef Ctx c

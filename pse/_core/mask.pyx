@@ -14,7 +14,8 @@ from pse._core.structure cimport (
     CompiledStructure, Ctx, Frame, LENGTH_BITS, MAX_ITEMS_SEEN, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, Scratch,
     StateSet, TERM_CHARS, TERM_UNITS, Tables, UNBOUNDED, any_in_unique, dfa_next, exit_bytes,
     expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, special_terms,
-    stateset_add, stateset_free, stateset_init, step_bytes, step_set, take_special,
+    stateset_add, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
+    step_set, take_special,
     term_accepting, term_done, term_step,
 )
 from pse._core.stepper cimport Stepper
@@ -853,8 +854,11 @@ cdef class Matcher:
         self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
         self.live.items = NULL
+        self.live.slots = NULL
         self.w.roots.items = NULL
+        self.w.roots.slots = NULL
         self.w.seed.items = NULL
+        self.w.seed.slots = NULL
         self.w.scratch.frames = NULL
 
     def __init__(self, SliceCache cache):
@@ -934,7 +938,7 @@ cdef class Matcher:
     def reset(self):
         """Back to the start of the structure."""
         cdef PState s = self.structure.initial_state()
-        self.live.n = 0
+        stateset_clear(&self.live)
         stateset_add(&self.live, &s)
         self.history = []
         self.text = b""
@@ -962,7 +966,7 @@ cdef class Matcher:
         cdef int32_t n = len(snap) // sizeof(PState)
         cdef const char* p = snap
         cdef int32_t i
-        self.live.n = 0
+        stateset_clear(&self.live)
         for i in range(n):
             stateset_add(&self.live, <const PState*>(p + i * sizeof(PState)))
 
@@ -988,7 +992,7 @@ cdef class Matcher:
             if step_bytes(&c, &cur, &nxt, p, n) == 0:
                 return False
             self.push_history(data, text)
-            self.live.n = 0
+            stateset_clear(&self.live)
             for i in range(cur.n):
                 stateset_add(&self.live, &cur.items[i])
             return True
@@ -1027,7 +1031,7 @@ cdef class Matcher:
             if nxt.n == 0:
                 return False
             self.push_history(b"")
-            self.live.n = 0
+            stateset_clear(&self.live)
             for i in range(nxt.n):
                 stateset_add(&self.live, &nxt.items[i])
             return True
@@ -1124,7 +1128,7 @@ cdef class Matcher:
         matcher that consumed `data`, one token's worth)."""
         cdef Stepper s
         self.push_history(data)
-        self.live.n = 0
+        stateset_clear(&self.live)
         for s in steppers:
             stateset_add(&self.live, &s.state)
 
@@ -1243,7 +1247,7 @@ cdef class Matcher:
             self.load_text(b"")
             c.text = self.w.text
             c.pos = self.w.base
-        self.w.roots.n = 0
+        stateset_clear(&self.w.roots)
         self.root_accepting = False
         for i in range(self.live.n):
             s = &self.live.items[i]
@@ -1359,7 +1363,7 @@ cdef class Matcher:
                             break
                     if not big:
                         continue
-                    w.seed.n = 0
+                    stateset_clear(&w.seed)
                     expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
                     # a state whose terminal ended on b (term -1) starts the next ones below
                     n_seed = w.seed.n
@@ -1468,7 +1472,7 @@ cdef class Matcher:
             if not t.term_special[self.w.roots.items[i].term]:
                 self.w.roots.items[k] = self.w.roots.items[i]
                 k += 1
-        self.w.roots.n = k
+        stateset_cut(&self.w.roots, k)
         ids = self.cache.special_ids
         self.special_hits = [ids[term] for term in np.flatnonzero(flags) if term in ids]
         return 0
@@ -1609,7 +1613,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
             b = 32 * k + ctz32(bits)
             bits &= bits - 1
             w.scratch.n = base
-            w.seed.n = 0
+            stateset_clear(&w.seed)
             c.pos = w.base
             seed_all(&c, states, next, first, b, &w.seed)
             if w.seed.n == 0:
@@ -1621,7 +1625,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
                 # (at its own depth) gets its own
                 for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                     w.scratch.n = base
-                    w.seed.n = 0
+                    stateset_clear(&w.seed)
                     c.pos = w.base + w.trie.node_depth[sl.exit_nodes[j]] - 1
                     seed_all(&c, states, next, first, b, &w.seed)
                     walk_subtree(w, &w.seed, sl.exit_nodes[j], out, sl)
@@ -1677,7 +1681,7 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
         w.text[w.base + tr.node_depth[x] - 1] = tr.node_byte[x]
         x = tr.node_parent[x]
     w.scratch.n = base
-    w.seed.n = 0
+    stateset_clear(&w.seed)
     stateset_add(&w.seed, r)
     c.pos = w.base
     return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)

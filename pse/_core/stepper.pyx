@@ -5,7 +5,7 @@ from libc.stdint cimport int32_t, uint32_t
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, is_accepting, next_bytes, stateset_add,
-    stateset_free, stateset_init, step_bytes, step_state,
+    stateset_clear, stateset_free, stateset_init, step_bytes, step_state,
 )
 
 
@@ -79,7 +79,7 @@ cdef class Stepper:
         try:
             stateset_add(&cur, &self.state)
             for i in range(n):
-                nxt.n = 0
+                stateset_clear(&nxt)
                 for k in range(cur.n):
                     # a path that cannot go on keeps what it consumed (token healing's input)
                     if step_state(&c, &cur.items[k], p[i], &nxt) == 0 and i > 0:

@@ -89,6 +89,7 @@ ctypedef struct Tables:
     int32_t* node_entry_off   # n_nodes + 1
     uint8_t* node_end         # the node's rule may end here (then the stack is popped)
     uint8_t* node_collapse    # a frame returning here is not pushed on one just like it
+    uint8_t* node_tail        # a frame returning here is not pushed (its rule only ends here)
     uint32_t* node_first      # 8 words per node: union of its entries' first bytes
     uint8_t* node_special     # some entry of the node is a special token's terminal
     bint has_special          # some terminal is
@@ -151,6 +152,10 @@ ctypedef struct StateSet:
     PState* items
     int32_t n
     int32_t cap
+    uint64_t* slots           # from INDEX_FROM states: a hash index of items[:indexed] for
+    int64_t slot_mask         # stateset_add_in, each slot (stamp << 32) | item; a slot
+    int32_t indexed           # holding another stamp is empty (stateset_clear bumps it)
+    uint32_t stamp
 
 cdef struct Ctx:
     const Tables* t
@@ -340,6 +345,8 @@ cdef inline int popcount64(uint64_t x) noexcept nogil:
 
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil
 cdef void stateset_free(StateSet* s) noexcept nogil
+cdef void stateset_clear(StateSet* s) noexcept nogil
+cdef void stateset_cut(StateSet* s, int32_t n) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 
 cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg

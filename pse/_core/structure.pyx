@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled structures: flat tables, the frame arena and the byte step of the parser."""
 
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcmp, memset, memcpy
 
 import numpy as np
@@ -31,6 +31,11 @@ def set_max_live_states(int n) -> None:
     max_live = n
 
 
+cdef enum:
+    INDEX_FROM = 32  # a set this large finds equal states through its hash index (an
+                     # ambiguous grammar's: a linear search made each byte quadratic)
+
+
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
     s.items = <PState*>malloc(cap * sizeof(PState))
     if s.items == NULL:
@@ -38,13 +43,40 @@ cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
             raise MemoryError()
     s.n = 0
     s.cap = cap
+    s.slots = NULL
+    s.slot_mask = -1
+    s.indexed = 0
+    s.stamp = 1
     return 0
 
 
 cdef void stateset_free(StateSet* s) noexcept nogil:
     free(s.items)
+    free(s.slots)
     s.items = NULL
+    s.slots = NULL
     s.n = s.cap = 0
+    s.indexed = 0
+
+
+cdef inline void drop_index(StateSet* s) noexcept nogil:
+    """Empty s's index, in O(1): a new stamp."""
+    s.indexed = 0
+    s.stamp += 1
+    if s.stamp == 0 and s.slots != NULL:  # (wrapped: old stamps would read as current)
+        memset(s.slots, 0, (s.slot_mask + 1) * sizeof(uint64_t))
+        s.stamp = 1
+
+
+cdef void stateset_clear(StateSet* s) noexcept nogil:
+    """Empty `s`."""
+    stateset_cut(s, 0)
+
+
+cdef void stateset_cut(StateSet* s, int32_t n) noexcept nogil:
+    """Keep the first n items of `s` (after the caller has rearranged them)."""
+    s.n = n
+    drop_index(s)
 
 
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil:
@@ -75,19 +107,76 @@ cdef bint same_stack(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     return True
 
 
+cdef inline bint same_state(Ctx* c, const PState* q, const PState* p) noexcept nogil:
+    """q and p are equal but maybe for their frames' ids, and hold equal stacks."""
+    # (frame is PState's first field: the rest compared at once)
+    return (memcmp(&q.node, &p.node, sizeof(PState) - sizeof(int32_t)) == 0
+            and (q.frame == p.frame or same_stack(c, q.frame, p.frame)))
+
+
+cdef inline uint64_t state_hash(Ctx* c, const PState* p) noexcept nogil:
+    """Equal for states same_state calls equal (a frame's `stack` hashes its whole stack)."""
+    cdef const uint32_t* w = <const uint32_t*>&p.node
+    cdef uint64_t h = 0 if p.frame == NO_FRAME else get_frame(c, p.frame).stack
+    cdef int k
+    for k in range((sizeof(PState) - sizeof(int32_t)) // sizeof(uint32_t)):
+        h = (h ^ w[k]) * <uint64_t>0x9E3779B97F4A7C15u
+    return h ^ (h >> 29)
+
+
+cdef int index_states(Ctx* c, StateSet* s) except -1 nogil:
+    """Bring s's hash index up to its items, with room for one more."""
+    cdef int64_t size, h
+    cdef int32_t i
+    if s.indexed > s.n or 2 * (s.n + 1) > s.slot_mask + 1:  # cut (or too full): anew
+        if 2 * (s.n + 1) > s.slot_mask + 1:
+            size = 64
+            while size < 4 * (s.n + 1):
+                size *= 2
+            free(s.slots)
+            s.slots = <uint64_t*>calloc(size, sizeof(uint64_t))
+            if s.slots == NULL:
+                with gil:
+                    raise MemoryError()
+            s.slot_mask = size - 1
+            s.stamp = 1
+        else:
+            drop_index(s)
+        s.indexed = 0
+    for i in range(s.indexed, s.n):
+        h = <int64_t>(state_hash(c, &s.items[i]) & <uint64_t>s.slot_mask)
+        while s.slots[h] >> 32 == s.stamp:
+            h = (h + 1) & s.slot_mask
+        s.slots[h] = (<uint64_t>s.stamp << 32) | <uint32_t>i
+    s.indexed = s.n
+    return 0
+
+
 cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     """stateset_add, where a state equal to one already there but for its frame's id, with
     an equal stack, is not added either: in an ambiguous grammar's walk such copies would
     multiply at every byte."""
-    cdef int32_t i
-    cdef const PState* q
-    for i in range(s.n):
-        q = &s.items[i]
-        # (frame is PState's first field: the rest compared at once)
-        if (memcmp(&q.node, &p.node, sizeof(PState) - sizeof(int32_t)) == 0
-                and (q.frame == p.frame or same_stack(c, q.frame, p.frame))):
+    cdef int32_t i, n = s.n
+    cdef int64_t h
+    cdef uint64_t slot
+    if n < INDEX_FROM:
+        for i in range(n):
+            if same_state(c, &s.items[i], p):
+                return 0
+        return stateset_append(s, p)
+    index_states(c, s)
+    h = <int64_t>(state_hash(c, p) & <uint64_t>s.slot_mask)
+    while True:
+        slot = s.slots[h]
+        if slot >> 32 != s.stamp:
+            break
+        if same_state(c, &s.items[<uint32_t>slot], p):
             return 0
-    return stateset_append(s, p)
+        h = (h + 1) & s.slot_mask
+    stateset_append(s, p)
+    s.slots[h] = (<uint64_t>s.stamp << 32) | <uint32_t>n
+    s.indexed = s.n
+    return 0
 
 
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
@@ -1199,10 +1288,11 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
     cdef const Tables* t = c.t
-    cdef int32_t e, p, f, term, g, first
+    cdef int32_t e, p, f, r, term, g, first
     cdef int32_t node = at.node, frame = at.frame
     cdef int produced = 0
     cdef PState ns, reg
+    cdef const PState* caller
     cdef Frame* fr
     copy_register(&reg, at)
     while True:
@@ -1221,9 +1311,14 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                     continue
                 f = frame
                 for p in range(first, t.entry_push_off[e + 1]):
-                    if not (t.node_collapse[t.pushes[p]] and repeats_frame(
-                            c, f, t.pushes[p], &reg if p == first else &ZERO_REG)):
-                        f = push_frame(c, t.pushes[p], f, &reg if p == first else &ZERO_REG)
+                    r = t.pushes[p]
+                    caller = &reg if p == first else &ZERO_REG
+                    # a tail call: returning to r would only pop again (the register is
+                    # restored for nothing, unless a unique array's item needs it)
+                    if t.node_tail[r] and caller.item == 0 and caller.seen == 0:
+                        continue
+                    if not (t.node_collapse[r] and repeats_frame(c, f, r, caller)):
+                        f = push_frame(c, r, f, caller)
                 ns.frame = f
                 ns.node = t.entry_target[e]
                 ns.term = term
@@ -1272,7 +1367,7 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     """Add the successors of every state of `cur` on byte b (at c.pos) to `out`, emptied
     first."""
     cdef int32_t i
-    out.n = 0
+    stateset_clear(out)
     for i in range(cur.n):
         step_state(c, &cur.items[i], b, out)
     return out.n
@@ -1349,7 +1444,7 @@ cdef int special_terms(Ctx* c, const PState* s, StateSet* scratch, uint8_t* out
         return 0
     if not special_next(c, s):
         return 0
-    scratch.n = 0
+    stateset_clear(scratch)
     expand(c, s, NO_BYTE, scratch)
     for i in range(scratch.n):
         if c.t.term_special[scratch.items[i].term]:
@@ -1440,7 +1535,8 @@ _TABLE_FIELDS = {
     "dfa_values": np.int64, "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "term_special": np.uint8,
     "node_entry_off": np.int32,
-    "node_end": np.uint8, "node_collapse": np.uint8, "entry_term": np.int32,
+    "node_end": np.uint8, "node_collapse": np.uint8, "node_tail": np.uint8,
+    "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
     "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
     "guard_need": np.uint64, "guard_set": np.uint64, "guard_min": np.int32,
@@ -1630,6 +1726,7 @@ cdef class CompiledStructure:
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
         self.t.node_collapse = <uint8_t*>_ptr(bufs, "node_collapse")
+        self.t.node_tail = <uint8_t*>_ptr(bufs, "node_tail")
         self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
         self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
         self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
