@@ -2,10 +2,12 @@
 
 import gc
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
+from pse._core.structure import pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
     lambda c: not automaton.SURROGATES[0] <= c <= automaton.SURROGATES[1])
@@ -258,3 +260,35 @@ def test_repeat_unit_refuses_a_unit_it_cannot_chain():
                            [False, False, True])]:
         with pytest.raises(ValueError, match="repeat_unit"):
             automaton.repeat_unit(automaton.DFA(trans, accept), 1, 3)
+
+
+def _spread(dfa: automaton.DFA) -> automaton.DFA:
+    """The same automaton over bytes 0-255: byte k's edges cover 32k to 32k + 31."""
+    return automaton.DFA([[(32 * lo, 32 * hi + 31, t) for lo, hi, t in row]
+                          for row in dfa.trans], dfa.accept)
+
+
+@given(st.lists(st.tuples(_range_dfas(), st.booleans()), min_size=1, max_size=4))
+def test_packed_automata_against_their_dense_tables(drawn):
+    """pack_dfas reads the ranges: every byte's target in the packed table is the dense
+    table's, and the byte classes are as few as that allows."""
+    dfas = [_spread(d) if wide else d for d, wide in drawn]
+    packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas])
+    n_classes, byte_class = packed["n_classes"], packed["byte_class"]
+    trans = packed["dfa_trans"].reshape(-1, n_classes)
+    denses = [d.dense() for d in dfas]
+    changes = {b for dense in denses for b in range(1, 256)
+               if (dense[:, b] != dense[:, b - 1]).any()}
+    assert n_classes == 1 + len(changes)
+    off = 0
+    for k, (dfa, dense) in enumerate(zip(dfas, denses)):
+        assert packed["term_start"][k] == off
+        for s in range(dfa.n_states):
+            want = np.where(dense[s] >= 0, dense[s] + off, -1)
+            assert (trans[off + s][byte_class] == want).all()
+            assert packed["dfa_accept"][off + s] == dfa.accept[s]
+            assert packed["dfa_final"][off + s] == (dfa.accept[s] and not dfa.trans[s])
+        first = np.unpackbits(packed["term_first"][8 * k:8 * k + 8].view(np.uint8),
+                              bitorder="little").astype(bool)
+        assert (first == (dense[0] >= 0)).all()
+        off += dfa.n_states

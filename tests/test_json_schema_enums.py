@@ -47,6 +47,21 @@ def test_draft4_listed_arrays_and_objects_keep_integer_spellings(schema, texts):
         assert machine.matches(text) == validator.is_valid(json.loads(text)), text
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "enum": ["a", "b", 1, None], "ignoreCase": True, "readonly": 1},
+    {"type": ["integer", "null"], "enum": [1, 1.0, 2.5, "1", None], "propertyOrder": 3},
+    {"enum": ["a", 1], "maxLength": 0, "x-unknown": {"type": "integer"}},
+])
+def test_enum_beside_unknown_keywords(schema):
+    """Unknown keywords are annotations beside a list of values too (the values are then
+    filtered by type alone, not by a machine compiled for the rest of the schema)."""
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ["a", "b", "", 1, 1.0, 2.5, "1", None, "A"]:
+        text = compact(value)
+        assert machine.matches(text) == validator.is_valid(value), text
+
+
 def test_enum_less_excluded_values_of_any_type():
     m = JsonSchema({"type": "integer", "enum": [1, 2, 3], "not": {"enum": [2.0]}})
     assert [m.matches(v) for v in ("1", "2", "3", "4")] == [True, False, True, False]

@@ -32,5 +32,5 @@ def canonical_text(text: bytes) -> bytes | None:
     """The canonical form by which unique arrays compare items (for tests); None when `text`
     is not one JSON value."""
 
-def pack_dfas(denses: list[Any], cuts: list[Any], accepts: list[Any]) -> dict[str, Any]:
+def pack_dfas(rows: list[Any], accepts: list[Any]) -> dict[str, Any]:
     """The terminals' automata in one table over byte classes they share."""

@@ -1547,35 +1547,42 @@ _TABLE_FIELDS = {
 }
 
 
-def pack_dfas(list denses, list cuts, list accepts) -> dict:
+def pack_dfas(list rows, list accepts) -> dict:
     """The terminals' automata in one table over byte classes they share: a class starts
-    wherever some state's target changes (`cuts`: each automaton's bools per byte), its first
-    byte stands for it, and each automaton's targets shift by its offset.
+    wherever some state's target changes, its first byte stands for it, and each automaton's
+    targets shift by its offset. Read from the automata's ranges (no (states, 256) table is
+    spread out per automaton: most terminals of a structure are new, small ones).
 
     Args:
-        denses: per terminal, its (n_states, 256) int32 transitions (-1: no edge).
-        cuts: per terminal, the bytes where one of its classes starts.
+        rows: per terminal, its DFA's `trans`: per state, sorted (lo, hi, target) ranges.
         accepts: per terminal, its states' acceptance.
     Returns:
         The compiler's DFA tables: n_classes, byte_class, dfa_trans, dfa_accept, dfa_final
         (accepting, no edge out), term_start and term_first (the first bytes, 8 words each).
     """
-    cdef int n_terms = len(denses)
-    cdef uint8_t starts[256]
+    cdef int n_terms = len(rows)
+    cdef uint8_t starts[257]
     cdef int32_t class_byte[256]
-    cdef const uint8_t[::1] cut
-    cdef const int32_t[:, ::1] d
-    cdef int k, b, c, n_classes = 0
-    cdef int64_t s, n, off = 0, total = 0
-    cdef int32_t target
-    cdef bint dead
-    memset(starts, 0, 256)
-    starts[0] = 1
+    cdef int k, b, c, lo, hi, end, n_classes = 0
+    cdef int64_t s, off = 0, total = 0, at
+    cdef int32_t target, last
+    cdef tuple states, row, edge, accept
+    memset(starts, 0, 257)
     for k in range(n_terms):
-        cut = cuts[k].view(np.uint8)
-        for b in range(256):
-            starts[b] |= cut[b]
-        total += denses[k].shape[0]
+        states = rows[k]
+        total += len(states)
+        for row in states:  # a class starts where a target changes, an edge's or none's
+            end, last = -1, -1
+            for edge in row:
+                lo, hi, target = edge[0], edge[1], edge[2]
+                if end != lo - 1:
+                    starts[end + 1] = 1
+                    starts[lo] = 1
+                elif last != target:
+                    starts[lo] = 1
+                end, last = hi, target
+            starts[end + 1] = 1
+    starts[0] = 1
     byte_class = np.empty(256, dtype=np.uint8)
     cdef uint8_t[::1] bc = byte_class
     for b in range(256):
@@ -1584,34 +1591,34 @@ def pack_dfas(list denses, list cuts, list accepts) -> dict:
             n_classes += 1
         bc[b] = n_classes - 1
     trans = np.empty(total * n_classes, dtype=np.int32)
-    accept = np.empty(total, dtype=np.uint8)
+    accept_out = np.empty(total, dtype=np.uint8)
     final = np.empty(total, dtype=np.uint8)
     term_start = np.empty(n_terms, dtype=np.int32)
     term_first = np.zeros(8 * n_terms, dtype=np.uint32)
     cdef int32_t[::1] tr = trans
-    cdef uint8_t[::1] acc = accept, fin = final
+    cdef uint8_t[::1] acc = accept_out, fin = final
     cdef int32_t[::1] ts = term_start
     cdef uint32_t[::1] tf = term_first
     for k in range(n_terms):
-        d = denses[k]
-        n = d.shape[0]
+        states = rows[k]
+        accept = tuple(accepts[k])
         ts[k] = <int32_t>off
-        for s, a in enumerate(accepts[k]):
-            dead = True
-            for c in range(n_classes):
-                target = d[s, class_byte[c]]
-                if target >= 0:
-                    dead = False
-                    target += <int32_t>off
-                tr[(off + s) * n_classes + c] = target
-            acc[off + s] = 1 if a else 0
-            fin[off + s] = 1 if a and dead else 0
-        for b in range(256):
-            if d[0, b] >= 0:
-                tf[8 * k + (b >> 5)] |= (<uint32_t>1) << (b & 31)
-        off += n
+        for s in range(len(states)):
+            row = states[s]
+            at = (off + s) * n_classes
+            memset(&tr[at], 0xFF, n_classes * sizeof(int32_t))  # (-1: no edge)
+            for edge in row:  # a range's bytes are whole classes
+                lo, hi, target = edge[0], edge[1], edge[2]
+                for c in range(bc[lo], bc[hi] + 1):
+                    tr[at + c] = target + <int32_t>off
+                if s == 0:
+                    for b in range(lo, hi + 1):
+                        tf[8 * k + (b >> 5)] |= (<uint32_t>1) << (b & 31)
+            acc[off + s] = 1 if accept[s] else 0
+            fin[off + s] = 1 if accept[s] and not row else 0
+        off += len(states)
     return dict(n_classes=n_classes, byte_class=byte_class, dfa_trans=trans,
-                dfa_accept=accept, dfa_final=final, term_start=term_start,
+                dfa_accept=accept_out, dfa_final=final, term_start=term_start,
                 term_first=term_first)
 
 

@@ -15,7 +15,7 @@ from pse.json_value import Json
 from pse.machines import AnyOf, DfaTerminal, StateMachine
 from pse.json_schema.common import (_ANNOTATIONS, _distinct, _dumps, _exclusion, _json_key,
                                     _json_type, _of_types)
-from pse.json_schema.merge import _all_of
+from pse.json_schema.merge import _APPLICATORS, _VALIDATION, _all_of
 
 @functools.lru_cache(maxsize=1024)
 def _literal_trie(texts: tuple, integers: tuple, decimals: tuple) -> automaton.DFA:
@@ -75,8 +75,10 @@ class _Enums:
             values, key = node["enum"], "enum"
             if not isinstance(values, list) or not values:
                 raise SchemaError(f"{pointer}/enum: must be a non-empty array")
+        # (unknown keywords are annotations: {"type": "string", "readonly": true} is a type)
         rest = {k: v for k, v in node.items() if k not in ("const", "enum")
-                and k not in _ANNOTATIONS}
+                and k not in _ANNOTATIONS and (k in _VALIDATION or k in _APPLICATORS
+                                               or k.startswith("pse:"))}
         if "const" in node and "enum" in node:
             rest["enum"] = node["enum"]
         excluded = _exclusion(rest.get("not"))

@@ -27,6 +27,9 @@ _VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
                "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
                "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
 
+# Keywords that apply subschemas to the instance itself.
+_APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
+
 # A keyword of pse's own, never read from a user's schema (see `in_dialect`): a list of
 # {"names": a schema for key names, "value": a schema, "else": the values "value" rejects},
 # each asking for some property whose name "names" allows and whose value "value" does. It

@@ -11,8 +11,8 @@ from pse.json_schema import common
 from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _content, _exclusion, _pair_disjoint,
                                     _types, _values)
 from pse.json_schema.formats import _format_opposite
-from pse.json_schema.merge import (SOME_PROPERTY, _OBJECT_SHAPE, _VALIDATION, _all_of, _any_of,
-                                   _numeric_bounds, _same)
+from pse.json_schema.merge import (SOME_PROPERTY, _APPLICATORS, _OBJECT_SHAPE, _VALIDATION,
+                                   _all_of, _any_of, _numeric_bounds, _same)
 
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
@@ -29,7 +29,6 @@ _SELF_CONTAINED = frozenset([
     "exclusiveMinimum", "exclusiveMaximum", "not", "anyOf", "allOf", "oneOf", "items",
     "format", "$ref", "dependentRequired", "dependencies", "uniqueItems", "propertyNames"])
 # Keywords that apply subschemas without validating anything themselves.
-_APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 
 
 def _holds_within(key: str, value: Any, within: dict) -> bool:
