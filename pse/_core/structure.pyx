@@ -1562,7 +1562,6 @@ def pack_dfas(list rows, list accepts) -> dict:
     """
     cdef int n_terms = len(rows)
     cdef uint8_t starts[257]
-    cdef int32_t class_byte[256]
     cdef int k, b, c, lo, hi, end, n_classes = 0
     cdef int64_t s, off = 0, total = 0, at
     cdef int32_t target, last
@@ -1586,9 +1585,7 @@ def pack_dfas(list rows, list accepts) -> dict:
     byte_class = np.empty(256, dtype=np.uint8)
     cdef uint8_t[::1] bc = byte_class
     for b in range(256):
-        if starts[b]:
-            class_byte[n_classes] = b
-            n_classes += 1
+        n_classes += starts[b]
         bc[b] = n_classes - 1
     trans = np.empty(total * n_classes, dtype=np.int32)
     accept_out = np.empty(total, dtype=np.uint8)

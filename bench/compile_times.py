@@ -1,0 +1,101 @@
+"""JSON Schema compile times of one build, per schema, for comparing two builds.
+
+Compiles each of a seeded sample of maskbench schemas (`JsonSchema(schema)` and
+`StructuringEngine(vocab).configure(...)`, as a server does for a new schema) once per round,
+in turn, `--repeat` rounds each in a fresh process, and keeps each schema's fastest time: the
+run-to-run noise of one compile (a busy machine, the garbage collector) is larger than most
+changes to the compiler. Prints
+p50 / p90 / p99 / mean over the schemas; `--out F` writes the per-schema times, and
+`--against F` (a file written by another build, say a `git worktree` of the commit before)
+prints each schema's time here over its time there: median, p10 and p90.
+
+Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--against F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import pse
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from maskbench_files import SHARED, maskbench_files  # noqa: E402
+
+TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
+
+
+def one_round(limit: int, seed: int) -> tuple[int, dict[str, float]]:
+    """In a fresh process: each schema compiled once, in turn (seconds per schema that
+    compiles), and how many files there were."""
+    warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
+    vocab = pse.Vocabulary.from_file(TOKENIZER)
+    files = list(maskbench_files(limit, seed))
+    times: dict[str, float] = {}
+    for name, data in files:
+        started = time.perf_counter()
+        try:
+            engine = pse.StructuringEngine(vocab)
+            engine.configure(pse.JsonSchema(data["schema"]))
+        except pse.PSEError:
+            continue
+        times[name] = time.perf_counter() - started
+    return len(files), times
+
+
+def fastest_compiles(limit: int, seed: int, repeat: int) -> tuple[int, dict[str, float]]:
+    """Per schema that compiles, its fastest time over `repeat` rounds, each round in a
+    process of its own (a schema's first compile in a process, after the schemas before it:
+    what a server pays for a new schema; the caches of later compiles of the same schema in
+    one process would hide changes to the work done once per automaton)."""
+    best: dict[str, float] = {}
+    n_files = 0
+    context = multiprocessing.get_context("spawn")
+    for k in range(repeat):
+        with context.Pool(1) as pool:
+            n_files, times = pool.apply(one_round, (limit, seed))
+        for name, t in times.items():
+            best[name] = min(best.get(name, t), t)
+        print(f"\rround {k + 1}/{repeat}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return n_files, best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=600, help="maskbench files (seeded sample)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3, help="compiles per schema (fastest kept)")
+    ap.add_argument("--out", help="write the per-schema times (JSON) here")
+    ap.add_argument("--against", help="a file --out wrote for another build: compare")
+    args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if not TOKENIZER.is_file():
+        sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
+    n_files, best = fastest_compiles(args.limit, args.seed, args.repeat)
+    ms = np.array(list(best.values())) * 1e3
+    print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
+          f"schemas compile; fastest of {args.repeat}, ms: p50 {np.percentile(ms, 50):.2f}, "
+          f"p90 {np.percentile(ms, 90):.2f}, p99 {np.percentile(ms, 99):.1f}, "
+          f"mean {ms.mean():.2f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(best))
+    if args.against:
+        other = json.loads(Path(args.against).read_text())
+        both = sorted(set(best) & set(other))
+        ratio = np.array([best[n] / other[n] for n in both])
+        print(f"per schema, this build / {args.against} ({len(both)} schemas): median "
+              f"{np.median(ratio):.3f}, p10 {np.percentile(ratio, 10):.3f}, "
+              f"p90 {np.percentile(ratio, 90):.3f}")
+
+
+if __name__ == "__main__":
+    main()
