@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
 from pse._core.stepper import consume_tokens
-from pse._core.structure import canonical_text
+from pse._core.canonical import canonical_text
 from pse.json_spelling import MANY_VALUES, json_char_class, quoted, string_values
 from pse.regex import compile_regex
 from pse.errors import SchemaError

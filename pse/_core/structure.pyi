@@ -28,9 +28,5 @@ def get_max_live_states() -> int:
 def set_max_live_states(n: int) -> None:
     """Set the bound on parser states in one set (see pse.limits; checked there)."""
 
-def canonical_text(text: bytes) -> bytes | None:
-    """The canonical form by which unique arrays compare items (for tests); None when `text`
-    is not one JSON value."""
-
 def pack_dfas(rows: list[Any], accepts: list[Any]) -> dict[str, Any]:
     """The terminals' automata in one table over byte classes they share."""
