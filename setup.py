@@ -17,8 +17,8 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "mask", "forced", "rules",
-           "frozen"]
+MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", "mask", "forced",
+           "rules", "frozen"]
 # the compile path, from a JSON Schema to the engine's tables
 PYTHON_MODULES = ["automaton", "compiler", "counted_lengths", "engine", "json_spelling",
                   "json_value", "machines", "products", "regex", "schema_types",

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from pse._core.forced import Boundary, forced_bytes, forced_special_terms
-from pse._core.mask import Matcher, SliceCache, fill_batch
+from pse._core.mask import Matcher, fill_batch
+from pse._core.slices import SliceCache
 from pse._core.stepper import StepperDelta
 from pse.explain import Explanation, explain
 from pse.lazy import Lazy

@@ -17,7 +17,7 @@ import pytest
 import pse
 from conftest import SHARED, shared_vocab
 from pse import JsonSchema, StructuringEngine, Vocabulary, fill_next_token_bitmask_par
-from pse._core import mask as core_mask
+from pse._core import slices as core_slices
 
 N_THREADS = 3
 
@@ -112,7 +112,7 @@ def cold_caches(monkeypatch, vocab, max_shared: int) -> None:
     """An empty slice store for the vocabulary, holding at most `max_shared` entries, so that
     entries are built and evicted while the threads run."""
     monkeypatch.setattr(vocab.trie, "shared_slices", OrderedDict())
-    monkeypatch.setattr(core_mask, "MAX_SHARED_SLICES", max_shared)
+    monkeypatch.setattr(core_slices, "MAX_SHARED_SLICES", max_shared)
 
 
 def test_threads_share_one_structure(vocab, monkeypatch, busy_switching):

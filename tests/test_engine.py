@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 from conftest import shared_vocab
 from pse import (AnyOf, Chain, Character, Forward, Grammar, Json, JsonSchema, Loop, Optional,
                  Phrase, StructuringEngine, Vocabulary, Whitespace, fill_next_token_bitmask_par)
-from pse._core.mask import _subtrees_taken, _walk_subtrees_taken
+from pse._core.mask import _walk_subtrees_taken
+from pse._core.slices import _subtrees_taken
 from pse._core.stepper import consume_tokens
 from test_properties import ALPHABET, json_values, trees
 

@@ -13,7 +13,7 @@ import pytest
 import pse
 from conftest import shared_vocab
 from pse import compiler, json_spelling, regex
-from pse._core import mask as core_mask
+from pse._core import slices as core_slices
 from pse.bounded_cache import BoundedCache
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -119,7 +119,7 @@ def test_configure_generate_drop_is_flat():
                   json_spelling._KEY_TABLES):
         assert isinstance(cache, BoundedCache) and len(cache) <= cache.size
     assert regex.compile_regex.cache_info().currsize <= 1024
-    assert len(vocab.trie.shared_slices) <= core_mask.MAX_SHARED_SLICES
+    assert len(vocab.trie.shared_slices) <= core_slices.MAX_SHARED_SLICES
 
 
 def test_llama3_engines_are_freed():

@@ -1,5 +1,6 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""Kinds of bytes, for taking a trie subtree's tokens at once (mask.pyx, walk_terminal).
+"""Kinds of bytes, for taking a trie subtree's tokens at once (slices.pyx walk_terminal,
+mask.pyx walk_subtree).
 
 Below a node of the vocabulary trie, the kinds of bytes its tokens hold; a terminal state
 that goes back to itself over every byte of those kinds holds every token below (where it

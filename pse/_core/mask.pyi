@@ -4,22 +4,7 @@ from typing import Any
 import numpy as np
 
 from pse._core.stepper import Stepper
-from pse._core.structure import CompiledStructure
-from pse._core.trie import TokenTrie
-
-class SliceEntry:
-    """The cached part of the mask for one (terminal, DFA state, count class)."""
-
-class SliceCache:
-    """Slice entries and the memo of masks of one (compiled structure, vocabulary) pair."""
-
-    structure: CompiledStructure
-    trie: TokenTrie
-    n_words: int
-    max_masks: int
-    vocab_size: int
-    def __init__(self, structure: CompiledStructure, vocab: Any, max_masks: int = 512) -> None: ...
-    def __len__(self) -> int: ...
+from pse._core.slices import SliceCache
 
 class Matcher:
     """The live parser states of one engine."""
@@ -47,9 +32,6 @@ def fill_batch(matchers: list[Matcher], bitmask: np.ndarray, pool: Executor,
 
 def _set_planning(min_subtree: int, most_jobs: int) -> tuple[int, int]:
     """For tests: which exit nodes are planned as jobs; returns the old values."""
-
-def _subtrees_taken() -> int:
-    """How many subtrees entries took at once so far (for tests: that the shortcut is used)."""
 
 def _walk_subtrees_taken() -> int:
     """How many subtrees mask walks from live states took at once so far (for tests)."""

@@ -22,7 +22,7 @@ ctypedef struct Trie:
 cdef class TokenTrie:
     cdef Trie t
     cdef object _buffers
-    cdef public object shared_slices   # slice entries shared by every structure (mask.pyx)
+    cdef public object shared_slices   # slice entries shared by every structure (slices.pyx)
     cdef public object kinds_below     # per node: the kinds of bytes below it (byte_kinds.pyx)
 
     cdef _build(self, list data, list ids)
