@@ -1,5 +1,4 @@
 from concurrent.futures import Executor
-from typing import Any
 
 import numpy as np
 
