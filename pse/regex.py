@@ -235,20 +235,22 @@ def _assertion_inside(items: list) -> bool:
     anywhere but at its start."""
     rest, _, _ = _leading_lookaheads(items)
     rest, _, _ = _strip_anchors(rest)
+    return _has_assertion(rest)
 
-    def has(seq) -> bool:
-        for op, av in seq:
-            if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
-                return True
-            if op is _c.BRANCH and any(has(b) for b in av[1]):
-                return True
-            if op is _c.SUBPATTERN and has(av[3]):
-                return True
-            if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and has(av[2]):
-                return True
-        return False
 
-    return has(rest)
+def _has_assertion(seq) -> bool:
+    """Whether an anchor or a lookaround sits anywhere in `seq` (a module function, not a
+    closure: one that calls itself is a reference cycle left to the garbage collector)."""
+    for op, av in seq:
+        if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
+            return True
+        if op is _c.BRANCH and any(_has_assertion(b) for b in av[1]):
+            return True
+        if op is _c.SUBPATTERN and _has_assertion(av[3]):
+            return True
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and _has_assertion(av[2]):
+            return True
+    return False
 
 
 def _leading_lookaheads(items: list) -> tuple[list, list[tuple[bool, list]], bool]:

@@ -135,7 +135,7 @@ class _Enums:
                 other = self.any_order = copy.copy(self)
                 other.property_order, other.ws, other.any_value = "any", 0, _any_value(0)
                 other.compiled, other.refs, other.compiling = {}, {}, {}
-                other.recursive, other.any_order = set(), other
+                other.recursive = set()  # (its own checker is itself: any order, no blanks)
             compiler = self.any_order
             compiler.bound, compiler.depth = [self.bound[-1]], getattr(self, "depth", 0)
         return _whole(compiler.compile(node, pointer))
