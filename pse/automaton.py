@@ -16,6 +16,7 @@ import numpy as np
 
 from pse import limits
 from pse._core.frozen import frozen_rows
+from pse._core.structure import class_cuts
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -212,25 +213,7 @@ class DFA:
         """Bool per byte: some state's target changes from the byte before to this one (the
         bytes where a byte class must start), built once."""
         if self._cuts is None:
-            if sum(map(len, self.trans)) < 64:  # a few ranges: where each row's target changes
-                marks = bytearray(257)
-                for row in self.trans:
-                    end, last = -1, -1  # the byte before the range, and its target (-1: none)
-                    for lo, hi, t in row:
-                        if end != lo - 1 or last != t:  # a change at lo ...
-                            marks[lo] = 1
-                            if end != lo - 1:  # ... after a gap, which began with one too
-                                marks[end + 1] = 1
-                        end, last = hi, t
-                    marks[end + 1] = 1
-                marks[0] = 0
-                cuts = np.frombuffer(bytes(marks[:256]), dtype=bool)  # (read-only)
-            else:
-                dense = self.dense()
-                cuts = np.zeros(256, dtype=bool)
-                cuts[1:] = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
-                cuts.setflags(write=False)
-            self._cuts = cuts
+            self._cuts = class_cuts(self.trans)
         return self._cuts
 
     def key(self) -> ContentKey:

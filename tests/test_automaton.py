@@ -271,7 +271,8 @@ def _spread(dfa: automaton.DFA) -> automaton.DFA:
 @given(st.lists(st.tuples(_range_dfas(), st.booleans()), min_size=1, max_size=4))
 def test_packed_automata_against_their_dense_tables(drawn):
     """pack_dfas reads the ranges: every byte's target in the packed table is the dense
-    table's, and the byte classes are as few as that allows."""
+    table's, and the byte classes are as few as that allows; each DFA's cuts are where its
+    dense table's columns change."""
     dfas = [_spread(d) if wide else d for d, wide in drawn]
     packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas])
     n_classes, byte_class = packed["n_classes"], packed["byte_class"]
@@ -282,6 +283,8 @@ def test_packed_automata_against_their_dense_tables(drawn):
     assert n_classes == 1 + len(changes)
     off = 0
     for k, (dfa, dense) in enumerate(zip(dfas, denses)):
+        cuts = (dense[:, 1:] != dense[:, :-1]).any(axis=0)
+        assert list(dfa.cuts()) == [False, *cuts]
         assert packed["term_start"][k] == off
         for s in range(dfa.n_states):
             want = np.where(dense[s] >= 0, dense[s] + off, -1)

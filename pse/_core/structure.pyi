@@ -28,5 +28,8 @@ def get_max_live_states() -> int:
 def set_max_live_states(n: int) -> None:
     """Set the bound on parser states in one set (see pse.limits; checked there)."""
 
+def class_cuts(states: tuple[Any, ...]) -> Any:
+    """Bool per byte (read-only): where some state's target changes from the byte before."""
+
 def pack_dfas(rows: list[Any], accepts: list[Any]) -> dict[str, Any]:
     """The terminals' automata in one table over byte classes they share."""

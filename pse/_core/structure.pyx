@@ -1136,6 +1136,37 @@ _TABLE_FIELDS = {
 }
 
 
+cdef int mark_class_starts(tuple states, uint8_t* starts) except -1:
+    """Set starts[b] (257 flags) wherever some state's target changes from byte b - 1 to byte
+    b, an edge's or none's: where a byte class must start (starts[0] and starts[256] may be
+    set too). `states`: a DFA's `trans`, per state its sorted (lo, hi, target) ranges."""
+    cdef tuple row, edge
+    cdef int lo, end
+    cdef int32_t target, last
+    for row in states:
+        end, last = -1, -1  # the byte before the range, and its target (-1: none)
+        for edge in row:
+            lo, target = edge[0], edge[2]
+            if end != lo - 1:  # after a gap: a change where it began, and at lo
+                starts[end + 1] = 1
+                starts[lo] = 1
+            elif last != target:
+                starts[lo] = 1
+            end, last = edge[1], target
+        starts[end + 1] = 1
+    return 0
+
+
+def class_cuts(tuple states) -> np.ndarray:
+    """Bool per byte (read-only): some state of the DFA whose `trans` is `states` changes its
+    target from the byte before to this one (never byte 0)."""
+    cdef uint8_t starts[257]
+    memset(starts, 0, 257)
+    mark_class_starts(states, starts)
+    starts[0] = 0
+    return np.frombuffer(bytes(starts[:256]), dtype=bool)
+
+
 def pack_dfas(list rows, list accepts) -> dict:
     """The terminals' automata in one table over byte classes they share: a class starts
     wherever some state's target changes, its first byte stands for it, and each automaton's
@@ -1151,25 +1182,15 @@ def pack_dfas(list rows, list accepts) -> dict:
     """
     cdef int n_terms = len(rows)
     cdef uint8_t starts[257]
-    cdef int k, b, c, lo, hi, end, n_classes = 0
+    cdef int k, b, c, lo, hi, n_classes = 0
     cdef int64_t s, off = 0, total = 0, at
-    cdef int32_t target, last
+    cdef int32_t target
     cdef tuple states, row, edge, accept
     memset(starts, 0, 257)
     for k in range(n_terms):
         states = rows[k]
         total += len(states)
-        for row in states:  # a class starts where a target changes, an edge's or none's
-            end, last = -1, -1
-            for edge in row:
-                lo, hi, target = edge[0], edge[1], edge[2]
-                if end != lo - 1:
-                    starts[end + 1] = 1
-                    starts[lo] = 1
-                elif last != target:
-                    starts[lo] = 1
-                end, last = hi, target
-            starts[end + 1] = 1
+        mark_class_starts(states, starts)
     starts[0] = 1
     byte_class = np.empty(256, dtype=np.uint8)
     cdef uint8_t[::1] bc = byte_class
