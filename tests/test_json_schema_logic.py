@@ -125,14 +125,17 @@ _REF_BRANCHES = st.sampled_from([
     {"type": "object", "required": ["k"], "properties": {"k": {"const": "i"},
                                                          "v": {"type": "integer"}}},
     {"properties": {"v": {"$ref": "#/$defs/word"}}}, {"type": "integer", "maximum": 5},
-    {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "null"}]}])
+    {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "null"}]},
+    {"anyOf": [{"type": "object", "required": [key], "additionalProperties": False,
+                "properties": {key: {"type": "integer"}, "v": {"type": "integer"}}}
+               for key in ("a", "b")]}])
 
 
 _REF_VALUES = [None, 1, 7, 2.5, "a", "ab", "AB", "1.2.3.4", "1.2.3", "2024-02-29", "2023-02-29",
                [], {"v": 1}, {"v": 1, "kids": []}, {"v": 1, "kids": [{"v": 2}]},
                {"v": 1, "kids": [{"v": 2, "kids": [{"w": 3}]}]}, {"v": "x"}, {"v": "X"},
                {"k": "s", "v": "s"}, {"k": "i", "v": 3}, {"k": "s", "v": 3}, {"k": 3}, {"a": 1},
-               {"a": 1, "b": 2}, {"v": 1, "a": 1}]
+               {"a": 1, "b": 2}, {"v": 1, "a": 1}, {"b": 1}, {"b": "x"}, {"b": 1, "v": "x"}]
 
 
 @settings(max_examples=200)
@@ -149,6 +152,35 @@ def test_one_of_opposites_through_references_agree_with_jsonschema(branches):
         return
     for value in _REF_VALUES:
         assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+_DISJOINT_POOL = [
+    {"type": "string"}, {"type": ["string", "null"]}, {"enum": ["a", 1]}, {"const": "b"},
+    {"type": "object", "required": ["k"], "properties": {"k": {"const": "a"}}},
+    {"type": "object", "required": ["k"], "properties": {"k": {"enum": ["b", 1]}}},
+    {"type": "object", "properties": {"k": {"allOf": [{"type": "string"}, {"const": "b"}]}}},
+    {"type": "object", "additionalProperties": False, "properties": {"m": {}}},
+    {"type": "object", "required": ["m"]}, {"properties": {"k": False}},
+    {"pattern": "^b"}, {"enum": ["ab", "ba", 2.0, True]}, {"type": "integer"},
+    {"not": {"enum": ["a", 1]}}, {"type": "string", "not": {"pattern": "^b"}},
+    {"type": "object", "properties": {"k": {"allOf": [{"enum": ["ab", "ba"]},
+                                                      {"pattern": "a$"}]}}}]
+_DISJOINT_VALUES = [None, "a", "b", 1, 2, True, "ab", "ba", {}, {"k": "a"}, {"k": "b"}, {"k": 1},
+                    {"m": 1}, {"k": "a", "m": 0}, {"k": "b", "m": 0}, {"m": 1, "n": 2},
+                    {"k": "ab"}, {"k": "ba"}]
+
+
+@settings(max_examples=300)
+@given(a=st.lists(st.sampled_from(_DISJOINT_POOL), min_size=1, max_size=3),
+       b=st.lists(st.sampled_from(_DISJOINT_POOL), min_size=1, max_size=3))
+def test_disjoint_branches_share_no_value(a, b):
+    # a proof of disjointness (conjunctions as allOf, as merges leave them) holds: no
+    # value matches both
+    from pse.json_schema.common import _pair_disjoint
+    x, y = {"allOf": a}, {**b[0], "allOf": b[1:]}
+    if _pair_disjoint(x, y):
+        both = jsonschema.Draft202012Validator({"allOf": [x, y]})
+        assert not any(both.is_valid(v) for v in _DISJOINT_VALUES)
 
 
 def test_one_of_of_branches_sharing_a_base():
@@ -180,6 +212,156 @@ def test_opposite_of_a_discriminated_union_stays_small():
     validator = jsonschema.Draft202012Validator(schema)
     for value in [{"kind": "k1"}, {"kind": "k1", "a": 1}, {"a": 1}, {"kind": "k1", "a": "x"},
                   {"kind": "zz", "a": 1}, {"kind": "k11", "b": 2, "a": 2}, {}, 3]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+# locators told apart by which key they have (each closed object requires its own), with
+# two optional properties they share
+_LOCATORS = [{"type": "object", "required": [key], "additionalProperties": False,
+              "properties": {key: {"type": "string"}, "all": {"type": "boolean"},
+                             "args": {"type": "array", "items": {"type": "integer"}}}}
+             for key in ("css", "xpath", "id", "name", "tag", "text", "role", "label")]
+# an argument of one of three kinds: two of them may overlap, the third is told apart by
+# its "type"; its value may be a locator
+_ARGUMENT = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"name": {"type": "string"}, "type": {"enum": ["s", "n", "loc", "fn"]},
+                   "value": {"type": ["string", "number", "object"]}},
+    "oneOf": [
+        {"properties": {"type": {"enum": ["s", "n", "loc"]}, "name": {"type": "string"}},
+         "required": ["type", "name"]},
+        {"properties": {"type": {"enum": ["loc", "s"]}, "value": {"anyOf": [
+            {"type": ["string", "number"]}, {"$ref": "#/$defs/locator"}]}},
+         "required": ["value"]},
+        {"properties": {"type": {"const": "fn"}}, "required": ["type"]}]}
+_LOCATOR_VALUES = [None, 1, {}, {"css": "a"}, {"css": 1}, {"css": "a", "all": True},
+                   {"css": "a", "all": 1}, {"css": "a", "args": [1]}, {"css": "a", "args": ["x"]},
+                   {"css": "a", "id": "b"}, {"role": "x", "args": []}, {"all": True},
+                   {"label": "x", "other": 1}, {"text": 2, "all": False}]
+
+
+def _argument_values() -> list:
+    values = [{"type": "fn"}, {"type": "fn", "name": "f"}, {"type": "fn", "value": 1}, {}]
+    for value in _LOCATOR_VALUES:
+        values += [{"type": "loc", "name": "a", "value": value}, {"value": value},
+                   {"type": "s", "value": value}, {"type": "n", "name": "a", "value": value}]
+    return values
+
+
+# state nodes of one base, told apart by a pattern on the "type" their base lists
+_NODE_KINDS = (("leaf", "entry"), ("branch", "kids"), ("final", "data"), ("history", "deep"),
+               ("parallel", "regions"))
+_NODE_BASE = {"type": "object", "required": ["type"], "properties": {
+    "type": {"enum": [kind for kind, _ in _NODE_KINDS]}, "id": {"type": "string"}}}
+_NODES = [{"allOf": [{"$ref": "#/$defs/base"}, {"properties": {
+    "type": {"pattern": kind}, extra: {"type": "array", "items": {"type": "integer"}},
+    "on": {"type": "object", "additionalProperties": {"type": "string"}},
+    "order": {"type": "integer"}, "note": {"type": "string"}}}]} for kind, extra in _NODE_KINDS]
+_NODE_VALUES = [{"type": t, **extra} for t in ("leaf", "branch", "final", "other")
+                for extra in ({}, {"entry": [1]}, {"kids": ["x"]}, {"on": {"a": 1}},
+                              {"data": [], "on": {}}, {"id": 3}, {"order": 1.5, "note": ""})]
+
+
+# assertions of one kind each, named by the one key they require (the others open)
+_ASSERTION_KINDS = ("equal", "exists", "matches", "contains", "isKind", "isNull", "hasItems",
+                    "lengthEqual", "isSubset", "snapshot")
+_ASSERTIONS = {"type": "object", "additionalProperties": False,
+               "properties": {**{kind: True for kind in _ASSERTION_KINDS}, "not": {}},
+               "oneOf": [{"required": [kind], "properties": {kind: {
+                   "type": "object", "required": ["path"], "additionalProperties": False,
+                   "properties": {"path": {"type": "string"}, "value": {}}}}}
+                   for kind in _ASSERTION_KINDS]}
+_ASSERTION_VALUES = [{}, {"not": 1}, {"equal": {"path": "a"}}, {"equal": {"path": 1}},
+                     {"equal": {"path": "a"}, "exists": {"path": "b"}},
+                     {"equal": {"path": "a"}, "exists": {"x": 1}}, {"other": {"path": "a"}},
+                     {"snapshot": {"path": "a", "value": [1]}, "isNull": 3}, {"isKind": []}]
+
+
+# types of a serialization format: names of primitives, named references (any name but a
+# primitive's), and objects told apart by a "type" that is a reference or a literal
+_TYPE_DEFS = {
+    "types": {"oneOf": [{"$ref": "#/$defs/primitive"}, {"$ref": "#/$defs/annotated"},
+                        {"$ref": "#/$defs/named"}, *({"$ref": f"#/$defs/{kind}"} for kind in (
+                            "record", "enum", "array", "map")), {"$ref": "#/$defs/union"}]},
+    "primitive": {"type": "string", "enum": ["null", "int", "string"]},
+    "annotated": {"type": "object", "required": ["type"],
+                  "properties": {"type": {"$ref": "#/$defs/primitive"}}},
+    "named": {"type": "string", "not": {"$ref": "#/$defs/primitive"}, "pattern": "^[a-z]+$"},
+    "union": {"type": "array", "items": {"$ref": "#/$defs/types"}, "minItems": 1},
+    **{kind: {"type": "object", "required": ["type", field], "properties": {
+        "type": {"enum": [kind]}, "name": {"type": "string"}, "doc": {"type": "string"},
+        field: {"type": "array", "items": {"$ref": "#/$defs/types"}}}}
+       for kind, field in (("record", "fields"), ("enum", "symbols"), ("array", "items"),
+                           ("map", "values"))}}
+_TYPE_VALUES = ["int", "thing", "Thing", ["int", "thing"], [], {"type": "int"},
+                {"type": "record", "fields": ["int"]}, {"type": "record", "fields": [{}]},
+                {"type": "enum", "symbols": [], "doc": 1}, {"type": "map", "values": ["x"]},
+                {"type": "other"}, {"type": "array", "items": [{"type": "null"}]}]
+
+
+# a field's options, each allowed for some of its types (draft 7 dependencies)
+_FIELD_TYPES = ["text", "number", "date", "geo", "document", "token"]
+_FIELD = {"type": "object", "additionalProperties": False, "properties": {
+    "type": {"enum": _FIELD_TYPES}, **{f"o{i}": {"type": "boolean"} for i in range(10)}},
+    "dependencies": {f"o{i}": {"properties": {"type": {"enum": _FIELD_TYPES[i % 3:i % 5 + 1]}}}
+                     for i in range(10)}}
+_FIELD_VALUES = [{}, {"o0": True}, {"o0": True, "o9": False}, {"o0": 1}, {"type": "text"},
+                 {"type": "other"}, {"type": "other", "o3": True}, *(
+                     {"type": t, f"o{i}": True, f"o{j}": False}
+                     for t in _FIELD_TYPES for i, j in ((0, 1), (2, 7), (4, 9)))]
+
+
+@pytest.mark.parametrize("schema, values", [
+    ({"$schema": "http://json-schema.org/draft-07/schema#", **_FIELD}, _FIELD_VALUES),
+    ({"$defs": _TYPE_DEFS, "$ref": "#/$defs/types"}, _TYPE_VALUES),
+    (_ASSERTIONS, _ASSERTION_VALUES),
+    ({"$defs": {"base": _NODE_BASE}, "oneOf": _NODES}, _NODE_VALUES),
+    ({"oneOf": [{"anyOf": _LOCATORS}, {"required": ["all"]}]}, _LOCATOR_VALUES),
+    ({"not": {"anyOf": _LOCATORS}}, _LOCATOR_VALUES),
+    ({"$defs": {"locator": {"oneOf": _LOCATORS}}, **_ARGUMENT}, _argument_values()),
+    ({"$defs": {"locator": {"oneOf": _LOCATORS}}, "not": _ARGUMENT}, _argument_values())])
+def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
+    # "none of eight locators": each one's opposite is an anyOf of five ways to fail, and
+    # their conjunction multiplies out to 5**8 combinations; case by case on the key present
+    # it is eight. The argument's third kind shares no value with the others (its "type"
+    # beside the properties of the whole oneOf): it needs no opposites at all, nor do the
+    # state nodes (each "type" pattern leaves one of the base's values). An assertion's kind
+    # fails where its key is absent or its value fails: one object shape, where "absent"
+    # and "present and failing" were two branches, 2**9 combinations for each kind. The
+    # types share no value either, once references inside are followed (a named type is
+    # `not` a primitive). A field's options, each allowed with some of its types, are
+    # taken case by case on the type, where present or absent for each one they made 2**10
+    # combinations. (The limit lowered: each schema multiplied out past it.)
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 1000)
+    machine = JsonSchema(schema, property_order="any")
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert any(validator.is_valid(v) for v in values)
+    assert not all(validator.is_valid(v) for v in values)
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+_KINDS = ["a", "b", "c", 1, None]
+
+
+@settings(max_examples=200)
+@given(listed=st.lists(st.lists(st.sampled_from(_KINDS), unique=True, min_size=1, max_size=3),
+                       min_size=2, max_size=4),
+       const=st.booleans(), closed=st.booleans(),
+       values=st.lists(st.fixed_dictionaries({}, optional={
+           "kind": st.sampled_from([*_KINDS, "z", 2.5]), **{f"o{i}": st.just(i) for i in range(4)},
+           "x": st.just(0)}), min_size=8, max_size=8))
+def test_dependencies_on_one_property_agree_with_jsonschema(listed, const, closed, values):
+    # each option allows some kinds (taken case by case on "kind": see dependent_cases)
+    dependent = {f"o{i}": {"properties": {"kind": {"const": v[0]} if const and len(v) == 1
+                                          else {"enum": v}}} for i, v in enumerate(listed)}
+    schema = {"dependentSchemas": dependent, "dependentRequired": {"o0": ["x"]}}
+    if closed:
+        schema |= {"additionalProperties": False, "properties": {
+            "kind": True, "x": True, **{f"o{i}": True for i in range(4)}}}
+    validator = jsonschema.Draft202012Validator(schema)
+    machine = JsonSchema(schema, property_order="any")
+    for value in [*values, 3, "o0"]:
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 

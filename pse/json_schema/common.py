@@ -4,13 +4,16 @@ values and automata.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 from pse import automaton
-from pse.errors import SchemaError
+from pse.errors import GrammarError, SchemaError
+from pse.json_spelling import json_char_class
+from pse.regex import compile_regex
 
 _HEX = [(ord("0"), ord("9")), (ord("a"), ord("f")), (ord("A"), ord("F"))]
 # Keywords that only annotate; they never change what is valid.
@@ -174,16 +177,44 @@ def _values(branch: dict) -> set | None:
     return None
 
 
-def _pair_disjoint(a: Any, b: Any) -> bool:
-    """A proof that no value matches both branches (False: maybe one does)."""
+def _conjuncts(schema: dict) -> list:
+    """`schema` as the schemas that all hold where it does: its own keywords and the members
+    of its allOf (nested ones too)."""
+    parts = [{k: v for k, v in schema.items() if k != "allOf"}]
+    for sub in schema["allOf"] if isinstance(schema.get("allOf"), list) else ():
+        parts += _conjuncts(sub) if isinstance(sub, dict) else [sub]
+    return parts
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two schemas are the same JSON (true and 1 told apart: `==` alone would not,
+    so it only rules out, cheaply, what differs)."""
+    return a is b or (a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))
+
+
+def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
+                   depth: int = 0) -> bool:
+    """A proof that no value matches both branches (False: maybe one does). `resolve`: a
+    schema with its top-level $ref and allOf merged in (see `resolve_shallow`), for the
+    subschemas met inside (None: taken as they are)."""
+    if resolve is not None:
+        a, b = resolve(a), resolve(b)
     if a is False or b is False:
         return True
-    if not isinstance(a, dict) or not isinstance(b, dict):
+    if not isinstance(a, dict) or not isinstance(b, dict) or depth > _DISJOINT_DEPTH:
         return False
+    if "allOf" in a or "allOf" in b:  # (merged branches: a property's schemas side by side)
+        ca, cb = _conjuncts(a), _conjuncts(b)
+        if any(_pair_disjoint(x, y, resolve, depth + 1) for x in ca for y in cb):
+            return True
+        va, vb = _possible_values(ca), _possible_values(cb)
+        return va is not None and vb is not None and not va & vb
     if not _types(a) & _types(b):
         return True
-    va, vb = _values(a), _values(b)
+    va, vb = _possible_values([a]), _possible_values([b])
     if va is not None and vb is not None and not va & vb:
+        return True
+    if _refuses(a, b, resolve) or _refuses(b, a, resolve):
         return True
     if _types(a) <= {"object"} or _types(b) <= {"object"}:
         pa, pb = a.get("properties") or {}, b.get("properties") or {}
@@ -191,14 +222,81 @@ def _pair_disjoint(a: Any, b: Any) -> bool:
         # a property one requires, with values that cannot agree (a discriminator): the
         # other's schema for it fails wherever the one holds
         for name in ra | rb:
-            if name in pa and name in pb and _pair_disjoint(pa[name], pb[name]):
+            if name in pa and name in pb and _pair_disjoint(pa[name], pb[name], resolve,
+                                                             depth + 1):
                 return True
         # one requires a property the other forbids
-        for x, y, rx in ((a, b, ra), (b, a, rb)):
-            py = y.get("properties") or {}
-            if y.get("additionalProperties") is False and not y.get("patternProperties"):
-                if any(name not in py for name in rx):
-                    return True
-            if any(py.get(name) is False for name in rx):
-                return True
+        if any(_forbids(b, name) for name in ra) or any(_forbids(a, name) for name in rb):
+            return True
     return False
+
+
+# How deep `_pair_disjoint` follows properties (recursive schemas would go on forever).
+_DISJOINT_DEPTH = 8
+
+
+def _refuses(a: dict, b: dict, resolve: Callable[[Any], Any] | None) -> bool:
+    """Whether `a`'s `not` is `b`, or what `b` asks (and more): no value matches both."""
+    if "not" not in a:
+        return False
+    refused = resolve(a["not"]) if resolve is not None else a["not"]
+    return _same(refused, b) or ("not" not in b and _same(refused, {
+        k: v for k, v in b.items() if k not in _ANNOTATIONS}))
+
+
+def _possible_values(parts: list) -> set | None:
+    """The values (by `_json_key`) that all of `parts` may hold for, where some of them list
+    values: the lists intersected, less the values a part's type or pattern rules out; None
+    when no part lists values."""
+    listed: dict | None = None
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        values = [part["const"]] if "const" in part else part.get("enum")
+        if isinstance(values, list):
+            keyed = {_json_key(v): v for v in values}
+            listed = keyed if listed is None else {k: v for k, v in listed.items() if k in keyed}
+    if listed is None:
+        return None
+    return {k for k, v in listed.items() if all(_may_hold(part, v) for part in parts)}
+
+
+def _may_hold(part: Any, value: Any) -> bool:
+    """False where `part`'s type or pattern rules `value` out (True: it may hold)."""
+    if not isinstance(part, dict):
+        return part is not False
+    kinds = part.get("type")
+    kinds = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else None
+    if kinds is not None:
+        kind = _json_type(value)
+        whole = kind == "number" and math.isfinite(value) and float(value).is_integer()
+        if kind not in kinds and not (kind == "integer" and "number" in kinds) \
+                and not (whole and "integer" in kinds):
+            return False
+    if isinstance(value, str) and isinstance(part.get("pattern"), str):
+        finder = _pattern_finder(part["pattern"])
+        if finder is not None and not finder.matches(_content(value)):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_finder(pattern: str) -> automaton.DFA | None:
+    """String contents (as JSON spells them) `pattern` finds a match in; None when it does
+    not compile here (the schema's own compile says why)."""
+    try:
+        return compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
+    except GrammarError:
+        return None
+
+
+def _forbids(schema: dict, name: str) -> bool:
+    """Whether an object `schema` holds for can never have the property `name` (False:
+    maybe it can)."""
+    props = schema.get("properties") or {}
+    if not isinstance(props, dict):
+        return False
+    if props.get(name) is False:
+        return True
+    return name not in props and schema.get("additionalProperties") is False \
+        and not schema.get("patternProperties")

@@ -9,7 +9,7 @@ from typing import Any
 
 from pse.errors import SchemaError
 from pse.machines import AnyOf, StateMachine
-from pse.json_schema.common import _escape, _pair_disjoint
+from pse.json_schema.common import _ANNOTATIONS, _escape, _json_key, _pair_disjoint
 from pse.json_schema.merge import _all_of, _merge
 
 def _reads_evaluation(node: Any) -> bool:
@@ -35,6 +35,37 @@ def _closed_keys(schema: Any) -> frozenset | None:
     return frozenset(props) if isinstance(props, dict) else None
 
 
+def _listed_dependencies(dependent: dict, resolve) -> tuple[str, dict[str, list]] | None:
+    """Dependent schemas (two at least) that each only list the values one property may
+    take (strings, booleans, null), the same property and not one of the keys: (its name,
+    each key's values); None otherwise."""
+    name, values = None, {}
+    for key, sub in dependent.items():
+        sub = _bare(resolve(sub))
+        props = sub.get("properties") if isinstance(sub, dict) else None
+        if not isinstance(props, dict) or set(sub) != {"properties"} or len(props) != 1:
+            return None
+        (prop, schema), = props.items()
+        schema = _bare(resolve(schema))
+        if not isinstance(schema, dict) or set(schema) not in ({"enum"}, {"const"}) \
+                or name not in (None, prop):
+            return None
+        listed = [schema["const"]] if "const" in schema else schema["enum"]
+        if not isinstance(listed, list) or not all(
+                isinstance(v, (str, bool)) or v is None for v in listed):
+            return None  # (numbers: the values no key lists have no schema: see `negate`)
+        name, values[key] = prop, listed
+    if name is None or name in dependent or len(values) < 2:
+        return None
+    return name, values
+
+
+def _bare(schema: Any) -> Any:
+    """`schema` without its annotations."""
+    return {k: v for k, v in schema.items() if k not in _ANNOTATIONS} \
+        if isinstance(schema, dict) else schema
+
+
 class _Logic:
     """The _Compiler methods for allOf, anyOf, oneOf, if/then/else and dependencies (a mixin of
     compile._Compiler)."""
@@ -43,6 +74,9 @@ class _Logic:
         """`dependentSchemas` (draft 4-7 `dependencies` with schema values): for the first
         such key, the union of "present, and the object also matches its schema" and
         "absent"; the rest is handled in each branch."""
+        listed = _listed_dependencies(dependent, self.shallow(pointer))
+        if listed is not None:
+            return self.dependent_cases(node, *listed, pointer)
         name, sub = next(iter(dependent.items()))
         rest = {k: v for k, v in node.items() if k not in ("dependentSchemas", "dependencies")}
         for key in ("dependentSchemas", "dependencies"):
@@ -57,6 +91,36 @@ class _Logic:
                                          {"type": "object", "required": [name]}, sub]}
             branches.append(self.compile(present, where))
         machines = [m for m in branches if m is not None]
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def dependent_cases(self, node: dict, name: str, values: dict[str, list],
+                        pointer: str) -> StateMachine | None:
+        """Dependent schemas that each list the values of one property `name` (see
+        `_listed_dependencies`), case by case on its value: absent (every dependency holds),
+        one of the values listed (the keys whose lists lack it absent), or another (every
+        key absent). Taken one key at a time, present or absent, they multiply out instead."""
+        rest = {k: v for k, v in node.items() if k != "dependentSchemas"}
+        if "dependencies" in node:  # (the names a key requires stay)
+            rest["dependencies"] = {k: v for k, v in node["dependencies"].items()
+                                    if isinstance(v, list)}
+        keyed = {key: {_json_key(v) for v in listed} for key, listed in values.items()}
+        every = {_json_key(v): v for listed in values.values() for v in listed}
+        groups: dict[frozenset, list] = {}  # the keys a value leaves out -> those values
+        for k, v in every.items():
+            groups.setdefault(frozenset(key for key in keyed if k not in keyed[key]),
+                              []).append(v)
+        cases = [{"properties": {name: False}}]
+        other = {"not": {"enum": list(every.values())}}  # values no key lists
+        for left_out, value in [*((k, {"enum": v}) for k, v in groups.items()),
+                                (frozenset(keyed), other)]:
+            cases.append({"type": "object", "required": [name], "properties": {
+                name: value, **{key: False for key in sorted(left_out)}}})
+        machines = [self.compile({**rest, "allOf": [*rest.get("allOf", ()), case]},
+                                 f"{pointer}/dependentSchemas")
+                    for case in cases]
+        machines = [m for m in machines if m is not None]
         if not machines:
             return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
@@ -176,7 +240,8 @@ class _Logic:
         if key == "anyOf" and word == "unevaluatedItems":
             return
         resolved = self.resolved_branches(branches, rest, pointer)
-        if all(_pair_disjoint(a, b) for a, b in itertools.combinations(resolved, 2)):
+        if all(_pair_disjoint(a, b, self.shallow(pointer))
+               for a, b in itertools.combinations(resolved, 2)):
             return
         self.fail(f"{pointer}/{word}", word, f"beside {key} whose branches may overlap is "
                   "not supported: what a branch evaluates counts only where it matches")
@@ -193,10 +258,11 @@ class _Logic:
         are left as they are."""
         resolved = self.resolved_branches(branches, rest, pointer)
         alone = [self.resolve_shallow(b, pointer) for b in branches]  # (`rest` holds anyway)
+        resolve = self.shallow(pointer)
         out = []
         for i, branch in enumerate(branches):
             others = [j for j in range(len(branches))
-                      if j != i and not _pair_disjoint(resolved[i], resolved[j])]
+                      if j != i and not _pair_disjoint(resolved[i], resolved[j], resolve)]
             keys = _closed_keys(resolved[i])
             within = resolved[i] if isinstance(resolved[i], dict) else None
             fails = []

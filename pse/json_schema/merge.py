@@ -4,7 +4,6 @@ found), and anyOf spread over types: the schema-to-schema rewrites the logic fam
 
 from __future__ import annotations
 
-import json
 import operator
 import re
 from typing import Any, Callable
@@ -12,7 +11,7 @@ from typing import Any, Callable
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import json_char_class
 from pse.regex import compile_regex, search_for_all
-from pse.json_schema.common import _ANNOTATIONS, _json_key
+from pse.json_schema.common import _ANNOTATIONS, _json_key, _same
 
 # A contains and the counts that go with it.
 _CONTAINS = ("contains", "minContains", "maxContains")
@@ -236,9 +235,3 @@ def _merge_array_shape(a: dict, b: dict, conflict) -> dict:
                      and isinstance(b.get("items"), list) and "additionalItems" not in b):
         out["items"] = _all_of([ra, rb])  # else items past the prefix stay unevaluated
     return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether two schemas are the same JSON (true and 1 told apart: `==` alone would not,
-    so it only rules out, cheaply, what differs)."""
-    return a is b or (a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))

@@ -8,11 +8,11 @@ from typing import Any
 from urllib.parse import quote
 
 from pse.json_schema import common
-from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _content, _exclusion, _pair_disjoint,
-                                    _types, _values)
+from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _content, _exclusion, _forbids,
+                                    _pair_disjoint, _same, _types, _values)
 from pse.json_schema.formats import _format_opposite
 from pse.json_schema.merge import (SOME_PROPERTY, _APPLICATORS, _OBJECT_SHAPE, _VALIDATION,
-                                   _all_of, _any_of, _numeric_bounds, _same)
+                                   _all_of, _any_of, _numeric_bounds)
 
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
@@ -73,6 +73,32 @@ def _discriminator(branches: list) -> tuple[str, dict[int, list]]:
     return best if len(best[1]) >= 2 else ("", {})
 
 
+def _required_and_listed(sub: dict) -> frozenset:
+    """The names `sub` requires and lists in properties (see opposite_shape)."""
+    required, props = sub.get("required"), sub.get("properties")
+    if not isinstance(required, list) or not isinstance(props, dict):
+        return frozenset()
+    return frozenset(n for n in required if isinstance(n, str) and n in props)
+
+
+def _key_discriminator(branches: list) -> dict[int, str]:
+    """Object branches told apart by a property: for each (two at least), the name of a
+    property it requires and every other one of them forbids; {} when there are not two."""
+    keyed = {i: list(b["required"]) for i, b in enumerate(branches)
+             if isinstance(b, dict) and _types(b) <= {"object"}
+             and isinstance(b.get("required"), list)}
+    while True:  # (a branch left out may have been the one forbidding another's name)
+        chosen = {}
+        for i, names in keyed.items():
+            name = next((n for n in names if isinstance(n, str) and all(
+                _forbids(branches[j], n) for j in keyed if j != i)), None)
+            if name is not None:
+                chosen[i] = name
+        if len(chosen) == len(keyed) or len(chosen) < 2:
+            return chosen if len(chosen) >= 2 else {}
+        keyed = {i: keyed[i] for i in chosen}
+
+
 class _Negation:
     """The _Compiler methods for not (a mixin of compile._Compiler)."""
 
@@ -124,10 +150,18 @@ class _Negation:
             # a conjunction of keywords that each hold on their own (the object shape and
             # the condition each as one): one of them fails
             singles = [k for k in sub if k not in shape and k not in condition]
-            groups = [g for g in (shape, condition) if g] + [{k: sub[k]} for k in singles]
             if not set(singles) <= _SELF_CONTAINED:
                 return None
-            parts = [self.opposite(g, pointer, depth + 1, keys, within) for g in groups]
+            fused = _required_and_listed(sub) if shape else frozenset()
+            if fused:  # (see opposite_shape's `absent_too`)
+                left = [n for n in sub["required"] if n not in fused]
+                sub = {**sub, "required": left} if left else {
+                    k: v for k, v in sub.items() if k != "required"}
+                singles = [k for k in singles if k in sub]
+            parts = [self.opposite_shape(shape, pointer, depth, keys, within, fused)] \
+                if shape else []
+            parts += [self.opposite(g, pointer, depth + 1, keys, within)
+                      for g in [condition] * bool(condition) + [{k: sub[k]} for k in singles]]
             if any(p is None for p in parts):
                 return None
             return _any_of(parts)
@@ -256,7 +290,7 @@ class _Negation:
             return None
         pairs = [_all_of([branches[i], branches[j]]) for i in range(len(branches))
                  for j in range(i + 1, len(branches))
-                 if not _pair_disjoint(resolved[i], resolved[j])]
+                 if not _pair_disjoint(resolved[i], resolved[j], self.shallow(pointer))]
         if len(pairs) > MAX_ONE_OF_PAIRS:
             return None
         return _any_of([none, *pairs])
@@ -270,6 +304,9 @@ class _Negation:
         union is their product, this grows with the branches. (`resolved`: the branches
         resolved shallowly, see `resolve_shallow`.)"""
         name, cases = _discriminator(resolved)
+        keyed = _key_discriminator(resolved)
+        if len(keyed) > len(cases):
+            return self.opposite_keyed(branches, keyed, pointer, depth, keys)
         parts = [self.opposite(b, pointer, depth + 1, keys)
                  for i, b in enumerate(branches) if i not in cases]
         if cases:
@@ -286,13 +323,34 @@ class _Negation:
                 for values, fails in zip(cases.values(), inside))]))
         return None if any(p is None for p in parts) else _all_of(parts)
 
+    def opposite_keyed(self, branches: list, keyed: dict[int, str], pointer: str, depth: int,
+                       keys: frozenset | None) -> Any:
+        """The values no branch holds for, where some object branches are told apart by a
+        property each requires and the others forbid (see `_key_discriminator`): none of
+        those properties present, or one present and its branch failing (the others fail
+        wherever it is present). The other branches fail as well."""
+        parts = [self.opposite(b, pointer, depth + 1, keys)
+                 for i, b in enumerate(branches) if i not in keyed]
+        cases = [{"properties": {name: False for name in keyed.values()}}]
+        for i, name in keyed.items():
+            fails = self.opposite(branches[i], pointer, depth + 1, keys)
+            if fails is None:
+                return None
+            cases.append(_all_of([{"type": "object", "required": [name]}, fails]))
+        return None if any(p is None for p in parts) else _all_of([*parts, _any_of(cases)])
+
     def opposite_shape(self, shape: dict, pointer: str, depth: int,
-                       keys: frozenset | None, within: dict | None = None) -> Any:
+                       keys: frozenset | None, within: dict | None = None,
+                       absent_too: frozenset = frozenset()) -> Any:
         """The opposite of properties, patternProperties and additionalProperties (any of
         them): an object with a listed property present and failing its schema, a key a
         pattern finds failing the pattern's schema, or another key failing
         additionalProperties. Where the names the object can have are known (`keys`), these
-        are required names; else the keys not listed are a SOME_PROPERTY requirement."""
+        are required names; else the keys not listed are a SOME_PROPERTY requirement.
+        `absent_too`: listed names that were also required, whose absence fails too: "absent
+        or failing its schema" is one object shape where "absent" and "present and failing"
+        would be two branches (a union less to multiply out wherever the opposite meets
+        others)."""
         props = shape.get("properties") or {}
         patterns = shape.get("patternProperties") or {}
         if not isinstance(props, dict) or not isinstance(patterns, dict):
@@ -300,6 +358,12 @@ class _Negation:
         branches = []
         held = (within or {}).get("properties") or {}
         for name, schema in props.items():
+            if name in absent_too:
+                fails = self.opposite(schema, pointer, depth + 1)
+                if fails is None:
+                    return None
+                branches.append({"properties": {name: fails}})
+                continue
             if keys is not None and name not in keys:
                 continue  # never present
             if isinstance(held, dict) and name in held and _same(held[name], schema):
@@ -327,7 +391,10 @@ class _Negation:
             for name in sorted(keys):
                 if allowed is None or allowed.matches(_content(name)):
                     branches.append({"required": [name], "properties": {name: fails}})
-        return {"type": "object", "anyOf": branches} if branches else False
+        if not branches:
+            return False
+        return {"type": "object", **branches[0]} if len(branches) == 1 \
+            else {"type": "object", "anyOf": branches}
 
     def negate(self, node: dict, pointer: str) -> dict | None:
         """`node` with its `not` folded in where that is exact: `not {}` (nothing is valid),

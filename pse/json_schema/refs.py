@@ -4,12 +4,12 @@ document, and the dynamic scope a reference resolves in.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import unquote, urljoin
 
 from pse.errors import SchemaError
 from pse.machines import Forward, StateMachine
-from pse.json_schema.merge import _same
+from pse.json_schema.common import _same
 
 # Keywords whose value is a schema or a list of schemas, and those whose value maps names
 # to schemas: where `index` looks for identifiers.
@@ -221,6 +221,10 @@ class _Refs:
                     node, ref, self.drafts.get(base, self.draft)))
             node = self.outside[id(node)][1]
         return node
+
+    def shallow(self, pointer: str) -> Callable[[Any], Any]:
+        """`resolve_shallow` at `pointer`, as a function of the node alone."""
+        return lambda node: self.resolve_shallow(node, pointer)
 
     def resolve_shallow(self, node: Any, pointer: str) -> Any:
         """`node` with a top-level $ref and allOf merged in (see `merge_all`): the same
