@@ -163,11 +163,13 @@ _DISJOINT_POOL = [
     {"type": "object", "required": ["m"]}, {"properties": {"k": False}},
     {"pattern": "^b"}, {"enum": ["ab", "ba", 2.0, True]}, {"type": "integer"},
     {"not": {"enum": ["a", 1]}}, {"type": "string", "not": {"pattern": "^b"}},
+    {"type": "string", "minLength": 2}, {"type": "string", "maxLength": 1},
+    {"type": "array", "maxItems": 0}, {"type": ["array", "string"], "minItems": 1},
     {"type": "object", "properties": {"k": {"allOf": [{"enum": ["ab", "ba"]},
                                                       {"pattern": "a$"}]}}}]
 _DISJOINT_VALUES = [None, "a", "b", 1, 2, True, "ab", "ba", {}, {"k": "a"}, {"k": "b"}, {"k": 1},
                     {"m": 1}, {"k": "a", "m": 0}, {"k": "b", "m": 0}, {"m": 1, "n": 2},
-                    {"k": "ab"}, {"k": "ba"}]
+                    {"k": "ab"}, {"k": "ba"}, [], [1], ["a", "b"]]
 
 
 @settings(max_examples=300)
@@ -311,7 +313,21 @@ _FIELD_VALUES = [{}, {"o0": True}, {"o0": True, "o9": False}, {"o0": 1}, {"type"
                      for t in _FIELD_TYPES for i, j in ((0, 1), (2, 7), (4, 9)))]
 
 
+# kinds told apart by a required "kind", written without "type": "object" (every kind
+# holds for any other value), and the same kinds as objects or strings of one length each
+_UNTYPED_KINDS = [{"required": ["kind"], "properties": {
+    "kind": {"const": f"k{i}"}, f"a{i}": {"type": "integer"}, f"b{i}": {"type": "string"},
+    "c": {"type": "boolean"}, f"d{i}": {"type": "null"}, f"e{i}": {"type": "array"}}}
+    for i in range(8)]
+_KIND_VALUES = [3, None, [], "x", "xx", "xxxxxxxxxx", {}, {"kind": "k1"}, {"kind": "k1", "a1": 1},
+                {"kind": "k1", "a1": "x"}, {"kind": "k9"}, {"a1": 1}, {"kind": "k7", "e7": [1]},
+                {"kind": "k7", "e6": 1}]
+
+
 @pytest.mark.parametrize("schema, values", [
+    ({"oneOf": _UNTYPED_KINDS}, _KIND_VALUES),
+    ({"oneOf": [{**kind, "type": ["object", "string"], "minLength": i + 1, "maxLength": i + 1}
+                for i, kind in enumerate(_UNTYPED_KINDS)]}, _KIND_VALUES),
     ({"$schema": "http://json-schema.org/draft-07/schema#", **_FIELD}, _FIELD_VALUES),
     ({"$defs": _TYPE_DEFS, "$ref": "#/$defs/types"}, _TYPE_VALUES),
     (_ASSERTIONS, _ASSERTION_VALUES),
@@ -331,7 +347,8 @@ def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
     # types share no value either, once references inside are followed (a named type is
     # `not` a primitive). A field's options, each allowed with some of its types, are
     # taken case by case on the type, where present or absent for each one they made 2**10
-    # combinations. (The limit lowered: each schema multiplied out past it.)
+    # combinations. Kinds that share every value but objects have objects and the other
+    # values compiled apart. (The limit lowered: each schema multiplied out past it.)
     monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 1000)
     machine = JsonSchema(schema, property_order="any")
     validator = jsonschema.validators.validator_for(schema)(schema)

@@ -205,16 +205,13 @@ def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
         return False
     if "allOf" in a or "allOf" in b:  # (merged branches: a property's schemas side by side)
         ca, cb = _conjuncts(a), _conjuncts(b)
-        if any(_pair_disjoint(x, y, resolve, depth + 1) for x in ca for y in cb):
-            return True
-        va, vb = _possible_values(ca), _possible_values(cb)
-        return va is not None and vb is not None and not va & vb
+        return any(_pair_disjoint(x, y, resolve, depth + 1) for x in ca for y in cb) \
+            or _possible_values(ca + cb) == set()
     if not _types(a) & _types(b):
         return True
-    va, vb = _possible_values([a]), _possible_values([b])
-    if va is not None and vb is not None and not va & vb:
+    if _possible_values([a, b]) == set():  # (values one lists, the other's type or pattern)
         return True
-    if _refuses(a, b, resolve) or _refuses(b, a, resolve):
+    if _refuses(a, b, resolve) or _refuses(b, a, resolve) or _lengths_apart(a, b):
         return True
     if _types(a) <= {"object"} or _types(b) <= {"object"}:
         pa, pb = a.get("properties") or {}, b.get("properties") or {}
@@ -233,6 +230,20 @@ def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
 
 # How deep `_pair_disjoint` follows properties (recursive schemas would go on forever).
 _DISJOINT_DEPTH = 8
+
+
+def _lengths_apart(a: dict, b: dict) -> bool:
+    """Whether both branches hold only for strings (or only arrays, or only objects) whose
+    length bounds leave no length to both."""
+    for kind, low, high in (("string", "minLength", "maxLength"), ("array", "minItems", "maxItems"),
+                            ("object", "minProperties", "maxProperties")):
+        if _types(a) <= {kind} and _types(b) <= {kind}:
+            bounds = [(x.get(low, 0), x.get(high, math.inf)) for x in (a, b)]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   for pair in bounds for v in pair):
+                (lo_a, hi_a), (lo_b, hi_b) = bounds
+                return hi_a < lo_b or hi_b < lo_a
+    return False
 
 
 def _refuses(a: dict, b: dict, resolve: Callable[[Any], Any] | None) -> bool:

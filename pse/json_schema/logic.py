@@ -9,7 +9,8 @@ from typing import Any
 
 from pse.errors import SchemaError
 from pse.machines import AnyOf, StateMachine
-from pse.json_schema.common import _ANNOTATIONS, _escape, _json_key, _pair_disjoint
+from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _escape, _json_key,
+                                    _pair_disjoint, _types)
 from pse.json_schema.merge import _all_of, _merge
 
 def _reads_evaluation(node: Any) -> bool:
@@ -58,6 +59,37 @@ def _listed_dependencies(dependent: dict, resolve) -> tuple[str, dict[str, list]
     if name is None or name in dependent or len(values) < 2:
         return None
     return name, values
+
+
+# Keywords that only objects are held to.
+_OBJECT_KEYWORDS = frozenset([
+    "properties", "patternProperties", "additionalProperties", "required", "minProperties",
+    "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+    "unevaluatedProperties"])
+
+
+def _literals_together(branches: list) -> list[tuple[int, Any]]:
+    """A union's branches with their indices, those that only list values (enum, const) as
+    one list at the first one's index: one machine where there were as many as branches.
+    (oneOf's branches are made disjoint first: see exclusive.)"""
+    listed = {i: [b["const"]] if "const" in b else b["enum"] for i, b in enumerate(branches)
+              if isinstance(b, dict) and set(_bare(b)) in ({"enum"}, {"const"})
+              and isinstance(b.get("enum", []), list)}
+    if len(listed) < 2:
+        return list(enumerate(branches))
+    first = min(listed)
+    values = list({_json_key(v): v for i in listed for v in listed[i]}.values())
+    return [(i, {"enum": values} if i == first else b) for i, b in enumerate(branches)
+            if i == first or i not in listed]
+
+
+def _only_objects(schema: Any) -> Any:
+    """`schema` where the value is an object too."""
+    if not isinstance(schema, dict):
+        return schema
+    if "object" not in _types(schema):
+        return False
+    return {**schema, "type": "object"}
 
 
 def _bare(schema: Any) -> Any:
@@ -212,9 +244,12 @@ class _Logic:
         branches = node[key]
         self.check_evaluation(rest, branches, key, pointer)
         if key == "oneOf" and len(branches) > 1:
+            split = self.objects_apart(node, branches, rest, pointer)
+            if split is not None:
+                return split
             branches = self.exclusive(branches, rest, pointer)
         machines = []
-        for i, sub in enumerate(branches):
+        for i, sub in _literals_together(branches):
             if rest and sub is not False:
                 sub = {**rest, "allOf": [*rest.get("allOf", ()), sub]} if sub is not True \
                     else rest
@@ -251,6 +286,38 @@ class _Logic:
         return [self.resolve_shallow(
             {**rest, "allOf": [*rest.get("allOf", ()), b]} if rest and isinstance(b, dict)
             else rest if rest and b is True else b, pointer) for b in branches]
+
+    def objects_apart(self, node: dict, branches: list, rest: dict,
+                      pointer: str) -> StateMachine | None:
+        """oneOf whose branches share no object, though they share other values (object
+        branches told apart by a property, written without `"type": "object"`: each holds
+        for every string), with objects and the other values compiled apart: the objects
+        need no opposites (each branch less the others). None where that does not hold."""
+        resolved = self.resolved_branches(branches, rest, pointer)
+        kinds = [_types(r) if isinstance(r, dict) else frozenset() for r in resolved]
+        if not any("object" in k for k in kinds) or not any(k - {"object"} for k in kinds):
+            return None
+        resolve = self.shallow(pointer)
+        pairs = list(itertools.combinations(range(len(resolved)), 2))
+        objects = [_only_objects(r) for r in resolved]
+        if all(_pair_disjoint(resolved[i], resolved[j], resolve) for i, j in pairs) \
+                or not all(_pair_disjoint(objects[i], objects[j], resolve) for i, j in pairs):
+            return None
+        others = sorted(_ALL_TYPES - {"object"})
+        if all(isinstance(r, bool) or (isinstance(r, dict) and "allOf" not in r
+                                       and "$ref" not in r) for r in resolved):
+            # the other values: each branch without what only objects are asked
+            apart = {"type": others, "oneOf": [
+                {k: v for k, v in r.items() if k not in _OBJECT_KEYWORDS}
+                if isinstance(r, dict) else r for r in resolved]}
+        else:
+            apart = {**node, "allOf": [*node.get("allOf", ()), {"type": others}]}
+        machines = [self.compile({**node, "allOf": [*node.get("allOf", ()), {"type": "object"}]},
+                                 pointer), self.compile(apart, pointer)]
+        machines = [m for m in machines if m is not None]
+        if not machines:
+            return None
+        return machines[0] if len(machines) == 1 else AnyOf(*machines)
 
     def exclusive(self, branches: list, rest: dict, pointer: str) -> list:
         """oneOf's branches as anyOf branches: each one also fails the branches it may
