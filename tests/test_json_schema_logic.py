@@ -324,7 +324,20 @@ _KIND_VALUES = [3, None, [], "x", "xx", "xxxxxxxxxx", {}, {"kind": "k1"}, {"kind
                 {"kind": "k7", "e6": 1}]
 
 
+# tasks named by a union of literal names (with keywords of their own), each task's inputs
+# chosen by a pattern on the name
+_TASKS = {"type": "object", "properties": {"task": {"anyOf": [
+    {"enum": [f"T{i}@1"], "doNotSuggest": False} for i in range(40)]}},
+    "anyOf": [{"required": ["task"], "properties": {
+        "task": {"pattern": f"^T{i}@1$"}, "inputs": {"type": "object", "properties": {
+            f"in{i}": {"type": "string"}}, "additionalProperties": False}}} for i in range(40)]}
+_TASK_VALUES = [{"task": "T1@1"}, {"task": "T1@2"}, {"task": "X"}, {"task": "T3@1", "inputs": {}},
+                {"task": "T3@1", "inputs": {"in3": "a"}}, {"task": "T3@1", "inputs": {"in4": "a"}},
+                {"task": "T39@1", "inputs": {"in39": 1}}, {}, "T1@1"]
+
+
 @pytest.mark.parametrize("schema, values", [
+    (_TASKS, _TASK_VALUES),
     ({"oneOf": _UNTYPED_KINDS}, _KIND_VALUES),
     ({"oneOf": [{**kind, "type": ["object", "string"], "minLength": i + 1, "maxLength": i + 1}
                 for i, kind in enumerate(_UNTYPED_KINDS)]}, _KIND_VALUES),
@@ -348,7 +361,8 @@ def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
     # `not` a primitive). A field's options, each allowed with some of its types, are
     # taken case by case on the type, where present or absent for each one they made 2**10
     # combinations. Kinds that share every value but objects have objects and the other
-    # values compiled apart. (The limit lowered: each schema multiplied out past it.)
+    # values compiled apart. A union of literal names is one list where it meets each
+    # task's pattern. (The limit lowered: each schema multiplied out past it.)
     monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 1000)
     machine = JsonSchema(schema, property_order="any")
     validator = jsonschema.validators.validator_for(schema)(schema)

@@ -4,6 +4,7 @@ values and automata.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import math
@@ -37,6 +38,19 @@ def _unrolled_length(lo: int, hi: int | None) -> bool:
     return (hi is None and lo <= MAX_UNROLLED_LENGTH) or (hi is not None
                                                          and hi <= MAX_UNROLLED_LENGTH)
 
+# Keywords that change what is valid (a conflict between allOf branches on any other key is
+# no conflict at all).
+_VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+               "exclusiveMinimum", "maxLength", "minLength", "pattern", "items", "prefixItems",
+               "additionalItems", "maxItems", "minItems", "uniqueItems", "contains",
+               "maxContains", "minContains", "maxProperties", "minProperties", "required",
+               "properties", "patternProperties", "additionalProperties", "dependencies",
+               "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
+               "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
+
+# Keywords that apply subschemas to the instance itself.
+_APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
+
 # Subschemas nested (through properties, items, applicators, references being expanded) deeper
 # than this are refused with the pointer, well before Python's recursion limit.
 MAX_SCHEMA_DEPTH = 100
@@ -48,6 +62,44 @@ def _of_types(values: list, types: Any) -> list:
     return [v for v in values if _json_type(v) in types
             or (_json_type(v) == "integer" and "number" in types)
             or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
+
+
+def _literal_values(schema: Any) -> list | None:
+    """The values a schema allows when they are a few literals (None: not that kind)."""
+    if not isinstance(schema, dict):
+        return None
+    schema = _validating(schema)
+    keys = set(schema) - {"type"}
+    if "type" in schema and not (isinstance(schema["type"], str) or (
+            isinstance(schema["type"], list) and all(isinstance(t, str) for t in schema["type"]))):
+        return None  # malformed: the general path says so
+    if keys == {"const"} or (keys == {"enum"} and isinstance(schema["enum"], list)):
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if "type" in schema:
+            values = _of_types(values, schema["type"])
+        return _distinct(values)
+    if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
+        return [True, False] if schema["type"] == "boolean" else [None]
+    for union in ("anyOf", "oneOf"):
+        if keys == {union} and isinstance(schema[union], list) and schema[union]:
+            parts = [_literal_values(b) for b in schema[union]]
+            if any(p is None for p in parts):
+                return None
+            # anyOf: the values of any branch; oneOf: those of exactly one
+            times = collections.Counter(_json_key(v) for p in parts for v in _distinct(p))
+            values = _distinct([v for p in parts for v in p
+                                if union == "anyOf" or times[_json_key(v)] == 1])
+            return _of_types(values, schema["type"]) if "type" in schema else values
+    return None
+
+
+def _validating(schema: Any) -> Any:
+    """`schema`'s keywords that change what is valid (annotations and unknown keywords are
+    left out; pse's own are kept); a boolean schema as it is."""
+    if not isinstance(schema, dict):
+        return schema
+    return {k: v for k, v in schema.items() if k not in _ANNOTATIONS and (
+        k in _VALIDATION or k in _APPLICATORS or k.startswith("pse:"))}
 
 
 def _dumps(v: Any) -> bytes:

@@ -14,8 +14,8 @@ from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json
 from pse.machines import AnyOf, DfaTerminal, StateMachine
 from pse.json_schema.common import (_ANNOTATIONS, _distinct, _dumps, _exclusion, _json_key,
-                                    _json_type, _of_types)
-from pse.json_schema.merge import _APPLICATORS, _VALIDATION, _all_of
+                                    _json_type, _of_types, _validating)
+from pse.json_schema.merge import _all_of
 
 @functools.lru_cache(maxsize=1024)
 def _literal_trie(texts: tuple, integers: tuple, decimals: tuple) -> automaton.DFA:
@@ -76,9 +76,7 @@ class _Enums:
             if not isinstance(values, list) or not values:
                 raise SchemaError(f"{pointer}/enum: must be a non-empty array")
         # (unknown keywords are annotations: {"type": "string", "readonly": true} is a type)
-        rest = {k: v for k, v in node.items() if k not in ("const", "enum")
-                and k not in _ANNOTATIONS and (k in _VALIDATION or k in _APPLICATORS
-                                               or k.startswith("pse:"))}
+        rest = {k: v for k, v in _validating(node).items() if k not in ("const", "enum")}
         if "const" in node and "enum" in node:
             rest["enum"] = node["enum"]
         excluded = _exclusion(rest.get("not"))

@@ -9,8 +9,8 @@ from typing import Any
 
 from pse.errors import SchemaError
 from pse.machines import AnyOf, StateMachine
-from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _escape, _json_key,
-                                    _pair_disjoint, _types)
+from pse.json_schema.common import (_ALL_TYPES, _distinct, _escape, _json_key, _literal_values,
+                                    _pair_disjoint, _types, _validating)
 from pse.json_schema.merge import _all_of, _merge
 
 def _reads_evaluation(node: Any) -> bool:
@@ -42,12 +42,12 @@ def _listed_dependencies(dependent: dict, resolve) -> tuple[str, dict[str, list]
     each key's values); None otherwise."""
     name, values = None, {}
     for key, sub in dependent.items():
-        sub = _bare(resolve(sub))
+        sub = _validating(resolve(sub))
         props = sub.get("properties") if isinstance(sub, dict) else None
         if not isinstance(props, dict) or set(sub) != {"properties"} or len(props) != 1:
             return None
         (prop, schema), = props.items()
-        schema = _bare(resolve(schema))
+        schema = _validating(resolve(schema))
         if not isinstance(schema, dict) or set(schema) not in ({"enum"}, {"const"}) \
                 or name not in (None, prop):
             return None
@@ -72,13 +72,11 @@ def _literals_together(branches: list) -> list[tuple[int, Any]]:
     """A union's branches with their indices, those that only list values (enum, const) as
     one list at the first one's index: one machine where there were as many as branches.
     (oneOf's branches are made disjoint first: see exclusive.)"""
-    listed = {i: [b["const"]] if "const" in b else b["enum"] for i, b in enumerate(branches)
-              if isinstance(b, dict) and set(_bare(b)) in ({"enum"}, {"const"})
-              and isinstance(b.get("enum", []), list)}
+    listed = {i: values for i, b in enumerate(branches) if (values := _literal_values(b))}
     if len(listed) < 2:
         return list(enumerate(branches))
     first = min(listed)
-    values = list({_json_key(v): v for i in listed for v in listed[i]}.values())
+    values = _distinct([v for i in listed for v in listed[i]])
     return [(i, {"enum": values} if i == first else b) for i, b in enumerate(branches)
             if i == first or i not in listed]
 
@@ -90,12 +88,6 @@ def _only_objects(schema: Any) -> Any:
     if "object" not in _types(schema):
         return False
     return {**schema, "type": "object"}
-
-
-def _bare(schema: Any) -> Any:
-    """`schema` without its annotations."""
-    return {k: v for k, v in schema.items() if k not in _ANNOTATIONS} \
-        if isinstance(schema, dict) else schema
 
 
 class _Logic:

@@ -11,23 +11,11 @@ from typing import Any, Callable
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import json_char_class
 from pse.regex import compile_regex, search_for_all
-from pse.json_schema.common import _ANNOTATIONS, _json_key, _same
+from pse.json_schema.common import (_ANNOTATIONS, _VALIDATION, _json_key,
+                                    _literal_values, _same)
 
 # A contains and the counts that go with it.
 _CONTAINS = ("contains", "minContains", "maxContains")
-
-# Keywords that change what is valid (a conflict between allOf branches on any other key is
-# no conflict at all).
-_VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-               "exclusiveMinimum", "maxLength", "minLength", "pattern", "items", "prefixItems",
-               "additionalItems", "maxItems", "minItems", "uniqueItems", "contains",
-               "maxContains", "minContains", "maxProperties", "minProperties", "required",
-               "properties", "patternProperties", "additionalProperties", "dependencies",
-               "dependentRequired", "dependentSchemas", "propertyNames", "if", "then", "else",
-               "not", "format", "unevaluatedItems", "unevaluatedProperties", "$ref"}
-
-# Keywords that apply subschemas to the instance itself.
-_APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 
 # A keyword of pse's own, never read from a user's schema (see `in_dialect`): a list of
 # {"names": a schema for key names, "value": a schema, "else": the values "value" rejects},
@@ -67,7 +55,7 @@ def _merge(a: dict, b: dict, conflict, same: Callable[[Any, Any], bool] | None =
     (additionalProperties, items after prefixItems) are merged by what they mean; a union
     both have (the same object, or what `same` says is the same) is kept once."""
     same = same or operator.is_
-    a, b = _numeric_bounds(a), _numeric_bounds(b)
+    a, b = _numeric_bounds(_union_as_enum(a)), _numeric_bounds(_union_as_enum(b))
     shapes = {}
     for keys, merge in ((_OBJECT_SHAPE, _merge_object_shape), (_ARRAY_SHAPE, _merge_array_shape)):
         if any(k in a for k in keys) and any(k in b for k in keys):
@@ -151,6 +139,22 @@ def _alternatives(schema: Any) -> list:
     if isinstance(schema, dict) and set(schema) == {"anyOf"} and isinstance(schema["anyOf"], list):
         return schema["anyOf"]
     return [schema]
+
+
+def _union_as_enum(schema: dict) -> dict:
+    """`schema` with an anyOf of literal values (enum, const) as one enum: a list merges
+    with what is beside it (a pattern, another list), a union is multiplied out."""
+    values = _literal_values({"anyOf": schema["anyOf"]}) if "anyOf" in schema else None
+    if not values:
+        return schema
+    out = {k: v for k, v in schema.items() if k != "anyOf"}
+    if isinstance(out.get("enum"), list):  # both hold
+        listed = {_json_key(v) for v in out["enum"]}
+        values = [v for v in values if _json_key(v) in listed]
+        if not values:
+            return schema
+    out["enum"] = values
+    return out
 
 
 def _any_of(schemas: list) -> Any:

@@ -8,11 +8,10 @@ from typing import Any
 from urllib.parse import quote
 
 from pse.json_schema import common
-from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _content, _exclusion, _forbids,
-                                    _pair_disjoint, _same, _types, _values)
+from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _APPLICATORS, _VALIDATION, _content,
+                                    _exclusion, _forbids, _pair_disjoint, _same, _types, _values)
 from pse.json_schema.formats import _format_opposite
-from pse.json_schema.merge import (SOME_PROPERTY, _APPLICATORS, _OBJECT_SHAPE, _VALIDATION,
-                                   _all_of, _any_of, _numeric_bounds)
+from pse.json_schema.merge import SOME_PROPERTY, _OBJECT_SHAPE, _all_of, _any_of, _numeric_bounds
 
 # The most pairs of overlapping branches the opposite of a oneOf lists (each "these two
 # both hold" is a branch of its own).
