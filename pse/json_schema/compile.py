@@ -56,10 +56,10 @@ def _colon(ws: int) -> DfaTerminal:
     return DfaTerminal(compile_regex(pattern), "colon", key=("regex", pattern))
 # Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
 # oneOf's branches apart) are multiplied out, one subschema per combination; past this the
-# schema is refused with a clear error instead of minutes and gigabytes (every maskbench
-# schema that compiles needs under 55,000, all but one under 14,000; a crafted schema that
-# reaches the limit has taken about half a gigabyte by then: tests/test_limits.py).
-MAX_SCHEMA_NODES = 60_000
+# schema is refused with a clear error instead of seconds and gigabytes (every maskbench
+# schema that compiles needs under 8,200: Github_medium---o3626 8,114; one that reaches the
+# limit has taken about a second).
+MAX_SCHEMA_NODES = 20_000
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
