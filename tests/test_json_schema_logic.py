@@ -66,19 +66,24 @@ _ONE_OF_BRANCHES = st.sampled_from([
     {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
     {"patternProperties": {"^a": {"type": "string"}}},
     {"patternProperties": {"^b": {"type": "integer"}}, "additionalProperties": False},
-    {"propertyNames": {"maxLength": 1}}, {"type": "object", "maxProperties": 1}])
+    {"propertyNames": {"maxLength": 1}}, {"type": "object", "maxProperties": 1},
+    {"required": ["k"], "properties": {"k": {"const": "p"}}},
+    {"required": ["k"], "properties": {"k": {"const": "q"}}, "maxLength": 1},
+    {"anyOf": [{"const": "x"}, {"const": False}, {"enum": ["xy", None]}]}])
 
 
 _ONE_OF_VALUES = [None, True, 0, 1.5, "x", "xy", "", [], ["x"], ["xy", "z"], [1], {}, {"a": "x"},
                   {"a": "y"}, {"b": 1}, {"a": "x", "b": 1}, {"a": "y", "b": 2}, {"c": 1},
                   {"a": 1}, {"b": "s"}, {"a": "x", "c": "s"}, {"ab": 1}, {"bb": "s"},
-                  {"a": "x", "bc": 1}, {"ab": "x", "b": 1, "c": 2}, {"bc": 1, "c": "s"}]
+                  {"a": "x", "bc": 1}, {"ab": "x", "b": 1, "c": 2}, {"bc": 1, "c": "s"},
+                  {"k": "p"}, {"k": "q"}, {"k": "p", "a": "x"}, {"k": "q", "b": 1}, {"k": 1}]
 
 
 @settings(max_examples=400)
 @given(branches=st.lists(_ONE_OF_BRANCHES, min_size=2, max_size=3),
        rest=st.sampled_from([{}, {"type": "object"}, {"minProperties": 1}, {"maxProperties": 2},
-                             {"properties": {"a": {}}, "additionalProperties": False}]))
+                             {"properties": {"a": {}}, "additionalProperties": False},
+                             {"type": ["object", "string"]}]))
 def test_overlapping_one_of_agrees_with_jsonschema(branches, rest):
     schema = {**rest, "oneOf": branches}
     validator = jsonschema.Draft202012Validator(schema)

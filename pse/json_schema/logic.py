@@ -285,6 +285,8 @@ class _Logic:
         branches told apart by a property, written without `"type": "object"`: each holds
         for every string), with objects and the other values compiled apart: the objects
         need no opposites (each branch less the others). None where that does not hold."""
+        if "allOf" in node:  # (what did not merge: each part would be split again)
+            return None
         resolved = self.resolved_branches(branches, rest, pointer)
         kinds = [_types(r) if isinstance(r, dict) else frozenset() for r in resolved]
         if not any("object" in k for k in kinds) or not any(k - {"object"} for k in kinds):
@@ -297,7 +299,8 @@ class _Logic:
             return None
         others = sorted(_ALL_TYPES - {"object"})
         if all(isinstance(r, bool) or (isinstance(r, dict) and "allOf" not in r
-                                       and "$ref" not in r) for r in resolved):
+                                       and not any(k.startswith("$") for k in r))
+               for r in resolved):  # (no reference, no resource of its own)
             # the other values: each branch without what only objects are asked
             apart = {"type": others, "oneOf": [
                 {k: v for k, v in r.items() if k not in _OBJECT_KEYWORDS}
