@@ -95,3 +95,15 @@ def test_large_item_bounds_compile_without_unrolling():
     for n in (0, 299, 300, 1000):
         text = json.dumps(list(range(n)), separators=(",", ":"))
         assert m.matches(text) == (n >= 300)
+
+
+def test_unique_items_of_listed_values_beside_unknown_keywords():
+    # a list of values with keywords of a tool's own beside it (annotations) is still a list:
+    # unique items over it are counted as over any list of literals (it was refused as items
+    # that can run out of new values)
+    schema = {"type": "array", "uniqueItems": True,
+              "items": {"enum": [1, 2, "a"], "markdownDescription": "one of three"}}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in [[], [1], [1, 2, "a"], [1, 1], [2, "a", 2], [3], ["a", "b"]]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value

@@ -377,6 +377,40 @@ def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+_DRAFT4 = "http://json-schema.org/draft-04/schema#"
+_NUMBERED = [{"type": "integer", "enum": [1, 2]}, {"enum": ["a"]}]
+
+
+@pytest.mark.parametrize("schema, values", [
+    # literal branches merged into one list keep what their type says (1.0 is no integer in
+    # draft 4)
+    ({"$schema": _DRAFT4, "anyOf": _NUMBERED}, [1, 1.0, 2.0, "a", 3]),
+    ({"$schema": _DRAFT4, "oneOf": _NUMBERED}, [1, 1.0, 2.0, "a", 3]),
+    ({"$schema": _DRAFT4, "allOf": [{"anyOf": _NUMBERED}, {"minimum": 0}]}, [1, 1.0, "a"]),
+    # dependencies taken case by case list the property in every case: not beside
+    # unevaluatedProperties, where that would count it as evaluated
+    ({"dependentSchemas": {"k1": {"properties": {"p": {"enum": ["x"]}}},
+                           "k2": {"properties": {"p": {"enum": ["y"]}}}},
+      "properties": {"k1": {}, "k2": {}}, "unevaluatedProperties": False},
+     [{}, {"p": "x"}, {"p": 1}, {"k1": 0}, {"k1": 0, "p": "x"}, {"k1": 0, "p": "y"}]),
+    # the same text under another base refers to another schema: no proof of disjointness
+    ({"$defs": {"q": {"type": "string"}}, "oneOf": [
+        {"$id": "http://example.com/b", "$defs": {"q": {"type": "integer"}},
+         "properties": {"p": {"$ref": "#/$defs/q"}}},
+        {"not": {"properties": {"p": {"$ref": "#/$defs/q"}}}}]},
+     [{"p": 1}, {"p": "s"}, {"p": None}, 3]),
+    # listed values of several types beside a type: objects and the rest split once
+    ({"oneOf": [{"enum": [{"a": 1}, "b"]}, {"type": "string"}]}, [{"a": 1}, "b", "c", {"a": 2}]),
+    ({"oneOf": [{"const": {"a": 1}}, {"const": "a"}, {"const": {"a": 2}}, {"type": "string"}]},
+     [{"a": 1}, {"a": 2}, "a", "b", {}])])
+def test_shortcuts_keep_the_meaning(schema, values):
+    # (each of these was judged otherwise, or refused, by the first version of a shortcut)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    machine = JsonSchema(schema, property_order="any")
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 _KINDS = ["a", "b", "c", 1, None]
 
 

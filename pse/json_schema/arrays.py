@@ -4,6 +4,7 @@ counts, and uniqueItems.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 from typing import Any
@@ -15,7 +16,8 @@ from pse.machines import AnyOf, Chain, Phrase, StateMachine
 from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
 from pse.json_schema import common
 from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _every_state_loops,
-                                    _json_type, _literal_values, _unrolled_length)
+                                    _json_key, _json_type,
+                                    _of_types, _unrolled_length, _validating)
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
 from pse.json_schema.merge import _CONTAINS, _all_of
 
@@ -39,6 +41,35 @@ def _with_siblings(siblings: dict, branch: Any) -> Any:
            for k, v in branch.items()):
         return None
     return {**siblings, **branch}
+
+
+def _literal_values(schema: Any) -> list | None:
+    """The values a schema allows when they are a few literals (None: not that kind)."""
+    if not isinstance(schema, dict):
+        return None
+    schema = _validating(schema)  # (unknown keywords are annotations too)
+    keys = set(schema) - {"type"}
+    if "type" in schema and not (isinstance(schema["type"], str) or (
+            isinstance(schema["type"], list) and all(isinstance(t, str) for t in schema["type"]))):
+        return None  # malformed: the general path says so
+    if keys == {"const"} or (keys == {"enum"} and isinstance(schema["enum"], list)):
+        values = [schema["const"]] if "const" in schema else schema["enum"]
+        if "type" in schema:
+            values = _of_types(values, schema["type"])
+        return _distinct(values)
+    if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
+        return [True, False] if schema["type"] == "boolean" else [None]
+    for union in ("anyOf", "oneOf"):
+        if keys == {union} and isinstance(schema[union], list) and schema[union]:
+            parts = [_literal_values(b) for b in schema[union]]
+            if any(p is None for p in parts):
+                return None
+            # anyOf: the values of any branch; oneOf: those of exactly one
+            times = collections.Counter(_json_key(v) for p in parts for v in _distinct(p))
+            values = _distinct([v for p in parts for v in p
+                                if union == "anyOf" or times[_json_key(v)] == 1])
+            return _of_types(values, schema["type"]) if "type" in schema else values
+    return None
 
 
 class _Arrays:

@@ -4,7 +4,6 @@ values and automata.
 
 from __future__ import annotations
 
-import collections
 import functools
 import json
 import math
@@ -64,32 +63,21 @@ def _of_types(values: list, types: Any) -> list:
             or (_json_type(v) == "number" and "integer" in types and float(v).is_integer())]
 
 
-def _literal_values(schema: Any) -> list | None:
-    """The values a schema allows when they are a few literals (None: not that kind)."""
+def _listed(schema: Any) -> list | None:
+    """The values of a schema that only lists them (enum or const, beside annotations and
+    unknown keywords: no type, which would filter them by draft), or of an anyOf of such
+    schemas; None otherwise."""
+    schema = _validating(schema)
     if not isinstance(schema, dict):
         return None
-    schema = _validating(schema)
-    keys = set(schema) - {"type"}
-    if "type" in schema and not (isinstance(schema["type"], str) or (
-            isinstance(schema["type"], list) and all(isinstance(t, str) for t in schema["type"]))):
-        return None  # malformed: the general path says so
-    if keys == {"const"} or (keys == {"enum"} and isinstance(schema["enum"], list)):
-        values = [schema["const"]] if "const" in schema else schema["enum"]
-        if "type" in schema:
-            values = _of_types(values, schema["type"])
-        return _distinct(values)
-    if set(schema) == {"type"} and schema["type"] in ("boolean", "null"):
-        return [True, False] if schema["type"] == "boolean" else [None]
-    for union in ("anyOf", "oneOf"):
-        if keys == {union} and isinstance(schema[union], list) and schema[union]:
-            parts = [_literal_values(b) for b in schema[union]]
-            if any(p is None for p in parts):
-                return None
-            # anyOf: the values of any branch; oneOf: those of exactly one
-            times = collections.Counter(_json_key(v) for p in parts for v in _distinct(p))
-            values = _distinct([v for p in parts for v in p
-                                if union == "anyOf" or times[_json_key(v)] == 1])
-            return _of_types(values, schema["type"]) if "type" in schema else values
+    if set(schema) == {"const"}:
+        return [schema["const"]]
+    if set(schema) == {"enum"} and isinstance(schema["enum"], list):
+        return _distinct(schema["enum"])
+    if set(schema) == {"anyOf"} and isinstance(schema["anyOf"], list) and schema["anyOf"]:
+        parts = [_listed(b) for b in schema["anyOf"]]
+        return None if any(p is None for p in parts) else _distinct(
+            [v for p in parts for v in p])
     return None
 
 
@@ -299,12 +287,31 @@ def _lengths_apart(a: dict, b: dict) -> bool:
 
 
 def _refuses(a: dict, b: dict, resolve: Callable[[Any], Any] | None) -> bool:
-    """Whether `a`'s `not` is `b`, or what `b` asks (and more): no value matches both."""
+    """Whether `a`'s `not` is `b`, or what `b` asks (and more): no value matches both.
+    (Schemas with references or resources inside are the same only as one object: the same
+    text may refer to other schemas from another base.)"""
     if "not" not in a:
         return False
     refused = resolve(a["not"]) if resolve is not None else a["not"]
+    if refused is b:
+        return True
+    if _refers(refused) or _refers(b):
+        return False
     return _same(refused, b) or ("not" not in b and _same(refused, {
         k: v for k, v in b.items() if k not in _ANNOTATIONS}))
+
+
+_BASE_KEYWORDS = frozenset(["$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor",
+                            "$dynamicAnchor", "$recursiveAnchor"])
+
+
+def _refers(schema: Any) -> bool:
+    """Whether a reference or a resource of its own is somewhere in `schema`."""
+    if isinstance(schema, dict):
+        return any(k in _BASE_KEYWORDS or _refers(v) for k, v in schema.items())
+    if isinstance(schema, list):
+        return any(_refers(v) for v in schema)
+    return False
 
 
 def _possible_values(parts: list) -> set | None:

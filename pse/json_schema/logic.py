@@ -9,7 +9,7 @@ from typing import Any
 
 from pse.errors import SchemaError
 from pse.machines import AnyOf, StateMachine
-from pse.json_schema.common import (_ALL_TYPES, _distinct, _escape, _json_key, _literal_values,
+from pse.json_schema.common import (_ALL_TYPES, _distinct, _escape, _json_key, _listed,
                                     _pair_disjoint, _types, _validating)
 from pse.json_schema.merge import _all_of, _merge
 
@@ -72,7 +72,7 @@ def _literals_together(branches: list) -> list[tuple[int, Any]]:
     """A union's branches with their indices, those that only list values (enum, const) as
     one list at the first one's index: one machine where there were as many as branches.
     (oneOf's branches are made disjoint first: see exclusive.)"""
-    listed = {i: values for i, b in enumerate(branches) if (values := _literal_values(b))}
+    listed = {i: values for i, b in enumerate(branches) if (values := _listed(b))}
     if len(listed) < 2:
         return list(enumerate(branches))
     first = min(listed)
@@ -81,11 +81,22 @@ def _literals_together(branches: list) -> list[tuple[int, Any]]:
             if i == first or i not in listed]
 
 
+def _kinds(schema: Any) -> frozenset:
+    """The JSON types a schema may match: those of its listed values and of its type both
+    (after a split by type, the listed values of other types no longer count)."""
+    if not isinstance(schema, dict):
+        return _ALL_TYPES if schema is True else frozenset()
+    kinds = _types(schema)
+    if "type" in schema and ("enum" in schema or "const" in schema):
+        kinds &= _types({"type": schema["type"]})
+    return kinds
+
+
 def _only_objects(schema: Any) -> Any:
     """`schema` where the value is an object too."""
     if not isinstance(schema, dict):
         return schema
-    if "object" not in _types(schema):
+    if "object" not in _kinds(schema):
         return False
     return {**schema, "type": "object"}
 
@@ -98,7 +109,8 @@ class _Logic:
         """`dependentSchemas` (draft 4-7 `dependencies` with schema values): for the first
         such key, the union of "present, and the object also matches its schema" and
         "absent"; the rest is handled in each branch."""
-        listed = _listed_dependencies(dependent, self.shallow(pointer))
+        listed = None if _reads_evaluation(node) else _listed_dependencies(
+            dependent, self.shallow(pointer))  # (each case lists the property: evaluated)
         if listed is not None:
             return self.dependent_cases(node, *listed, pointer)
         name, sub = next(iter(dependent.items()))
@@ -288,7 +300,7 @@ class _Logic:
         if "allOf" in node:  # (what did not merge: each part would be split again)
             return None
         resolved = self.resolved_branches(branches, rest, pointer)
-        kinds = [_types(r) if isinstance(r, dict) else frozenset() for r in resolved]
+        kinds = [_kinds(r) for r in resolved]
         if not any("object" in k for k in kinds) or not any(k - {"object"} for k in kinds):
             return None
         resolve = self.shallow(pointer)

@@ -12,7 +12,7 @@ from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import json_char_class
 from pse.regex import compile_regex, search_for_all
 from pse.json_schema.common import (_ANNOTATIONS, _VALIDATION, _json_key,
-                                    _literal_values, _same)
+                                    _listed, _same)
 
 # A contains and the counts that go with it.
 _CONTAINS = ("contains", "minContains", "maxContains")
@@ -144,7 +144,7 @@ def _alternatives(schema: Any) -> list:
 def _union_as_enum(schema: dict) -> dict:
     """`schema` with an anyOf of literal values (enum, const) as one enum: a list merges
     with what is beside it (a pattern, another list), a union is multiplied out."""
-    values = _literal_values({"anyOf": schema["anyOf"]}) if "anyOf" in schema else None
+    values = _listed({"anyOf": schema["anyOf"]}) if "anyOf" in schema else None
     if not values:
         return schema
     out = {k: v for k, v in schema.items() if k != "anyOf"}
