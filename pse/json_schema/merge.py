@@ -142,8 +142,9 @@ def _alternatives(schema: Any) -> list:
 
 
 def _union_as_enum(schema: dict) -> dict:
-    """`schema` with an anyOf of literal values (enum, const) as one enum: a list merges
-    with what is beside it (a pattern, another list), a union is multiplied out."""
+    """`schema` with an anyOf of literal values (enum, const) as one enum, which merges
+    with what is beside it (a pattern, another list) where the union would be multiplied
+    out."""
     values = _listed({"anyOf": schema["anyOf"]}) if "anyOf" in schema else None
     if not values:
         return schema
