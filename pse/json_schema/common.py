@@ -233,10 +233,12 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
-                   depth: int = 0) -> bool:
+                   same: Callable[[Any, Any], bool] | None = None, depth: int = 0) -> bool:
     """A proof that no value matches both branches (False: maybe one does). `resolve`: a
     schema with its top-level $ref and allOf merged in (see `resolve_shallow`), for the
-    subschemas met inside (None: taken as they are)."""
+    subschemas met inside (None: taken as they are); `same`: whether two schemas mean the
+    same, their references read from their own bases (see `same_meaning`; None: only one
+    object is the same as itself)."""
     if resolve is not None:
         a, b = resolve(a), resolve(b)
     if a is False or b is False:
@@ -245,13 +247,13 @@ def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
         return False
     if "allOf" in a or "allOf" in b:  # (merged branches: a property's schemas side by side)
         ca, cb = _conjuncts(a), _conjuncts(b)
-        return any(_pair_disjoint(x, y, resolve, depth + 1) for x in ca for y in cb) \
+        return any(_pair_disjoint(x, y, resolve, same, depth + 1) for x in ca for y in cb) \
             or _possible_values(ca + cb) == set()
     if not _types(a) & _types(b):
         return True
     if _possible_values([a, b]) == set():  # (values one lists, the other's type or pattern)
         return True
-    if _refuses(a, b, resolve) or _refuses(b, a, resolve) or _lengths_apart(a, b):
+    if _refuses(a, b, resolve, same) or _refuses(b, a, resolve, same) or _lengths_apart(a, b):
         return True
     if _types(a) <= {"object"} or _types(b) <= {"object"}:
         pa, pb = a.get("properties") or {}, b.get("properties") or {}
@@ -259,7 +261,7 @@ def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,
         # a property one requires, with values that cannot agree (a discriminator): the
         # other's schema for it fails wherever the one holds
         for name in ra | rb:
-            if name in pa and name in pb and _pair_disjoint(pa[name], pb[name], resolve,
+            if name in pa and name in pb and _pair_disjoint(pa[name], pb[name], resolve, same,
                                                              depth + 1):
                 return True
         # one requires a property the other forbids
@@ -286,32 +288,16 @@ def _lengths_apart(a: dict, b: dict) -> bool:
     return False
 
 
-def _refuses(a: dict, b: dict, resolve: Callable[[Any], Any] | None) -> bool:
-    """Whether `a`'s `not` is `b`, or what `b` asks (and more): no value matches both.
-    (Schemas with references or resources inside are the same only as one object: the same
-    text may refer to other schemas from another base.)"""
+def _refuses(a: dict, b: dict, resolve: Callable[[Any], Any] | None,
+             same: Callable[[Any, Any], bool] | None) -> bool:
+    """Whether `a`'s `not` is `b`, or what `b` asks (and more): no value matches both."""
     if "not" not in a:
         return False
     refused = resolve(a["not"]) if resolve is not None else a["not"]
-    if refused is b:
-        return True
-    if _refers(refused) or _refers(b):
-        return False
-    return _same(refused, b) or ("not" not in b and _same(refused, {
+    if refused is b or same is None:
+        return refused is b
+    return same(refused, b) or ("not" not in b and same(refused, {
         k: v for k, v in b.items() if k not in _ANNOTATIONS}))
-
-
-_BASE_KEYWORDS = frozenset(["$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor",
-                            "$dynamicAnchor", "$recursiveAnchor"])
-
-
-def _refers(schema: Any) -> bool:
-    """Whether a reference or a resource of its own is somewhere in `schema`."""
-    if isinstance(schema, dict):
-        return any(k in _BASE_KEYWORDS or _refers(v) for k, v in schema.items())
-    if isinstance(schema, list):
-        return any(_refers(v) for v in schema)
-    return False
 
 
 def _possible_values(parts: list) -> set | None:

@@ -10,7 +10,7 @@ from typing import Any
 from pse.errors import SchemaError
 from pse.machines import AnyOf, StateMachine
 from pse.json_schema.common import (_ALL_TYPES, _distinct, _escape, _json_key, _listed,
-                                    _pair_disjoint, _types, _validating)
+                                    _types, _validating)
 from pse.json_schema.merge import _all_of, _merge
 
 def _reads_evaluation(node: Any) -> bool:
@@ -47,12 +47,8 @@ def _listed_dependencies(dependent: dict, resolve) -> tuple[str, dict[str, list]
         if not isinstance(props, dict) or set(sub) != {"properties"} or len(props) != 1:
             return None
         (prop, schema), = props.items()
-        schema = _validating(resolve(schema))
-        if not isinstance(schema, dict) or set(schema) not in ({"enum"}, {"const"}) \
-                or name not in (None, prop):
-            return None
-        listed = [schema["const"]] if "const" in schema else schema["enum"]
-        if not isinstance(listed, list) or not all(
+        listed = _listed(resolve(schema))
+        if listed is None or name not in (None, prop) or not all(
                 isinstance(v, (str, bool)) or v is None for v in listed):
             return None  # (numbers: the values no key lists have no schema: see `negate`)
         name, values[key] = prop, listed
@@ -279,8 +275,7 @@ class _Logic:
         if key == "anyOf" and word == "unevaluatedItems":
             return
         resolved = self.resolved_branches(branches, rest, pointer)
-        if all(_pair_disjoint(a, b, self.shallow(pointer))
-               for a, b in itertools.combinations(resolved, 2)):
+        if all(self.disjoint(a, b, pointer) for a, b in itertools.combinations(resolved, 2)):
             return
         self.fail(f"{pointer}/{word}", word, f"beside {key} whose branches may overlap is "
                   "not supported: what a branch evaluates counts only where it matches")
@@ -303,11 +298,10 @@ class _Logic:
         kinds = [_kinds(r) for r in resolved]
         if not any("object" in k for k in kinds) or not any(k - {"object"} for k in kinds):
             return None
-        resolve = self.shallow(pointer)
         pairs = list(itertools.combinations(range(len(resolved)), 2))
         objects = [_only_objects(r) for r in resolved]
-        if all(_pair_disjoint(resolved[i], resolved[j], resolve) for i, j in pairs) \
-                or not all(_pair_disjoint(objects[i], objects[j], resolve) for i, j in pairs):
+        if all(self.disjoint(resolved[i], resolved[j], pointer) for i, j in pairs) \
+                or not all(self.disjoint(objects[i], objects[j], pointer) for i, j in pairs):
             return None
         others = sorted(_ALL_TYPES - {"object"})
         if all(isinstance(r, bool) or (isinstance(r, dict) and "allOf" not in r
@@ -332,11 +326,10 @@ class _Logic:
         are left as they are."""
         resolved = self.resolved_branches(branches, rest, pointer)
         alone = [self.resolve_shallow(b, pointer) for b in branches]  # (`rest` holds anyway)
-        resolve = self.shallow(pointer)
         out = []
         for i, branch in enumerate(branches):
             others = [j for j in range(len(branches))
-                      if j != i and not _pair_disjoint(resolved[i], resolved[j], resolve)]
+                      if j != i and not self.disjoint(resolved[i], resolved[j], pointer)]
             keys = _closed_keys(resolved[i])
             within = resolved[i] if isinstance(resolved[i], dict) else None
             fails = []

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from pse.json_schema import common
 from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _APPLICATORS, _VALIDATION, _content,
-                                    _exclusion, _forbids, _pair_disjoint, _same, _types, _values)
+                                    _exclusion, _forbids, _same, _types, _values)
 from pse.json_schema.formats import _format_opposite
 from pse.json_schema.merge import SOME_PROPERTY, _OBJECT_SHAPE, _all_of, _any_of, _numeric_bounds
 
@@ -289,7 +289,7 @@ class _Negation:
             return None
         pairs = [_all_of([branches[i], branches[j]]) for i in range(len(branches))
                  for j in range(i + 1, len(branches))
-                 if not _pair_disjoint(resolved[i], resolved[j], self.shallow(pointer))]
+                 if not self.disjoint(resolved[i], resolved[j], pointer)]
         if len(pairs) > MAX_ONE_OF_PAIRS:
             return None
         return _any_of([none, *pairs])

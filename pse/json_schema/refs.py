@@ -9,7 +9,7 @@ from urllib.parse import unquote, urljoin
 
 from pse.errors import SchemaError
 from pse.machines import Forward, StateMachine
-from pse.json_schema.common import _same
+from pse.json_schema.common import _pair_disjoint, _same
 
 # Keywords whose value is a schema or a list of schemas, and those whose value maps names
 # to schemas: where `index` looks for identifiers.
@@ -225,6 +225,10 @@ class _Refs:
     def shallow(self, pointer: str) -> Callable[[Any], Any]:
         """`resolve_shallow` at `pointer`, as a function of the node alone."""
         return lambda node: self.resolve_shallow(node, pointer)
+
+    def disjoint(self, a: Any, b: Any, pointer: str) -> bool:
+        """`_pair_disjoint` with references followed from `pointer` and compared by base."""
+        return _pair_disjoint(a, b, self.shallow(pointer), self.same_meaning)
 
     def resolve_shallow(self, node: Any, pointer: str) -> Any:
         """`node` with a top-level $ref and allOf merged in (see `merge_all`): the same
