@@ -264,7 +264,7 @@ class _Compiler:
             # metadata of the automaton's states, renumbered as _terminal_dfa rewrote it
             states = None if kind else getattr(m, "states", None)
             if states is not None and m.unit_dfa().accept[0]:
-                states = states.without_empty()
+                states = states.without_empty(m.unit_dfa().n_states)
             self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths,
                                             getattr(m, "special_token", None)))
         rule.terms[a].append((tid, b, guard))
@@ -560,9 +560,10 @@ def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
         if lo != 0 and kind == TERM_PLAIN:
             raise GrammarError(f"{m!r} matches the empty string: its min_count must be 0")
         dfa = _without_empty(dfa)  # the empty match is the epsilon edge the caller adds
-        if lengths is not None:  # the new start: the old one, not accepting
+        if lengths is not None:  # the new start: the old one, not accepting; the old at the end
             boundary, bits, tail = lengths
-            lengths = ((boundary[0],) + boundary, (bits[0] & ~1,) + bits, (tail[0],) + tail)
+            lengths = (boundary + boundary[:1], (bits[0] & ~1,) + bits[1:] + bits[:1],
+                       tail + tail[:1])
     if not dfa.trans[0]:
         found = None
     else:
@@ -629,13 +630,21 @@ def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
 
 
 def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
-    """The same language minus the empty string: a fresh, non-accepting start state."""
-    shifted = [[(lo, hi, t + 1) for lo, hi, t in row] for row in dfa.trans]
+    """The same language minus the empty string: the start (state 0) becomes a copy of the
+    old one that does not accept, and the old one moves to the end (number n_states). Only
+    the rows with an edge into the start change; the others are kept as they are (key and
+    string automata run to hundreds of states)."""
+    n = dfa.n_states
     dense = dfa.dense()
-    dense = np.where(dense >= 0, dense + 1, -1).astype(np.int32)
-    dense = np.concatenate([dense[:1], dense])
+    into_start = dense == 0
+    trans = list(dfa.trans)
+    for s in np.flatnonzero(into_start.any(axis=1)).tolist():
+        trans[s] = tuple((lo, hi, t or n) for lo, hi, t in trans[s])
+    trans.append(trans[0])
+    dense = np.where(into_start, np.int32(n), dense)
+    dense = np.concatenate([dense, dense[:1]])
     dense.setflags(write=False)
-    return automaton.DFA([shifted[0]] + shifted, (False,) + dfa.accept, dense=dense)
+    return automaton.DFA(trans, (False,) + dfa.accept[1:] + dfa.accept[:1], dense=dense)
 
 
 def _entered(graph: dict, state: Hashable) -> bool:

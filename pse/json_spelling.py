@@ -547,17 +547,22 @@ class KeyStates:
             return None
         return twin, (*ends, b"") if at_start else ends
 
-    def without_empty(self) -> KeyStates:
+    def without_empty(self, n_states: int) -> KeyStates:
         """The same for the automaton the compiler runs when the empty key is allowed (the
-        empty match becomes an edge of its own): every state moves up by one, and the new
-        start is the old one unable to end at once."""
-        residual = {s + 1: key for s, key in self.residual.items()}
-        derived = {s + 1: (twin + 1, node, at) for s, (twin, node, at) in self.derived.items()}
+        empty match becomes an edge of its own, see compiler._without_empty): the start
+        moves to number `n_states` (the automaton's size), and the new start is the old one
+        unable to end at once."""
+        def moved(s: int) -> int:
+            return s or n_states
+
+        residual = {moved(s): key for s, key in self.residual.items()}
+        derived = {moved(s): (moved(twin), node, at)
+                   for s, (twin, node, at) in self.derived.items()}
         if 0 in self.derived:
             twin, node, _ = self.derived[0]
-            derived[0] = (twin + 1, node, True)
+            derived[0] = (moved(twin), node, True)
         else:  # the start is a plain key state: its twin is itself
-            derived[0] = (1, -1, True)
+            derived[0] = (n_states, -1, True)
         return KeyStates(residual, derived, self.trie, self.is_name)
 
 

@@ -33,7 +33,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 COMPILE_SECONDS: float | None = 30.0
 # Bytes of resident memory one compile may add to the process (None: no limit), so that a
 # schema that multiplies out is an error, not an out-of-memory kill. Looked at every
-# MEMORY_CHECK_EVERY budget checks. Resident memory is the whole process's, so the growth
+# MEMORY_CHECK_EVERY budget checks, from the first look on. Resident memory is the whole process's, so the growth
 # counts only where the interpreter's own blocks grew with it (a compile's memory is Python
 # objects: at least one block per BYTES_PER_BLOCK bytes); model weights, tensors and buffers
 # that other threads allocate meanwhile are few blocks and do not count.
@@ -57,8 +57,8 @@ class _Budget:
     def __init__(self, deadline: float, what: str) -> None:
         self.deadline, self.what, self.checks = deadline, what, 0
         self.memory_limit = COMPILE_MEMORY
-        self.memory_start = None if COMPILE_MEMORY is None else (resident_bytes(),
-                                                                 sys.getallocatedblocks())
+        # (resident bytes, interpreter blocks) at the first look (see check_budget)
+        self.memory_start: tuple[int, int] | None = None
 
 
 @contextmanager
@@ -119,7 +119,13 @@ def check_budget() -> None:
     if n % CLOCK_CHECK_EVERY == 0 and time.monotonic() > budget.deadline:
         raise GrammarError(f"compiling {budget.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
-    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_start is not None:
+    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_limit is not None:
+        # growth is measured from the first look, not from the start: counting the
+        # interpreter's blocks walks all its memory, which costs more than most compiles
+        # (they end before a look), and the checks before the first look add little
+        if budget.memory_start is None:
+            budget.memory_start = (resident_bytes(), sys.getallocatedblocks())
+            return
         limit, (rss, blocks) = budget.memory_limit, budget.memory_start
         if resident_bytes() - rss > limit \
                 and (sys.getallocatedblocks() - blocks) * BYTES_PER_BLOCK > limit:

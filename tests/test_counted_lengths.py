@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
+from pse.compiler import TERM_CHARS, _terminal_dfa
 from pse.counted_lengths import count_lengths, count_range
 from pse.errors import SchemaError
+from pse.machines import CharCountedTerminal
 from pse.json_spelling import char_boundaries, json_char_class
 from pse.regex import compile_regex
 from conftest import shared_vocab
@@ -91,6 +93,24 @@ def test_boundaries_and_lengths():
     with pytest.raises(Exception, match="settle"):
         JsonSchema(_schema("^(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa)*$",
                            0, 100))
+
+
+@pytest.mark.parametrize("pattern", ["^[a-c]*$", "^(ab|c)*$", "^a*b?$", "^[aé\"]*b?[ab]*$"])
+def test_a_counted_terminal_without_its_empty_match_keeps_its_lengths(pattern):
+    # the empty match is an epsilon edge of its own: the automaton the core runs has a start
+    # that does not accept, and the lengths it carries per state must be those of that
+    # automaton (counted again here, on it)
+    dfa = compile_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
+    m = CharCountedTerminal(dfa, char_boundaries(dfa), 0, 200, "t")
+    found = _terminal_dfa(m, m.terminal_key(), TERM_CHARS, m.min_count)
+    assert found is not None and dfa.accept[0]
+    run, (boundaries, bits, tail) = found
+    assert not run.accept[0] and run.n_states == dfa.n_states + 1
+    assert (bits, tail) == count_lengths(run, boundaries)
+    assert boundaries == char_boundaries(run)
+    for text in ["", "a", "ab", "c" * 5, "abc", "b", "é\\\"b"]:
+        data = text.encode()
+        assert run.matches(data) == (bool(data) and dfa.matches(data)), text
 
 
 def test_a_pattern_with_no_match_of_a_length_in_bounds_matches_nothing():
