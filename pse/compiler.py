@@ -635,16 +635,14 @@ def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     the rows with an edge into the start change; the others are kept as they are (key and
     string automata run to hundreds of states)."""
     n = dfa.n_states
-    dense = dfa.dense()
-    into_start = dense == 0
     trans = list(dfa.trans)
-    for s in np.flatnonzero(into_start.any(axis=1)).tolist():
-        trans[s] = tuple((lo, hi, t or n) for lo, hi, t in trans[s])
+    for s, row in enumerate(trans):
+        for edge in row:
+            if edge[2] == 0:
+                trans[s] = tuple((lo, hi, t or n) for lo, hi, t in row)
+                break
     trans.append(trans[0])
-    dense = np.where(into_start, np.int32(n), dense)
-    dense = np.concatenate([dense, dense[:1]])
-    dense.setflags(write=False)
-    return automaton.DFA(trans, (False,) + dfa.accept[1:] + dfa.accept[:1], dense=dense)
+    return automaton.DFA(trans, (False,) + dfa.accept[1:] + dfa.accept[:1])
 
 
 def _entered(graph: dict, state: Hashable) -> bool:
