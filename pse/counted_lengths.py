@@ -6,6 +6,7 @@ unrolled into the automaton)."""
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
 from typing import Sequence
 
 import numpy as np
@@ -28,27 +29,35 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
         GrammarError: the sets have not settled by then (lengths with a period, as of (aa)*,
             or a bounded part past LENGTH_BITS, as of a{1,100}).
     """
-    dense = dfa.dense()
-    cols = dense[:, np.flatnonzero(np.append(True, dfa.cuts()[1:]))]  # one byte per class
-    valid = cols >= 0
-    target = np.where(valid, cols, 0)
-    counted = np.asarray(counts, dtype=bool)
-    step1 = valid & counted[target]   # edges that count
-    step0 = valid & ~counted[target]  # edges inside a character
+    # the edges as (state, target) pairs, each pair once: a step is a gather over them (an
+    # automaton of thousands of states, as a long pattern's, has a few edges per state)
+    n = dfa.n_states
+    flat = np.fromiter(chain.from_iterable((s, t) for s, row in enumerate(dfa.trans)
+                                           for _, _, t in row), dtype=np.int64)
+    pairs = np.unique(flat.reshape(-1, 2), axis=0)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    counted = np.asarray(counts, dtype=bool)[dst]
+    src1, dst1 = src[counted], dst[counted]    # edges that count
+    src0, dst0 = src[~counted], dst[~counted]  # edges inside a character
+
+    def before(reach: np.ndarray, at: np.ndarray, to: np.ndarray) -> np.ndarray:
+        out = np.zeros(n, dtype=bool)
+        out[at[reach[to]]] = True
+        return out
 
     def through_uncounted(reach: np.ndarray) -> np.ndarray:
         while True:
-            more = reach | (step0 & reach[target]).any(axis=1)
+            more = reach | before(reach, src0, dst0)
             if (more == reach).all():
                 return reach
             reach = more
 
-    bits = np.zeros(len(cols), dtype=np.uint64)
+    bits = np.zeros(n, dtype=np.uint64)
     reach = through_uncounted(np.asarray(dfa.accept, dtype=bool))
     for length in range(LENGTH_BITS):
         bits |= reach.astype(np.uint64) << np.uint64(length)
-        reach = through_uncounted((step1 & reach[target]).any(axis=1))
-    after = through_uncounted((step1 & reach[target]).any(axis=1))
+        reach = through_uncounted(before(reach, src1, dst1))
+    after = through_uncounted(before(reach, src1, dst1))
     if not (after == reach).all():
         raise GrammarError(f"the lengths of its matches do not settle within {LENGTH_BITS} "
                            "characters (they go by steps of several characters, or a part "
