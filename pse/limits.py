@@ -33,10 +33,11 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 COMPILE_SECONDS: float | None = 30.0
 # Bytes of resident memory one compile may add to the process (None: no limit), so that a
 # schema that multiplies out is an error, not an out-of-memory kill. Looked at every
-# MEMORY_CHECK_EVERY budget checks, from the first look on. Resident memory is the whole process's, so the growth
-# counts only where the interpreter's own blocks grew with it (a compile's memory is Python
-# objects: at least one block per BYTES_PER_BLOCK bytes); model weights, tensors and buffers
-# that other threads allocate meanwhile are few blocks and do not count.
+# MEMORY_CHECK_EVERY budget checks, the growth counted from the first look. Resident memory
+# is the whole process's, so the growth counts only where the interpreter's own blocks grew
+# with it (a compile's memory is Python objects: at least one block per BYTES_PER_BLOCK
+# bytes); model weights, tensors and buffers that other threads allocate meanwhile are few
+# blocks and do not count.
 COMPILE_MEMORY: int | None = 768 << 20
 MEMORY_CHECK_EVERY = 1024
 BYTES_PER_BLOCK = 256
