@@ -618,22 +618,10 @@ def _fragment(machine: StateMachine) -> _Fragment:
     return fragment
 
 
-def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
-    """An equivalent DFA whose start state has no incoming edge, so that being at the start
-    of a counted terminal unambiguously means 'between two units'."""
-    if not any(t == 0 for row in dfa.trans for _, _, t in row):
-        return dfa
-    n = dfa.n_states
-    trans = [[(lo, hi, n if t == 0 else t) for lo, hi, t in row] for row in dfa.trans]
-    trans.append(list(trans[0]))
-    return automaton.DFA(trans, dfa.accept + (dfa.accept[0],))
-
-
-def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
-    """The same language minus the empty string: the start (state 0) becomes a copy of the
-    old one that does not accept, and the old one moves to the end (number n_states). Only
-    the rows with an edge into the start change; the others are kept as they are (key and
-    string automata run to hundreds of states)."""
+def _start_moved(dfa: automaton.DFA) -> list:
+    """`dfa`'s rows with the edges into the start sent to a copy of it appended as state
+    n_states (rows without such an edge are kept as they are): the start (state 0) is then
+    entered by no edge."""
     n = dfa.n_states
     trans = list(dfa.trans)
     for s, row in enumerate(trans):
@@ -642,7 +630,22 @@ def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
                 trans[s] = tuple((lo, hi, t or n) for lo, hi, t in row)
                 break
     trans.append(trans[0])
-    return automaton.DFA(trans, (False,) + dfa.accept[1:] + dfa.accept[:1])
+    return trans
+
+
+def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
+    """An equivalent DFA whose start state has no incoming edge, so that being at the start
+    of a counted terminal unambiguously means 'between two units'."""
+    if not any(t == 0 for row in dfa.trans for _, _, t in row):
+        return dfa
+    return automaton.DFA(_start_moved(dfa), dfa.accept + (dfa.accept[0],))
+
+
+def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
+    """The same language minus the empty string: the start (state 0) does not accept, and
+    the old start moves to the end (number n_states, see `_start_moved`); only the rows with
+    an edge into the start change (key and string automata run to hundreds of states)."""
+    return automaton.DFA(_start_moved(dfa), (False,) + dfa.accept[1:] + dfa.accept[:1])
 
 
 def _entered(graph: dict, state: Hashable) -> bool:
