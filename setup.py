@@ -20,8 +20,8 @@ from setuptools import Extension, setup
 MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", "mask", "forced",
            "rules", "frozen"]
 # the compile path, from a JSON Schema to the engine's tables
-PYTHON_MODULES = ["automaton", "compiler", "counted_lengths", "engine", "json_spelling",
-                  "json_value", "machines", "products", "regex", "schema_types",
+PYTHON_MODULES = ["automaton", "bounded_cache", "compiler", "counted_lengths", "engine",
+                  "json_spelling", "json_value", "machines", "products", "regex", "schema_types",
                   *(f"json_schema.{name}" for name in (
                       "common", "merge", "formats", "refs", "logic", "negation", "enums",
                       "strings", "numbers", "objects", "names", "arrays", "compile", "schema"))]

@@ -419,7 +419,8 @@ class _Compiler:
                 k = term.dfa.n_states
                 boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths
             at += term.dfa.n_states
-        packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas])
+        packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas],
+                           [d.cuts() for d in dfas])
         special = {tid: t.special for tid, t in enumerate(self.terminals)
                    if t.special is not None}
         for tid in special:  # a special token is no text: no byte starts it

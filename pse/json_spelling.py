@@ -295,15 +295,12 @@ class _KeyTables:
     numbered from 1 (0 is the product's start), as rows, transition table and the map that
     finds a state by its row and acceptance; built once per automaton."""
 
-    __slots__ = ("rows", "accept", "dense", "table", "by_row", "live", "reach", "wide",
-                 "residual")
+    __slots__ = ("rows", "accept", "table", "by_row", "live", "reach", "wide", "residual")
 
     def __init__(self, keys: automaton.DFA, digest: bytes) -> None:
         self.rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
         self.accept = keys.accept
-        dense = keys.dense()
-        self.dense = np.where(dense >= 0, dense + 1, -1).astype(np.int32)
-        self.table = dense.tolist()  # keys' own numbers, for the product's walk
+        self.table = keys.dense().tolist()  # keys' own numbers, for the product's walk
         self.by_row: dict[tuple, int] = {}
         for q, (a, row) in enumerate(zip(self.accept, self.rows)):
             self.by_row.setdefault((a, row), q + 1)
@@ -431,16 +428,6 @@ def _without_names_states(keys: automaton.DFA, names
             canon[pid] = q
     if canon[0] < 0:
         return automaton.DFA([[]], [False]), None
-    # the table: each state's row is its keys state's, with the trie's bytes sent to its pairs
-    dense = kt.dense[[pairs[rep[0]][1]] + list(range(n_keys))
-                     + [pairs[rep[q]][1] for q in range(first_new, len(rows))]]
-    at_state, at_byte, to = [], [], []
-    for q, pid in rep.items():
-        for b, c in edges[pid]:
-            at_state.append(q)
-            at_byte.append(b)
-            to.append(canon[c])
-    dense[at_state, at_byte] = to
     derived: dict[int, tuple[int, int, bool]] = {}
     for q, pid in rep.items():
         node, state = pairs[pid]
@@ -461,18 +448,12 @@ def _without_names_states(keys: automaton.DFA, names
                 if t not in new_of:
                     new_of[t] = len(order)
                     order.append(t)
-        renumber = np.full(len(rows) + 1, -1, dtype=np.int32)  # (-1 indexes the last: -1)
-        for q, new in new_of.items():
-            renumber[q] = new
         rows = [tuple((lo, hi, new_of[t]) for lo, hi, t in rows[q]) for q in order]
         accept = [accept[q] for q in order]
-        dense = renumber[dense[order]]
         residual = {new_of[q]: key for q, key in residual.items() if q in new_of}
         derived = {new_of[q]: (new_of[twin], node, at) for q, (twin, node, at) in derived.items()
                    if q in new_of and twin in new_of}
-    dense.setflags(write=False)
-    dfa = automaton.DFA(rows, accept, dense=dense)
-    return dfa, KeyStates(residual, derived, trie, is_name)
+    return automaton.DFA(rows, accept), KeyStates(residual, derived, trie, is_name)
 
 
 def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:

@@ -8,7 +8,7 @@ of the JSON Schema specification (drafts 4 to 2020-12, where drafts differ both 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from pse.errors import SchemaError
 
@@ -92,26 +92,47 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _subschemas(node: dict, pointer: str) -> Iterator[tuple[Any, str]]:
-    """The schemas directly inside `node`, with their pointers (after the check, so every
-    value is of the right shape)."""
+def _places(node: dict) -> list[tuple[Any, str, str | int | None]]:
+    """The schemas directly inside `node` (after the check, so every value is of the right
+    shape), each with its keyword and its name or index there (None: the keyword's value)."""
+    out: list[tuple[Any, str, str | int | None]] = []
     for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
-        for name, sub in node.get(key, {}).items():
-            yield sub, f"{pointer}/{key}/{_escape(name)}"
-    for name, sub in node.get("dependencies", {}).items():
-        if _is_schema(sub):
-            yield sub, f"{pointer}/dependencies/{_escape(name)}"
+        if key in node:
+            out.extend((sub, key, name) for name, sub in node[key].items())
+    if "dependencies" in node:
+        out.extend((sub, "dependencies", name) for name, sub in node["dependencies"].items()
+                   if _is_schema(sub))
     for key in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
         value = node.get(key)
         if isinstance(value, list):
-            for i, sub in enumerate(value):
-                yield sub, f"{pointer}/{key}/{i}"
+            out.extend((sub, key, i) for i, sub in enumerate(value))
         elif value is not None:
-            yield value, f"{pointer}/{key}"
+            out.append((value, key, None))
     for key in ("additionalProperties", "additionalItems", "not", "if", "then", "else",
                 "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"):
         if key in node:
-            yield node[key], f"{pointer}/{key}"
+            out.append((node[key], key, None))
+    return out
+
+
+def _subschemas(node: dict, pointer: str) -> list[tuple[Any, str]]:
+    """`_places` with the pointer of each."""
+    return [(sub, f"{pointer}/{key}" if name is None else
+             f"{pointer}/{key}/{_escape(name) if isinstance(name, str) else name}")
+            for sub, key, name in _places(node)]
+
+
+def _node_ok(node: Any) -> bool:
+    """Whether `check_node` would pass `node`."""
+    if isinstance(node, bool):
+        return True
+    if not isinstance(node, dict):
+        return False
+    for key, value in node.items():
+        rule = _RULES.get(key)
+        if rule is not None and not rule[0](value):
+            return False
+    return True
 
 
 def check_node(node: Any, pointer: str) -> None:
@@ -137,8 +158,19 @@ def check_document(root: Any) -> None:
     Raises:
         SchemaError: a keyword's value has the wrong type (the first one found).
     """
-    todo = [(root, "#")]
+    nodes = [root]
     seen: set[int] = set()
+    while nodes:  # without pointers first: most documents are right
+        node = nodes.pop()
+        if not _node_ok(node):
+            break
+        if isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            nodes.extend([sub for sub, _, _ in _places(node)])
+    else:
+        return
+    todo = [(root, "#")]  # the same walk again, to the first error and its pointer
+    seen = set()
     while todo:
         node, pointer = todo.pop()
         check_node(node, pointer)

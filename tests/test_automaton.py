@@ -274,7 +274,8 @@ def test_packed_automata_against_their_dense_tables(drawn):
     table's, and the byte classes are as few as that allows; each DFA's cuts are where its
     dense table's columns change."""
     dfas = [_spread(d) if wide else d for d, wide in drawn]
-    packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas])
+    packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas],
+                       [d.cuts() for d in dfas])
     n_classes, byte_class = packed["n_classes"], packed["byte_class"]
     trans = packed["dfa_trans"].reshape(-1, n_classes)
     denses = [d.dense() for d in dfas]

@@ -258,3 +258,18 @@ def test_flexible_whitespace():
         assert not m.matches("[" + " " * (FLEXIBLE_WHITESPACE + 1) + "]")
     with pytest.raises(SchemaError, match='"flexible"'):
         JsonSchema({}, whitespace="loose")
+
+
+@pytest.mark.parametrize("schema, pointer", [
+    ({"properties": {"a": {"minLength": -1}}}, "#/properties/a/minLength: minLength: "),
+    ({"allOf": [{}, {"properties": {"a/b": {"maxItems": "x"}}}]},
+     "#/allOf/1/properties/a~1b/maxItems: maxItems: "),
+    ({"dependencies": {"a": ["b"], "c": {"items": [True, {"type": 3}]}}},
+     "#/dependencies/c/items/1/type: type: "),
+    ({"$defs": {"x": 3}, "type": "string"}, "#/$defs: $defs: "),
+])
+def test_a_malformed_keyword_is_named_by_its_pointer(schema, pointer):
+    """The document is checked without pointers first; the error still names the place."""
+    with pytest.raises(SchemaError) as raised:
+        JsonSchema(schema)
+    assert str(raised.value).startswith(pointer)

@@ -31,5 +31,5 @@ def set_max_live_states(n: int) -> None:
 def class_cuts(states: tuple[Any, ...]) -> Any:
     """Bool per byte (read-only): where some state's target changes from the byte before."""
 
-def pack_dfas(rows: list[Any], accepts: list[Any]) -> dict[str, Any]:
+def pack_dfas(rows: list[Any], accepts: list[Any], cuts: list[Any]) -> dict[str, Any]:
     """The terminals' automata in one table over byte classes they share."""

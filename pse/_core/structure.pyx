@@ -1167,7 +1167,7 @@ def class_cuts(tuple states) -> np.ndarray:
     return np.frombuffer(bytes(starts[:256]), dtype=bool)
 
 
-def pack_dfas(list rows, list accepts) -> dict:
+def pack_dfas(list rows, list accepts, list cuts) -> dict:
     """The terminals' automata in one table over byte classes they share: a class starts
     wherever some state's target changes, its first byte stands for it, and each automaton's
     targets shift by its offset. Read from the automata's ranges (no (states, 256) table is
@@ -1176,6 +1176,8 @@ def pack_dfas(list rows, list accepts) -> dict:
     Args:
         rows: per terminal, its DFA's `trans`: per state, sorted (lo, hi, target) ranges.
         accepts: per terminal, its states' acceptance.
+        cuts: per terminal, its DFA's `cuts()` (built once per automaton: a terminal cached
+            across structures is not read again for them).
     Returns:
         The compiler's DFA tables: n_classes, byte_class, dfa_trans, dfa_accept, dfa_final
         (accepting, no edge out), term_start and term_first (the first bytes, 8 words each).
@@ -1186,11 +1188,13 @@ def pack_dfas(list rows, list accepts) -> dict:
     cdef int64_t s, off = 0, total = 0, at
     cdef int32_t target
     cdef tuple states, row, edge, accept
+    cdef const uint8_t[::1] cut
     memset(starts, 0, 257)
     for k in range(n_terms):
-        states = rows[k]
-        total += len(states)
-        mark_class_starts(states, starts)
+        total += len(<tuple>rows[k])
+        cut = cuts[k].view(np.uint8)
+        for b in range(256):
+            starts[b] |= cut[b]
     starts[0] = 1
     byte_class = np.empty(256, dtype=np.uint8)
     cdef uint8_t[::1] bc = byte_class
@@ -1275,6 +1279,18 @@ cdef void* _ptr(dict bufs, str name):
     return cnp.PyArray_DATA(arr)
 
 
+cdef bint _any_set(dict bufs, str name):
+    """Whether a uint8 table holds a nonzero byte (np.any costs more than a short table's
+    loop)."""
+    cdef cnp.ndarray arr = bufs[name]
+    cdef const uint8_t* p = <const uint8_t*>cnp.PyArray_DATA(arr)
+    cdef Py_ssize_t i
+    for i in range(cnp.PyArray_SIZE(arr)):
+        if p[i]:
+            return True
+    return False
+
+
 cdef class CompiledStructure:
     """The read-only tables of one compiled structure, plus its arena of stack frames.
 
@@ -1336,7 +1352,7 @@ cdef class CompiledStructure:
         self.t.term_max = <int32_t*>_ptr(bufs, "term_max")
         self.t.term_first = <uint32_t*>_ptr(bufs, "term_first")
         self.t.term_special = <uint8_t*>_ptr(bufs, "term_special")
-        self.t.has_special = bool(np.any(bufs["term_special"]))
+        self.t.has_special = _any_set(bufs, "term_special")
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
         self.t.node_collapse = <uint8_t*>_ptr(bufs, "node_collapse")
@@ -1360,7 +1376,7 @@ cdef class CompiledStructure:
         self.t.clause_if = <uint64_t*>_ptr(bufs, "clause_if")
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
-        self.t.has_unique = bool(np.any(bufs["guard_item"]))
+        self.t.has_unique = _any_set(bufs, "guard_item")
         bufs["node_first"] = node_first_table(&self.t)
         self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         bufs["node_special"] = node_special_table(&self.t)

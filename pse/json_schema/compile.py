@@ -280,10 +280,24 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         ignored = _LATER_KEYWORDS.get(draft, frozenset()) | {SOME_PROPERTY}
         if not isinstance(doc, dict):
             return doc
-        found: dict[str, str] = {}
         seen: set[int] = set()
+        nodes: list = [doc]
+        while nodes:  # a first pass, without copies or pointers (most documents have none)
+            node = nodes.pop()
+            if isinstance(node, list):
+                nodes.extend(node)
+            elif isinstance(node, dict) and id(node) not in seen:
+                seen.add(id(node))
+                if not ignored.isdisjoint(node):
+                    break
+                nodes.extend([v for _, _, v in _subschemas(node)])
+        else:
+            self.in_dialect_ids |= seen
+            return doc
+        found: dict[str, str] = {}
+        seen = set()
         todo: list = [(doc, pointer)]
-        while todo:  # a first pass, without copies (most documents have none to drop)
+        while todo:  # where each is, for the warnings
             node, where = todo.pop()
             if isinstance(node, list):
                 todo.extend((x, f"{where}/{i}") for i, x in enumerate(node))
@@ -296,9 +310,6 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
             todo.extend((v, f"{where}/{key}" if name is None else
                          f"{where}/{key}/{_escape(name)}")
                         for key, name, v in _subschemas(node) if key not in ignored)
-        if not found:
-            self.in_dialect_ids |= seen
-            return doc
         for key, where in found.items():
             msg = (f"{where}: {key!r} is not a keyword of draft {draft} (the schema's "
                    "$schema): ignored")

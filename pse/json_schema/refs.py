@@ -4,7 +4,7 @@ document, and the dynamic scope a reference resolves in.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 from urllib.parse import unquote, urljoin
 
 from pse.errors import SchemaError
@@ -26,15 +26,16 @@ _SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitio
 RECURSIVE = "#recursive"
 
 
-def _subschemas(node: dict) -> Iterator[tuple[str, str | None, Any]]:
+def _subschemas(node: dict) -> list[tuple[str, str | None, Any]]:
     """(keyword, name in its map or None, value) of each place in a schema object that holds
     a schema (or a list of them)."""
+    out: list[tuple[str, str | None, Any]] = []
     for key, value in node.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            for name, v in value.items():
-                yield key, name, v
+            out.extend((key, name, v) for name, v in value.items())
         elif key in _SUBSCHEMAS:
-            yield key, None, value
+            out.append((key, None, value))
+    return out
 
 
 def _draft(root: Any) -> int:
@@ -87,7 +88,7 @@ class _Refs:
                 self.dynamic_names.setdefault(here, []).append(RECURSIVE)
             self.bases[id(node)] = (node, here)
             # only where schemas are: an "$id" inside an unknown keyword is data
-            todo.extend((v, here) for _, _, v in _subschemas(node))
+            todo.extend([(v, here) for _, _, v in _subschemas(node)])
 
     def derived(self, node: dict, new: dict) -> dict:
         """`new`, a rewrite of `node`, read against the same base URI."""
