@@ -1191,7 +1191,7 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
     cdef const uint8_t[::1] cut
     memset(starts, 0, 257)
     for k in range(n_terms):
-        total += len(<tuple>rows[k])
+        total += len(rows[k])
         cut = cuts[k].view(np.uint8)
         for b in range(256):
             starts[b] |= cut[b]
