@@ -190,8 +190,9 @@ def make_engine(name: str, vocab: pse.Vocabulary, tok_path: Path, mask_memo: int
 
 def new_stats() -> dict:
     # "steps": per file replayed, (its name, the tokens timed per instance), in the order of
-    # "times": what same_streams lines up between engines
-    return {"times": [], "steps": [], "compile": [], "valid_rejected": 0,
+    # "times": what same_streams lines up between engines; "compile_files": the file of each
+    # "compile" figure
+    return {"times": [], "steps": [], "compile": [], "compile_files": [], "valid_rejected": 0,
             "invalid_accepted": 0, "instances": 0, "errors": {}, "passing": 0, "schemas": 0,
             "crashes": [], "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0,
             "runtime_errors": {}}
@@ -263,6 +264,7 @@ def merge(st: dict, res: dict, name: str) -> None:
         st["steps"].append((name, res["steps"]))
     if res["compile"] is not None:
         st["compile"].append(res["compile"])
+        st["compile_files"].append(name)
     if res["error"] is not None:
         st["errors"][res["error"]] = st["errors"].get(res["error"], 0) + 1
     for k in ("instances", "valid_rejected", "invalid_accepted"):
@@ -512,8 +514,8 @@ def combine(paths: list[str]) -> None:
     for part in parts:
         for n in names:
             st, add = stats[n], part["stats"][n]
-            for k in ("times", "steps", "compile", "crashes", "hangs"):
-                st[k].extend(add[k])
+            for k in ("times", "steps", "compile", "compile_files", "crashes", "hangs"):
+                st[k].extend(add.get(k, []))
             for k in ("valid_rejected", "invalid_accepted", "instances", "passing", "schemas"):
                 st[k] += add[k]
             for k in ("errors", "runtime_errors"):
@@ -544,6 +546,21 @@ def report_compile(title: str, names, stats) -> None:
         base = np.percentile(stats["pse"]["compile"], 50)
         for n in names[1:]:
             print(f"  compile p50, pse / {n}: {base / np.percentile(stats[n]['compile'], 50):.2f}x")
+    report_slowest(names, stats)
+
+
+def report_slowest(names, stats, count: int = 20) -> None:
+    """pse's slowest compiles, each beside the other engines' time on the same file."""
+    by_file = {n: dict(zip(stats[n]["compile_files"], stats[n]["compile"])) for n in names}
+    slowest = sorted(by_file["pse"].items(), key=lambda kv: -kv[1])[:count]
+    if not slowest:
+        return
+    print(f"\npse's {len(slowest)} slowest compiles, ms:")
+    print("| file | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for name, _ in slowest:
+        cells = [f"{by_file[n][name] * 1e3:.1f}" if name in by_file[n] else "-" for n in names]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def report(title: str, names, stats) -> None:

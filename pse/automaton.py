@@ -464,8 +464,12 @@ def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
     return DFA(trans, [dfa.accept[s] for s in order])
 
 
-# Moore rounds tried before Hopcroft's refinement takes over (see `minimize`).
+# Moore rounds tried before Hopcroft's refinement takes over (see `minimize`), and past
+# _MOORE_STATES states (a long chain, as a bounded repeat unrolls: Moore would need a round per
+# link) the rounds that still find an automaton minimal already or nearly so.
 _MOORE_ROUNDS = 12
+_MOORE_STATES = 256
+_MOORE_ROUNDS_LARGE = 2
 
 
 def minimize(dfa: DFA) -> DFA:
@@ -473,8 +477,8 @@ def minimize(dfa: DFA) -> DFA:
 
     Moore's refinement (split blocks by the blocks their edges lead to, until stable) is the
     fastest for the small automata terminals have, but needs one round per state along a chain
-    (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds Hopcroft's refinement finishes
-    from the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no
+    (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`)
+    Hopcroft's refinement finishes from the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no
     state equals the implicit dead state: states with edges on different bytes start in
     different blocks."""
     n = dfa.n_states
@@ -486,7 +490,7 @@ def minimize(dfa: DFA) -> DFA:
                                                      _merge_row(row, one_block))), len(first))
              for s, row in enumerate(dfa.trans)]
     n_blocks = len(first)
-    for _ in range(_MOORE_ROUNDS):
+    for _ in range(_MOORE_ROUNDS if n <= _MOORE_STATES else _MOORE_ROUNDS_LARGE):
         limits.check_budget()
         sig: dict[tuple, int] = {}
         block = [sig.setdefault((block[s], tuple(_merge_row(row, block))), len(sig))

@@ -181,7 +181,7 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
     while ready:
         s = ready.pop()
         if s != 0 and phase[s] != -1:
-            exact[s] = _count_values(dense, s, phase, escape, exact)
+            exact[s] = _count_values(dfa, dense, s, phase, escape, exact)
             values[s] = 0 if escape[s] else exact[s]
         for p in preds[s]:
             waiting[p] -= 1
@@ -191,31 +191,28 @@ def string_values(dfa: automaton.DFA) -> list[int] | None:
     return values
 
 
-def _count_values(dense: np.ndarray, s: int, phase: list[int], escape: list[bool],
-                  exact: list[int]) -> int:
+def _count_values(dfa: automaton.DFA, dense: np.ndarray, s: int, phase: list[int],
+                  escape: list[bool], exact: list[int]) -> int:
     """The strings state `s` completes to (see string_values), its successors counted."""
     if phase[s] == _END:
         return 1
-    total = 0
-    if phase[s] != 0 or escape[s]:  # inside a character: its bytes spell it one way on
-        if not escape[s]:
-            for b in np.flatnonzero(dense[s] >= 0).tolist():
-                total += exact[int(dense[s, b])]
-            return min(total, MANY_VALUES)
+    if escape[s]:
         return 0  # (the state's own count is not used: see string_values)
+    # each byte but a backslash spells its own strings (inside a character: one way on)
+    total = sum((hi - lo + 1 - (lo <= 0x5C <= hi)) * exact[t] for lo, hi, t in dfa.trans[s])
+    after_backslash = int(dense[s, 0x5C])
+    if phase[s] != 0 or after_backslash < 0:
+        return min(total, MANY_VALUES)
     by_char: dict[int, int] = {}  # the characters escapes spell, each counted once
-    for b in np.flatnonzero(dense[s] >= 0).tolist():
-        t = int(dense[s, b])
-        if b != 0x5C:
-            total += exact[t]
-            if b < 0x80 and b != 0x22:  # (a raw quote closes the string)
-                by_char[b] = -1  # spelled raw here: its escape adds nothing
-            continue
-        for spelling, end in _escapes_from(dense, t):
-            cp = _decode_escape(spelling)
-            if cp >= 0x80 and _reaches(dense, s, chr(cp).encode("utf-8", "surrogatepass")):
-                by_char[cp] = -1  # spelled raw here too
-            by_char.setdefault(cp, exact[end])
+    for spelling, end in _escapes_from(dense, after_backslash):
+        cp = _decode_escape(spelling)
+        if cp < 0x80:  # (a raw quote closes the string; a raw backslash starts an escape)
+            raw = cp != 0x22 and cp != 0x5C and dense[s, cp] >= 0
+        else:
+            raw = _reaches(dense, s, chr(cp).encode("utf-8", "surrogatepass"))
+        if raw:
+            by_char[cp] = -1  # spelled raw here too: its escape adds nothing
+        by_char.setdefault(cp, exact[end])
     total += sum(v for v in by_char.values() if v > 0)
     return min(total, MANY_VALUES)
 

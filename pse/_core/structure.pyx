@@ -1233,20 +1233,36 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
                 term_first=term_first)
 
 
-def dfa_forced_table(dict bufs, classes, int n_states, int n_classes, bint needed):
+cdef dfa_forced_table(const Tables* t, bint needed):
     """Per DFA state, the one byte it can take next when it is not accepting and takes only
     that one, else -1 (all -1 when not `needed`)."""
-    forced = np.full(n_states + 1, -1, dtype=np.int32)
-    if not needed or n_states == 0:
+    forced = np.full(t.n_dfa_states + 1, -1, dtype=np.int32)
+    if not needed:
         return forced
-    has = bufs["dfa_trans"][:n_states * n_classes].reshape(n_states, n_classes) >= 0
-    class_size = np.bincount(classes, minlength=n_classes)[:n_classes]
-    class_first = np.full(n_classes, -1, dtype=np.int32)
-    class_first[classes[::-1]] = np.arange(255, -1, -1, dtype=np.int32)
-    count = has.astype(np.int64) @ class_size
-    only = class_first[has.argmax(axis=1)]
-    accepting = bufs["dfa_accept"][:n_states] != 0
-    forced[:n_states] = np.where((count == 1) & ~accepting, only, -1)
+    cdef int32_t[::1] out = forced
+    cdef int32_t class_size[256]
+    cdef int32_t class_first[256]
+    cdef int32_t s, c, only, count
+    cdef int b
+    for c in range(256):
+        class_size[c] = 0
+        class_first[c] = -1
+    for b in range(255, -1, -1):
+        class_size[t.byte_class[b]] += 1
+        class_first[t.byte_class[b]] = b
+    for s in range(t.n_dfa_states):
+        if t.dfa_accept[s]:
+            continue
+        count = 0
+        only = -1
+        for c in range(t.n_classes):
+            if t.dfa_trans[s * t.n_classes + c] >= 0:
+                count += class_size[c]
+                if count > 1:
+                    break
+                only = class_first[c]
+        if count == 1:
+            out[s] = only
     return forced
 
 
@@ -1381,8 +1397,7 @@ cdef class CompiledStructure:
         self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         bufs["node_special"] = node_special_table(&self.t)
         self.t.node_special = <uint8_t*>_ptr(bufs, "node_special")
-        bufs["dfa_forced"] = dfa_forced_table(bufs, classes, self.t.n_dfa_states,
-                                              self.t.n_classes, self.t.has_unique)
+        bufs["dfa_forced"] = dfa_forced_table(&self.t, self.t.has_unique)
         self.t.dfa_forced = <int32_t*>_ptr(bufs, "dfa_forced")
         self.t.dfa_values = <int64_t*>_ptr(bufs, "dfa_values")
         arena_init(&self.arena)

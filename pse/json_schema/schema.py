@@ -93,13 +93,17 @@ class JsonSchema(StateMachine):
         try:
             with limits.compile_budget("a JSON Schema"):
                 root = compiler.compile(compiler.root, "#")
+                warned = compiler.warnings, compiler.shown
+                # its memos let go before the budget ends: the collection that sets off then
+                # scans only the machine tree kept
+                del compiler
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
         if root is None:
             raise SchemaError("#: the schema is false: nothing is valid")
         if not quiet:
-            self.warnings, self._shown = compiler.warnings, compiler.shown
+            self.warnings, self._shown = warned
         self._graph = {0: [(root, "$")]}
 
     @property
