@@ -243,6 +243,7 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
+        self.phrases: dict[str, Phrase] = {}  # (see `phrase`)
         self.any_order: _Compiler | None = None  # for literals: see `checker`
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
         # them; the bindings of the dynamic scope, innermost last: ((name, resource), ...)
@@ -359,7 +360,15 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         return [_blanks(self.ws)] if self.ws else []
 
     def sep(self, text: str) -> StateMachine:
-        return Chain(*self.wsp(), Phrase(text), *self.wsp())
+        return Chain(*self.wsp(), self.phrase(text), *self.wsp())
+
+    def phrase(self, text: str) -> Phrase:
+        """`Phrase(text)`, one machine per text in a schema (its objects repeat key names,
+        brackets and commas: fewer objects to make and for the collector to scan)."""
+        found = self.phrases.get(text)
+        if found is None:
+            found = self.phrases[text] = Phrase(text)
+        return found
 
     def colon(self) -> StateMachine:
         """A key's colon with the blanks allowed around it, as one terminal (every member

@@ -14,7 +14,7 @@ from pse import automaton
 from pse.bounded_cache import BoundedCache
 from pse.errors import SchemaError
 from pse.json_spelling import KeyStates, json_names_dfa
-from pse.machines import Chain, DfaTerminal, Phrase, StateMachine, Terminal
+from pse.machines import Chain, DfaTerminal, StateMachine, Terminal
 from pse.registers import KEY_BITS, KEY_CLOSE, KEY_OPEN, Guard, Guarded, Scope
 from pse.regex import compile_regex
 from pse.json_schema.common import _content, _count, _escape, _every_state_loops
@@ -333,7 +333,7 @@ class _Objects:
         def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
             """The start of a member: its key (or opening quote) with the comma before it,
             one terminal, so that a guard that refuses the key refuses the comma too."""
-            term = Phrase(text) if first else self.comma_then(text)
+            term = self.phrase(text) if first else self.comma_then(text)
             return term if guard is None else Guarded(term, guard)
 
         def spelled_key(name: str, first: bool, guard: Guard | None) -> StateMachine:
@@ -363,7 +363,7 @@ class _Objects:
                   met: int, keep: bool, clauses: tuple) -> Member:
             rest = DfaTerminal(keys, f"keys at {where}", states=states)
             guard = key_guard(0, met, KEY_OPEN if keep else 0, clauses=clauses)
-            quote: StateMachine = Phrase('":' if not self.ws else '"')
+            quote: StateMachine = self.phrase('":' if not self.ws else '"')
             if keep:
                 quote = Guarded(quote, Guard(item=KEY_CLOSE))
             close = quote if not self.ws else Chain(quote, self.colon())
@@ -399,7 +399,7 @@ class _Objects:
         clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
                         if a in values and bs)
         need = (sum(bit.get(n, 0) for n in required) if any_order else 0) | sum(some_bit)
-        close: StateMachine = Phrase("}")
+        close: StateMachine = self.phrase("}")
         if need or n_min or clauses:
             close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
         if any_order:
@@ -414,7 +414,7 @@ class _Objects:
         else:
             body, empty = self.ordered_members(
                 [(ks, n in required) for ks, n in zip(members, values)], other_members)
-        machine = self.bracketed(Phrase("{"), body, close, empty)
+        machine = self.bracketed(self.phrase("{"), body, close, empty)
         # the member builders refer to each other through this frame: a cycle that would keep
         # the whole compiler until the garbage collector ran
         key_guard = opening = spelled_key = named = other = None  # type: ignore  # noqa: F811
@@ -423,7 +423,7 @@ class _Objects:
     def comma_then(self, text: str) -> Terminal:
         """`,` then `text`, with the blanks allowed around the comma, as one terminal."""
         if not self.ws:
-            return Phrase("," + text)
+            return self.phrase("," + text)
         # (a key of its own: hashing the automaton's transitions costs more than this)
         return DfaTerminal(_comma_then_dfa(self.ws, text), f",{text}",
                            key=("comma then", self.ws, text))
@@ -469,25 +469,29 @@ class _Objects:
         member of its own at the same place."""
         graph: dict = {}
         n = len(members)
-        empty = Phrase("")
+        # states as ints (cheaper to make, hash and collect than tuples): 2i + first before
+        # member i (first: no member yet), then one per kind of member and of other key
+        free = 2 * n + 2
+        empty = self.phrase("")
         first_possible = True  # can member i be the first? (all before it are optional)
         for i, (kinds, req) in enumerate(members):
             # (lists: Cython would type these tuples as C tuples of unequal lengths)
             places = [True] if i == 0 else [True, False] if first_possible else [False]
             for first in places:
-                edges = graph.setdefault((i, first), [])
+                edges = graph.setdefault(2 * i + first, [])
                 for v, (open_, _) in enumerate(kinds):
-                    edges.append((open_(first), ("member", (i, v))))
+                    edges.append((open_(first), free + v))
                 if not req:
-                    edges.append((empty, (i + 1, first)))
+                    edges.append((empty, 2 * (i + 1) + first))
             for v, (_, tail) in enumerate(kinds):
-                graph[("member", (i, v))] = [(tail, (i + 1, False))]
+                graph[free + v] = [(tail, 2 * (i + 1))]
+            free += len(kinds)
             first_possible = first_possible and not req
-        ends = [(n, False)] + ([(n, True)] if first_possible else [])
+        ends = [2 * n] + ([2 * n + 1] if first_possible else [])
         for end in ends:
             graph.setdefault(end, [])
         for j, (open_, tail) in enumerate(others):
             for end in ends:
-                graph[end].append((open_(end[1]), ("other", j)))
-            graph[("other", j)] = [(tail, (n, False))]
-        return StateMachine(graph, start_state=(0, True), end_states=ends), (n, True)
+                graph[end].append((open_(bool(end & 1)), free + j))
+            graph[free + j] = [(tail, 2 * n)]
+        return StateMachine(graph, start_state=1, end_states=ends), 2 * n + 1

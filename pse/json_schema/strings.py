@@ -8,7 +8,7 @@ from pse import automaton, counted_lengths, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
 from pse.json_value import JsonStringContent
-from pse.machines import Chain, CharCountedTerminal, DfaTerminal, Phrase, StateMachine
+from pse.machines import Chain, CharCountedTerminal, DfaTerminal, StateMachine
 from pse.regex import compile_regex
 from pse.json_schema import common
 from pse.json_schema.common import _count, _unrolled_length
@@ -60,7 +60,7 @@ class _Strings:
             patterns.insert(0, ("", True, f"{pointer}/not"))
         patterns += [(p, _NOT_FOUND, f"{pointer}/not/pattern") for p in banned_patterns]
         if not patterns and not banned:
-            return Chain(Phrase('"'), JsonStringContent(lo, hi), Phrase('"'))
+            return Chain(self.phrase('"'), JsonStringContent(lo, hi), self.phrase('"'))
         dfa = self.content_dfa(node, patterns, pointer, count_length=True)
         if banned:
             dfa = products.difference(dfa, json_names_dfa(banned))
@@ -72,10 +72,10 @@ class _Strings:
                 return None
             if self.whole_strings() and not isinstance(content, CharCountedTerminal):
                 return DfaTerminal(quoted(dfa), content.name)
-            return Chain(Phrase('"'), content, Phrase('"'))
+            return Chain(self.phrase('"'), content, self.phrase('"'))
         if self.whole_strings():  # a unique array sees the item whole (string_values)
             return DfaTerminal(quoted(dfa), f"string at {pointer}")
-        return Chain(Phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), Phrase('"'))
+        return Chain(self.phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), self.phrase('"'))
 
     def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
                         pointer: str) -> StateMachine | None:
