@@ -25,6 +25,10 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _c  # type: ignore[no-redef]
     import sre_parse as _parser  # type: ignore[no-redef]
 
+# the flags as plain ints: `int & re.ASCII` goes through the enum's Python-level operator
+_IGNORECASE, _ASCII, _DOTALL, _MULTILINE = (int(f) for f in (re.IGNORECASE, re.ASCII, re.DOTALL,
+                                                             re.MULTILINE))
+
 # More NFA states than this means a pattern (or its counted repetitions) is too large.
 MAX_NFA_STATES = 200_000
 
@@ -86,7 +90,7 @@ class _Builder:
 
     def chars(self, ranges: Sequence[tuple[int, int]], flags: int) -> automaton.Fragment:
         ranges = list(ranges)
-        if flags & re.IGNORECASE:
+        if flags & _IGNORECASE:
             ranges = _add_case_variants(ranges)
         self.check_size()
         return self.char_class(self.nfa, automaton.normalize_ranges(ranges))
@@ -102,13 +106,13 @@ class _Builder:
 
     def node(self, op, av, flags: int) -> automaton.Fragment:
         nfa = self.nfa
-        ascii_only = bool(flags & re.ASCII)
+        ascii_only = bool(flags & _ASCII)
         if op is _c.LITERAL:
             return self.chars([(av, av)], flags)
         if op is _c.NOT_LITERAL:
             return self.chars(automaton.complement(_with_case(av, flags)), 0)
         if op is _c.ANY:
-            if flags & re.DOTALL:
+            if flags & _DOTALL:
                 return self.chars([(0, automaton.MAX_CODE_POINT)], 0)
             return self.chars(automaton.complement([(10, 10)]), 0)
         if op is _c.IN:
@@ -144,7 +148,7 @@ class _Builder:
         start = at in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
         # (Python's $ also matches before a final newline: a lookahead, not an edge)
         exact = at is _c.AT_BEGINNING_STRING or at is _c.AT_END_STRING or (
-            not flags & re.MULTILINE and (start or self.ecma))
+            not flags & _MULTILINE and (start or self.ecma))
         if not self.assertions or not exact or at not in (
                 _c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING):
             raise GrammarError(f"regex {self.pattern!r}: an anchor ({at}) is supported only at "
@@ -167,7 +171,7 @@ class _Builder:
                 ranges.extend(_category(av, ascii_only, self.ecma))
             else:
                 raise GrammarError(f"regex {self.pattern!r}: unsupported class item {op}")
-        if flags & re.IGNORECASE:
+        if flags & _IGNORECASE:
             ranges = _add_case_variants(ranges)
         if negate:
             ranges = automaton.complement(ranges)
@@ -193,7 +197,7 @@ class _Builder:
 
 def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
     ranges = [(cp, cp)]
-    return _add_case_variants(ranges) if flags & re.IGNORECASE else ranges
+    return _add_case_variants(ranges) if flags & _IGNORECASE else ranges
 
 
 # Alternatives a pattern may be split into so that its anchors come to its ends.

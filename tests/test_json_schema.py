@@ -111,6 +111,14 @@ def test_engine_takes_schemas_directly():
       "x-defs": {"k": {"type": "integer", "const": 1}}}, [1, 2, "a"]),
     ({"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/x/0",
       "x": [{"type": "object", "dependentRequired": {"a": ["b"]}}]}, [{"a": 1}, {}, 3]),
+    # an anchor (draft 4: an "id" fragment) on an object that loses a keyword: the reference
+    # finds the object without it
+    ({"$schema": "http://json-schema.org/draft-04/schema#",
+      "definitions": {"a": {"id": "#foo", "type": "integer", "const": 3}},
+      "properties": {"x": {"$ref": "#foo"}}}, [{"x": 5}, {"x": 3}, {"x": "a"}]),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema",
+      "$defs": {"a": {"$anchor": "foo", "type": "array", "prefixItems": [{"type": "string"}]}},
+      "properties": {"x": {"$ref": "#foo"}}}, [{"x": [1]}, {"x": ["a"]}, {"x": 3}]),
 ])
 def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     """What a schema's own draft does not define constrains nothing there (jsonschema reads

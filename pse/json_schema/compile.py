@@ -270,15 +270,27 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         self.draft4 = self.draft == 4
         # drafts 4 to 7: "$ref" replaces its siblings instead of joining them
         self.ref_alone = self.draft <= 7
-        self.root = root = self.in_dialect(root, "#", self.draft)
-        self.index(root, "")
+        # one walk indexes the document and finds it in its draft (as most are); else it is
+        # read without the other drafts' keywords and indexed again
+        self.root = root
+        if self.index(root, "", self.later_keywords(self.draft)):
+            self.resources, self.anchors, self.bases, self.dynamic_names = {}, {}, {}, {}
+            self.root = root = self.in_dialect(root, "#", self.draft)
+            self.index(root, "")
+        else:
+            self.in_dialect_ids.update(self.bases)
 
     # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def later_keywords(draft: int) -> frozenset:
+        """The keywords `in_dialect` leaves out of a document of `draft`."""
+        return _LATER_KEYWORDS.get(draft, frozenset()) | {SOME_PROPERTY}
+
     def in_dialect(self, doc: Any, pointer: str, draft: int) -> Any:
         """`doc` without the keywords `draft` does not have (unknown keywords there, which
         constrain nothing: `const` in draft 4, `if` in draft 6, `prefixItems` in 2019-09),
         with a warning naming each; `doc` itself when it has none."""
-        ignored = _LATER_KEYWORDS.get(draft, frozenset()) | {SOME_PROPERTY}
+        ignored = self.later_keywords(draft)
         if not isinstance(doc, dict):
             return doc
         seen: set[int] = set()

@@ -53,8 +53,10 @@ class _Refs:
     """The _Compiler methods for `$ref`, `$dynamicRef`, `$recursiveRef`, anchors and ids (a mixin
     of compile._Compiler)."""
 
-    def index(self, doc: Any, base: str) -> None:
-        """Record the resources ($id) and anchors of `doc`, read against `base`."""
+    def index(self, doc: Any, base: str, refused: frozenset = frozenset()) -> bool:
+        """Record the resources ($id) and anchors of `doc`, read against `base`. Stops and
+        returns True at a schema object with a keyword of `refused` (leaving the record
+        unfinished), else False."""
         self.resources.setdefault(base, doc)
         todo = [(doc, base)]
         seen: set[tuple[int, str]] = set()  # a schema object shared by several parents
@@ -68,6 +70,8 @@ class _Refs:
                 continue
             if not isinstance(node, dict):
                 continue
+            if not refused.isdisjoint(node):
+                return True
             ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
             if self.ref_alone and "$ref" in node:
                 ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
@@ -89,6 +93,7 @@ class _Refs:
             self.bases[id(node)] = (node, here)
             # only where schemas are: an "$id" inside an unknown keyword is data
             todo.extend([(v, here) for _, _, v in _subschemas(node)])
+        return False
 
     def derived(self, node: dict, new: dict) -> dict:
         """`new`, a rewrite of `node`, read against the same base URI."""
