@@ -100,6 +100,7 @@ class _Compiler:
         self.share = share  # copy the rules of shared machines (see `share_rules`)
         self.terminals: list[_Terminal] = []
         self.terminal_ids: dict[Hashable, int] = {}
+        self.terminal_of: dict[int, tuple[Terminal, int]] = {}  # id(machine) -> (it, number)
         self.rules: list[_Rule] = []
         self.rule_ids: dict[int, int] = {}
         self.sizes: dict[int, int] = {}
@@ -247,6 +248,19 @@ class _Compiler:
             rule.eps[a].append(b)
             if hi == 0:
                 return
+        # (a machine met again, as a schema's shared key phrases are, skips its key's making
+        # and hashing; the machine is kept, so its id stays its own)
+        known = self.terminal_of.get(id(m))
+        tid = known[1] if known is not None and known[0] is m else self.terminal_id(m, lo, hi)
+        if tid < 0:
+            return  # nothing (more) to match: no edge
+        rule.terms[a].append((tid, b, guard))
+        if path != rule.paths[b]:
+            rule.edge_paths.setdefault((tid, b), path)
+
+    def terminal_id(self, m: Terminal, lo: int, hi: int | None) -> int:
+        """The number of terminal `m`'s automaton in the structure (equal keys share one),
+        -1 where it matches only the empty text."""
         if m.repeats_unit:
             kind, low, high = TERM_UNITS, max(lo, 1), hi
         elif getattr(m, "counts_chars", False):
@@ -258,18 +272,18 @@ class _Compiler:
         if tid is None:
             found = _terminal_dfa(m, key, kind, lo)
             if found is None:
-                return  # nothing (more) to match: no edge
-            dfa, lengths = found
-            tid = self.terminal_ids[key] = len(self.terminals)
-            # metadata of the automaton's states, renumbered as _terminal_dfa rewrote it
-            states = None if kind else getattr(m, "states", None)
-            if states is not None and m.unit_dfa().accept[0]:
-                states = states.without_empty(m.unit_dfa().n_states)
-            self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states, lengths,
-                                            getattr(m, "special_token", None)))
-        rule.terms[a].append((tid, b, guard))
-        if path != rule.paths[b]:
-            rule.edge_paths.setdefault((tid, b), path)
+                tid = -1
+            else:
+                dfa, lengths = found
+                tid = self.terminal_ids[key] = len(self.terminals)
+                # metadata of the automaton's states, renumbered as _terminal_dfa rewrote it
+                states = None if kind else getattr(m, "states", None)
+                if states is not None and m.unit_dfa().accept[0]:
+                    states = states.without_empty(m.unit_dfa().n_states)
+                self.terminals.append(_Terminal(dfa, kind, key[2], key[3], key, states,
+                                                lengths, getattr(m, "special_token", None)))
+        self.terminal_of[id(m)] = (m, tid)
+        return tid
 
     # -- step 2: epsilon elimination and trimming ---------------------------------------------
     def trim(self, root: int) -> list[int]:
