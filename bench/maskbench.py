@@ -21,8 +21,9 @@ and the structure accepts at the end.
                      is restarted and the run goes on. Peak RSS is reported per engine.
                      --no-isolate runs everything in this process instead.
   --compile-only     compile each schema with each engine and replay nothing: compile times
-                     over every file in minutes (the replay with XGrammar takes hours); its
-                     --out files combine into a compile table.
+                     over every file in minutes (the replay with XGrammar takes hours), and
+                     pse's 20 slowest compiles beside the other engines' times on those
+                     files; its --out files combine into the same.
   --keyword K        only the schemas that use JSON Schema keyword K (e.g. uniqueItems)
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
