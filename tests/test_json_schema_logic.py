@@ -578,3 +578,33 @@ def test_overlapping_one_of_compiles_where_opposites_exist():
     m = JsonSchema(closed, property_order="any")
     assert [m.matches(v) for v in ('{"a":"x"}', '{"a":"x","b":1}', '{"b":1}', "{}")] == \
         [False, True, True, False]
+
+
+@pytest.mark.parametrize("schema, values", [
+    # merges make {"const": 1} and {"const": true}: alike to ==, not to JSON
+    ({"prefixItems": [{"allOf": [{"const": 1}, {"minItems": 0}]},
+                      {"allOf": [{"const": True}, {"minItems": 0}]}]},
+     [[1, True], [1, 1], [True, True], [True, 1]]),
+    # each oneOf branch carries the others' opposites, made anew for every branch and in
+    # every recursion: those made alike compile once, their meaning kept
+    ({"$defs": {"node": {"oneOf": [
+        {"type": "object", "required": [k], "properties": {k: {"$ref": "#/$defs/node"}}}
+        for k in "abc"] + [{"type": "integer"}]}}, "$ref": "#/$defs/node"},
+     [1, {"a": 1}, {"a": 1, "b": 2}, {"a": {"b": 2}}, {"a": {"b": {"a": 1, "c": 1}}},
+      {"c": {"c": {"c": 3}}}, {}, {"a": {}}])])
+def test_subschemas_made_alike_keep_their_meaning(schema, values):
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    machine = JsonSchema(schema, property_order="any")
+    for value in values:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
+def test_subschemas_made_alike_keep_their_order():
+    # the order of properties counts (property_order="schema"): merged objects alike but
+    # for it (their values one Python object) are two
+    value = {"type": "integer"}
+    m = JsonSchema({"prefixItems": [
+        {"allOf": [{"properties": {"a": value, "b": value}}, {"minProperties": 0}]},
+        {"allOf": [{"properties": {"b": value, "a": value}}, {"minProperties": 0}]}]})
+    assert m.matches('[{"a":1,"b":2},{"b":1,"a":2}]')
+    assert not m.matches('[{"a":1,"b":2},{"a":1,"b":2}]')

@@ -55,10 +55,11 @@ def _colon(ws: int) -> DfaTerminal:
     pattern = f"{blank}:{blank}"
     return DfaTerminal(compile_regex(pattern), "colon", key=("regex", pattern))
 # Subschemas one schema may compile to. Unions inside allOf (and the opposites that keep
-# oneOf's branches apart) are multiplied out, one subschema per combination; past this the
-# schema is refused with a clear error instead of seconds and gigabytes (every maskbench
-# schema that compiles needs under 8,200: Github_medium---o3626 8,114; one that reaches the
-# limit has taken about a second).
+# oneOf's branches apart) are multiplied out, one subschema per combination (one made alike
+# to one compiled before counts one: it is not compiled again); past this the schema is
+# refused with a clear error instead of minutes and gigabytes (the maskbench schemas under
+# it need at most 6,300: JsonSchemaStore---cityjson.min.schema.json 6,242; above it,
+# Github_medium---o9802 needs 104,000 and 12 s).
 MAX_SCHEMA_NODES = 20_000
 
 
@@ -240,6 +241,11 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         self.refs: dict[tuple[str, tuple], Forward | None] = {}
         self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
         self.compiled: dict[tuple[int, tuple], tuple[Any, StateMachine | None]] = {}
+        # made schema objects (merges, opposites) by content (see `content_key`): a union
+        # multiplied out makes the same subschema many times
+        self.by_content: dict[tuple[int, tuple], StateMachine | None] = {}
+        self.content_keys: dict[int, tuple[Any, Any]] = {}  # id -> (the object, kept alive; key)
+        self.interned: dict[tuple, int] = {}  # a made object's content -> its number
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
@@ -416,11 +422,14 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
                 if forward is None:
                     forward = self.compiling[key] = Forward(name=f"schema at {pointer}")
                 return forward
-            self.nodes += 1
-            if self.nodes > MAX_SCHEMA_NODES:
-                raise SchemaError(f"{pointer}: the schema multiplies out into more than "
-                                  f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
-                                  "inside allOf, or oneOf branches kept apart, combine")
+            made = None if id(node) in self.in_dialect_ids else (
+                self.content_key(node), key[1])
+            self.count_nodes(1, pointer)
+            if made is not None and made in self.by_content:
+                machine = self.by_content[made]
+                self.compiled[key] = (node, machine)
+                return machine
+            warned = len(self.warnings)
             self.compiling[key] = None
             try:
                 machine = self.compile_new(node, pointer)
@@ -432,10 +441,44 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
                                       "nothing")
                 machine = forward.set(machine)
             self.compiled[key] = (node, machine)  # the node is kept so its id stays its own
+            if made is not None and len(self.warnings) == warned:  # (each place warns)
+                self.by_content.setdefault(made, machine)
             return machine
         finally:
             if entered:
                 self.bound.pop()
+
+    def count_nodes(self, n: int, pointer: str) -> None:
+        """Count `n` subschemas more against MAX_SCHEMA_NODES."""
+        self.nodes += n
+        if self.nodes > MAX_SCHEMA_NODES:
+            raise SchemaError(f"{pointer}: the schema multiplies out into more than "
+                              f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
+                              "inside allOf, or oneOf branches kept apart, combine")
+
+    def content_key(self, value: Any) -> Any:
+        """What compiling `value` depends on, as a hashable: the same for two objects that
+        merges made alike. A document's own schema objects are told apart by identity (as
+        `compiled` tells them), made ones by their base URI and content, in their keys'
+        order (the order of properties counts); a number for each distinct made content."""
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, (dict, list)):
+            return (value.__class__, value) if value is None or isinstance(
+                value, (bool, int, float)) else ("object", id(value), value)
+        found = self.content_keys.get(id(value))
+        if found is not None:
+            return found[1]
+        if isinstance(value, list):
+            content = ("list", *[self.content_key(v) for v in value])
+        elif id(value) in self.in_dialect_ids:
+            content = ("document", id(value))
+        else:
+            content = (self.bases.get(id(value), (None, None))[1],
+                       *[(k, self.content_key(v)) for k, v in value.items()])
+        number = self.interned.setdefault(content, len(self.interned))
+        self.content_keys[id(value)] = (value, number)
+        return number
 
     def enter(self, node: Any) -> bool:
         """Track the dynamic scope: when `node` starts a schema resource with dynamic anchors

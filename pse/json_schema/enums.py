@@ -132,7 +132,7 @@ class _Enums:
             if self.any_order is None:  # a compiler like this one, with caches of its own
                 other = self.any_order = copy.copy(self)
                 other.property_order, other.ws, other.any_value = "any", 0, _any_value(0)
-                other.compiled, other.refs, other.compiling = {}, {}, {}
+                other.compiled, other.refs, other.compiling, other.by_content = {}, {}, {}, {}
                 other.recursive = set()  # (its own checker is itself: any order, no blanks)
             compiler = self.any_order
             compiler.bound, compiler.depth = [self.bound[-1]], getattr(self, "depth", 0)
