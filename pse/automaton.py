@@ -17,6 +17,7 @@ import numpy as np
 from pse import limits
 from pse._core.frozen import frozen_rows
 from pse._core.structure import class_cuts
+from pse._core.automata import refine, subsets
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -271,15 +272,20 @@ MAX_DFA_STATES = 10_000
 
 
 def determinize(nfa: NFA, frag: Fragment) -> DFA:
-    """Subset construction over byte ranges, then trimming and minimization.
+    """Subset construction over byte ranges (in C, `_core.automata.subsets`, where the NFA
+    has no anchors), then trimming and minimization.
 
     Raises:
         GrammarError: more than MAX_DFA_STATES states.
     """
-    start = _eps_closure(nfa, [frag[0]], nfa.at_start)
-    # with anchors, the start is the one place where both kinds hold (`$^` matches ""): a set
-    # met again later is another state
     anchored = bool(nfa.at_start or nfa.at_end)
+    if not anchored:
+        trans, accept = subsets(nfa.edges, nfa.eps, frag[0], frag[1], MAX_DFA_STATES,
+                                limits.check_budget)
+        return minimize(trim(DFA(trans, accept)))
+    # below, the same construction with anchors: the start is the one place where both kinds
+    # hold (`$^` matches ""), so a set met again later is another state
+    start = _eps_closure(nfa, [frag[0]], nfa.at_start)
     index = {} if anchored else {start: 0}
     sets = [start]
     trans: list[list[tuple[int, int, int]]] = []
@@ -499,61 +505,8 @@ def minimize(dfa: DFA) -> DFA:
             break
         n_blocks = len(sig)
     else:
-        block = _hopcroft(dfa, block)
+        block = refine(dfa.trans, block, limits.check_budget)
     return _quotient(dfa, block)
-
-
-def _hopcroft(dfa: DFA, block_of: list[int]) -> list[int]:
-    """Refine the partition `block_of` (coarser than the equivalence of states) to the
-    equivalence, by Hopcroft's algorithm with whole blocks as splitters: a splitter parts each
-    block by the byte classes on which its states enter the splitter (all classes at once, not
-    one splitter per class: a bounded repeat over UTF-8 has dozens of classes and thousands of
-    states). A block that splits while waiting to split others leaves all its parts waiting;
-    otherwise all but the largest part wait (the rest of the block splits as they do)."""
-    cuts = sorted({0, 256} | {lo for row in dfa.trans for lo, _, _ in row}
-                  | {hi + 1 for row in dfa.trans for _, hi, _ in row})
-    cls = {c: k for k, c in enumerate(cuts)}
-    # per state, the states with an edge into it and the classes of those edges (bits)
-    into: list[dict[int, int]] = [{} for _ in dfa.trans]
-    for s, row in enumerate(dfa.trans):
-        for lo, hi, t in row:
-            classes = (1 << cls[hi + 1]) - (1 << cls[lo])
-            edges = into[t]
-            edges[s] = edges.get(s, 0) | classes
-    preds = [list(edges.items()) for edges in into]
-    blocks: list[set[int]] = [set() for _ in range(max(block_of) + 1)]
-    for s, b in enumerate(block_of):
-        blocks[b].add(s)
-    todo = set(range(len(blocks)))
-    while todo:
-        limits.check_budget()
-        entering: dict[int, int] = {}  # state -> classes on which it enters the splitter
-        for t in blocks[todo.pop()]:
-            for p, classes in preds[t]:
-                entering[p] = entering.get(p, 0) | classes
-        groups: dict[int, dict[int, list[int]]] = {}  # block -> classes -> its states
-        for p, classes in entering.items():
-            groups.setdefault(block_of[p], {}).setdefault(classes, []).append(p)
-        for y, by_classes in groups.items():
-            members = blocks[y]
-            parts = list(by_classes.values())
-            untouched = len(members) - sum(map(len, parts))
-            if untouched == 0:
-                if len(parts) == 1:
-                    continue  # every state of the block enters the same way
-                parts.remove(max(parts, key=len))  # (those stay in the block)
-            pieces = [y]
-            for part in parts:
-                members.difference_update(part)
-                new = len(blocks)
-                blocks.append(set(part))
-                for p in part:
-                    block_of[p] = new
-                pieces.append(new)
-            if y not in todo:
-                pieces.remove(max(pieces, key=lambda b: len(blocks[b])))
-            todo.update(pieces)
-    return block_of
 
 
 def _quotient(dfa: DFA, block: list[int]) -> DFA:

@@ -1,0 +1,410 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""The subset construction over byte ranges (`automaton.determinize` without anchors), in C.
+
+A DFA state is the set of NFA states a text can reach (epsilon closures included), kept as
+the bytes of its sorted int32 ids, so sets are found again through a dict. Each set's row is a
+sweep over the byte positions where one of its members' edges starts or ends (the positions
+bucketed, 0 to 256), with the targets that hold counted: a bounded repeat of a UTF-8 class
+(`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each, which the Python
+sweep did at tens of microseconds a set.
+"""
+
+from libc.stdint cimport int32_t, uint64_t
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memset
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+
+
+cdef int _compare(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*>a)[0]
+    cdef int32_t y = (<const int32_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int32_t* _ints(list values) except NULL:
+    cdef int32_t* out = <int32_t*>malloc((len(values) + 1) * sizeof(int32_t))
+    if out == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t i
+    for i in range(len(values)):
+        out[i] = values[i]
+    return out
+
+
+cdef class _Nfa:
+    """The NFA's edges and epsilon edges as flat arrays, and the scratch space of a sweep."""
+    cdef int n
+    cdef int32_t* edge_at   # state -> its first edge (n + 1 entries)
+    cdef int32_t* lo
+    cdef int32_t* hi
+    cdef int32_t* target
+    cdef int32_t* eps_at    # state -> its first epsilon edge (n + 1 entries)
+    cdef int32_t* eps
+    cdef int32_t* held      # per state: edges to it that hold at the sweep's position
+    cdef int32_t* seen      # per state: the closure that last reached it
+    cdef int32_t* stack
+    cdef int32_t* where     # per state: its place in `holding`
+    cdef int32_t* holding   # the targets that hold
+    cdef int32_t* sorted_   # them, sorted
+    cdef int32_t* bucket_at  # byte position -> its first event (258 entries)
+    cdef int32_t* event_target
+    cdef int32_t* event_step
+    cdef int closures
+
+    def __cinit__(self, list edges, list eps):
+        self.n = len(edges)
+        cdef list at = [0], lo = [], hi = [], target = [], eps_at = [0], eps_to = []
+        for row in edges:
+            for a, b, t in row:
+                lo.append(a)
+                hi.append(b)
+                target.append(t)
+            at.append(len(lo))
+        for row in eps:
+            eps_to.extend(row)
+            eps_at.append(len(eps_to))
+        self.edge_at, self.lo, self.hi = _ints(at), _ints(lo), _ints(hi)
+        self.target, self.eps_at, self.eps = _ints(target), _ints(eps_at), _ints(eps_to)
+        cdef list zeros = [0] * self.n
+        self.held, self.seen, self.stack = _ints(zeros), _ints(zeros), _ints(zeros)
+        self.where, self.holding, self.sorted_ = _ints(zeros), _ints(zeros), _ints(zeros)
+        self.bucket_at = _ints([0] * 258)
+        cdef list events = [0] * (2 * len(lo))
+        self.event_target, self.event_step = _ints(events), _ints(events)
+        self.closures = 0
+
+    def __dealloc__(self):
+        free(self.edge_at); free(self.lo); free(self.hi); free(self.target)
+        free(self.eps_at); free(self.eps); free(self.held); free(self.seen); free(self.stack)
+        free(self.where); free(self.holding); free(self.sorted_); free(self.bucket_at)
+        free(self.event_target); free(self.event_step)
+
+    cdef bytes closure(self, const int32_t* states, int k):
+        """The sorted ids of `states` and the states epsilon edges reach from them."""
+        cdef int top = 0, count = 0, s, i, t
+        self.closures += 1
+        cdef int mark = self.closures
+        for i in range(k):
+            s = states[i]
+            if self.seen[s] != mark:
+                self.seen[s] = mark
+                self.stack[top] = s
+                top += 1
+        cdef int32_t* out = <int32_t*>malloc(self.n * sizeof(int32_t))
+        if out == NULL:
+            raise MemoryError()
+        try:
+            while top:
+                top -= 1
+                s = self.stack[top]
+                out[count] = s
+                count += 1
+                for i in range(self.eps_at[s], self.eps_at[s + 1]):
+                    t = self.eps[i]
+                    if self.seen[t] != mark:
+                        self.seen[t] = mark
+                        self.stack[top] = t
+                        top += 1
+            qsort(out, count, sizeof(int32_t), _compare)
+            return PyBytes_FromStringAndSize(<char*>out, count * sizeof(int32_t))
+        finally:
+            free(out)
+
+
+def subsets(list edges, list eps, int start, int final, int max_states, object check_budget):
+    """The subset construction from NFA state `start` (no anchors): (trans, accept), a row of
+    (lo, hi, target) ranges per DFA state in the order found (the start's closure first) and
+    whether each holds `final`.
+
+    Raises:
+        GrammarError: more than `max_states` DFA states.
+    """
+    cdef _Nfa nfa = _Nfa(edges, eps)
+    cdef int32_t first = start
+    cdef bytes members = nfa.closure(&first, 1)
+    cdef dict index = {members: 0}
+    cdef dict closures = {}
+    cdef list sets = [members], trans = [], accept = []
+    cdef list row
+    cdef const int32_t* m
+    cdef int k, i, e, s, t, p, n_holding, a, j, pos, range_lo, range_j
+    cdef int32_t* bucket = nfa.bucket_at
+    cdef bytes key, found
+    cdef Py_ssize_t done = 0
+    while done < len(sets):
+        check_budget()
+        members = sets[done]
+        done += 1
+        m = <const int32_t*>PyBytes_AS_STRING(members)
+        k = PyBytes_GET_SIZE(members) // sizeof(int32_t)
+        j = 0
+        for i in range(k):
+            if m[i] == final:
+                j = 1
+        accept.append(j == 1)
+        # the events (an edge starts holding at lo, stops at hi + 1) bucketed by position
+        memset(bucket, 0, 258 * sizeof(int32_t))
+        for i in range(k):
+            s = m[i]
+            for e in range(nfa.edge_at[s], nfa.edge_at[s + 1]):
+                bucket[nfa.lo[e] + 1] += 1
+                bucket[nfa.hi[e] + 2] += 1
+        for p in range(1, 258):
+            bucket[p] += bucket[p - 1]
+        for i in range(k):
+            s = m[i]
+            for e in range(nfa.edge_at[s], nfa.edge_at[s + 1]):
+                p = bucket[nfa.lo[e]]
+                bucket[nfa.lo[e]] += 1
+                nfa.event_target[p], nfa.event_step[p] = nfa.target[e], 1
+                p = bucket[nfa.hi[e] + 1]
+                bucket[nfa.hi[e] + 1] += 1
+                nfa.event_target[p], nfa.event_step[p] = nfa.target[e], -1
+        # (each bucket's start moved to the next one's: position p's events end at bucket[p])
+        row = []
+        n_holding = 0
+        range_lo, range_j = 0, -1
+        e = 0
+        for pos in range(257):
+            if e == bucket[pos]:
+                continue  # the same targets hold as before
+            while e < bucket[pos]:
+                t = nfa.event_target[e]
+                nfa.held[t] += nfa.event_step[e]
+                if nfa.held[t] == 1 and nfa.event_step[e] == 1:
+                    nfa.where[t] = n_holding
+                    nfa.holding[n_holding] = t
+                    n_holding += 1
+                elif nfa.held[t] == 0:
+                    n_holding -= 1
+                    a = nfa.holding[n_holding]
+                    nfa.holding[nfa.where[t]] = a
+                    nfa.where[a] = nfa.where[t]
+                e += 1
+            j = -1
+            if n_holding and pos < 256:
+                for i in range(n_holding):
+                    nfa.sorted_[i] = nfa.holding[i]
+                qsort(nfa.sorted_, n_holding, sizeof(int32_t), _compare)
+                key = PyBytes_FromStringAndSize(<char*>nfa.sorted_, n_holding * sizeof(int32_t))
+                found = closures.get(key)
+                if found is None:
+                    found = closures[key] = nfa.closure(nfa.sorted_, n_holding)
+                j = index.get(found, -1)
+                if j < 0:
+                    j = index[found] = len(sets)
+                    sets.append(found)
+                    if len(sets) > max_states:
+                        from pse.errors import GrammarError
+                        raise GrammarError(f"the automaton needs more than {max_states} "
+                                           "states (MAX_DFA_STATES)")
+            if j != range_j:  # a range ends here (and another may start)
+                if range_j >= 0:
+                    row.append((range_lo, pos - 1, range_j))
+                range_lo, range_j = pos, j
+        trans.append(row)
+    return trans, accept
+
+
+# the sort of `refine`'s touched states: by block, then by the classes they enter on (set just
+# before each qsort, which calls no Python, so another thread cannot change them meanwhile)
+cdef int32_t* _sort_block
+cdef uint64_t* _sort_masks
+cdef int _sort_words
+
+
+cdef int _compare_touched(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
+    if _sort_block[x] != _sort_block[y]:
+        return -1 if _sort_block[x] < _sort_block[y] else 1
+    cdef int w
+    for w in range(_sort_words):
+        if _sort_masks[x * _sort_words + w] != _sort_masks[y * _sort_words + w]:
+            return -1 if _sort_masks[x * _sort_words + w] < _sort_masks[y * _sort_words + w] \
+                else 1
+    return 0
+
+
+cdef inline bint _same_masks(uint64_t* masks, int words, int32_t x, int32_t y) noexcept nogil:
+    cdef int w
+    for w in range(words):
+        if masks[x * words + w] != masks[y * words + w]:
+            return False
+    return True
+
+
+def refine(object trans, list block_of, object check_budget):
+    """Hopcroft's refinement of the partition `block_of` (coarser than the equivalence of
+    the states of the DFA whose rows are `trans`) to the equivalence, with whole blocks as
+    splitters: a splitter parts each block by the byte classes on which its states enter the
+    splitter (a bitmask of classes per state). A block that splits while waiting to split
+    others leaves all its parts waiting; otherwise all but the largest part wait. Returns the
+    block of each state."""
+    cdef int n = len(trans), n_blocks = max(block_of) + 1 if block_of else 0
+    # the byte classes: cut where some range starts or ends
+    cdef int class_at[258]
+    cdef int pos, c, n_classes = 0, words, s, t, i, k, w, lo, hi, e
+    memset(class_at, 0, sizeof(class_at))
+    class_at[0] = class_at[256] = 1
+    cdef int n_edges = 0
+    for row in trans:
+        for lo, hi, t in row:
+            class_at[lo] = 1
+            class_at[hi + 1] = 1
+            n_edges += 1
+    for pos in range(257):  # a cut's class index: how many cuts come before it
+        c = class_at[pos]
+        class_at[pos] = n_classes
+        n_classes += c
+    words = (n_classes + 63) // 64
+    cdef int32_t* pred_at = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* pred = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef uint64_t* pred_mask = <uint64_t*>malloc((n_edges + 1) * words * sizeof(uint64_t))
+    cdef uint64_t* acc = <uint64_t*>malloc((n + 1) * words * sizeof(uint64_t))
+    cdef int32_t* touched = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* elems = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* place = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* block = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* first = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* end = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* todo = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef char* waiting = <char*>malloc(n + 1)
+    cdef int32_t* pieces = <int32_t*>malloc((2 * n + 2) * sizeof(int32_t))
+    cdef int n_todo = 0, n_touched, splitter, y, run, run_end, n_pieces, largest, size, moved
+    cdef int untouched, groups, g, stay, q
+    if not (pred_at and pred and pred_mask and acc and touched and elems and place and block
+            and first and end and todo and waiting and pieces):
+        raise MemoryError()
+    global _sort_block, _sort_masks, _sort_words
+    try:
+        # predecessors by target, each with the classes of its edge (bits lo's to hi's)
+        memset(pred_at, 0, (n + 1) * sizeof(int32_t))
+        for row in trans:
+            for lo, hi, t in row:
+                pred_at[t + 1] += 1
+        for s in range(n):
+            pred_at[s + 1] += pred_at[s]
+        memset(touched, 0, (n + 1) * sizeof(int32_t))  # (here: how many placed per target)
+        for s in range(n):
+            for lo, hi, t in trans[s]:
+                e = pred_at[t] + touched[t]
+                touched[t] += 1
+                pred[e] = s
+                for w in range(words):
+                    pred_mask[e * words + w] = 0
+                for c in range(class_at[lo], class_at[hi + 1]):
+                    pred_mask[e * words + (c >> 6)] |= (<uint64_t>1) << (c & 63)
+        memset(acc, 0, (n + 1) * words * sizeof(uint64_t))
+        # the partition: each block a range of `elems`
+        memset(first, 0, (n + 1) * sizeof(int32_t))
+        for s in range(n):
+            block[s] = block_of[s]
+            first[block[s] + 1] += 1
+        for k in range(n_blocks):
+            first[k + 1] += first[k]
+        for k in range(n_blocks):
+            end[k] = first[k]
+        for s in range(n):
+            k = block[s]
+            elems[end[k]] = s
+            place[s] = end[k]
+            end[k] += 1
+        for k in range(n_blocks):
+            todo[k] = k
+            waiting[k] = 1
+        n_todo = n_blocks
+        while n_todo:
+            check_budget()
+            n_todo -= 1
+            splitter = todo[n_todo]
+            waiting[splitter] = 0
+            n_touched = 0
+            for i in range(first[splitter], end[splitter]):
+                t = elems[i]
+                for e in range(pred_at[t], pred_at[t + 1]):
+                    s = pred[e]
+                    k = 0
+                    for w in range(words):
+                        if acc[s * words + w]:
+                            k = 1
+                    if not k:
+                        touched[n_touched] = s
+                        n_touched += 1
+                    for w in range(words):
+                        acc[s * words + w] |= pred_mask[e * words + w]
+            _sort_block, _sort_masks, _sort_words = block, acc, words
+            qsort(touched, n_touched, sizeof(int32_t), _compare_touched)
+            run = 0
+            while run < n_touched:  # the touched states of one block y
+                y = block[touched[run]]
+                run_end = run
+                while run_end < n_touched and block[touched[run_end]] == y:
+                    run_end += 1
+                untouched = (end[y] - first[y]) - (run_end - run)
+                # its groups (runs of equal classes): pieces[] holds each group's start
+                groups = 0
+                i = run
+                while i < run_end:
+                    pieces[groups] = i
+                    groups += 1
+                    i += 1
+                    while i < run_end and _same_masks(acc, words, touched[i], touched[i - 1]):
+                        i += 1
+                pieces[groups] = run_end
+                stay = -1  # the group that stays in y (none: the untouched states stay)
+                if untouched == 0:
+                    if groups == 1:
+                        run = run_end
+                        continue
+                    largest = -1
+                    for g in range(groups):
+                        if pieces[g + 1] - pieces[g] > largest:
+                            largest, stay = pieces[g + 1] - pieces[g], g
+                # each other group moves to the end of y's range, a block of its own
+                n_pieces = 0
+                for g in range(groups):
+                    if g == stay:
+                        continue
+                    for i in range(pieces[g], pieces[g + 1]):
+                        s = touched[i]
+                        q = elems[end[y] - 1]  # swap s with y's last state
+                        elems[place[s]], elems[end[y] - 1] = q, s
+                        place[q], place[s] = place[s], end[y] - 1
+                        end[y] -= 1
+                    first[n_blocks] = end[y]
+                    end[n_blocks] = end[y] + (pieces[g + 1] - pieces[g])
+                    for i in range(first[n_blocks], end[n_blocks]):
+                        block[elems[i]] = n_blocks
+                    waiting[n_blocks] = 0
+                    pieces[groups + 1 + n_pieces] = n_blocks  # (after the group starts)
+                    n_pieces += 1
+                    n_blocks += 1
+                # the pieces wait to split others: all of them if y was waiting, else all but
+                # the largest (y itself among them)
+                largest, stay = end[y] - first[y], y
+                if not waiting[y]:
+                    for i in range(n_pieces):
+                        k = pieces[groups + 1 + i]
+                        if end[k] - first[k] > largest:
+                            largest, stay = end[k] - first[k], k
+                else:
+                    stay = -1
+                if y != stay and not waiting[y]:
+                    waiting[y] = 1
+                    todo[n_todo] = y
+                    n_todo += 1
+                for i in range(n_pieces):
+                    k = pieces[groups + 1 + i]
+                    if k != stay:
+                        waiting[k] = 1
+                        todo[n_todo] = k
+                        n_todo += 1
+                run = run_end
+            for i in range(n_touched):
+                s = touched[i]
+                for w in range(words):
+                    acc[s * words + w] = 0
+        return [block[s] for s in range(n)]
+    finally:
+        free(pred_at); free(pred); free(pred_mask); free(acc); free(touched); free(elems)
+        free(place); free(block); free(first); free(end); free(todo); free(waiting); free(pieces)
