@@ -286,7 +286,7 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     # below, the same construction with anchors: the start is the one place where both kinds
     # hold (`$^` matches ""), so a set met again later is another state
     start = _eps_closure(nfa, [frag[0]], nfa.at_start)
-    index = {} if anchored else {start: 0}
+    index: dict[frozenset[int], int] = {}
     sets = [start]
     trans: list[list[tuple[int, int, int]]] = []
     accept: list[bool] = []
@@ -295,8 +295,8 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
     while i < len(sets):
         limits.check_budget()
         cur = sets[i]
-        if not anchored or frag[1] in cur:
-            accept.append(frag[1] in cur)
+        if frag[1] in cur:
+            accept.append(True)
         else:
             ends = nfa.at_end if i else {k: nfa.at_start.get(k, []) + nfa.at_end.get(k, [])
                                          for k in {*nfa.at_start, *nfa.at_end}}
