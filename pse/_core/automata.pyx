@@ -270,13 +270,13 @@ def refine(object trans, list block_of, object check_budget):
     cdef int32_t* todo = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef char* waiting = <char*>malloc(n + 1)
     cdef int32_t* pieces = <int32_t*>malloc((2 * n + 2) * sizeof(int32_t))
-    cdef int n_todo = 0, n_touched, splitter, y, run, run_end, n_pieces, largest, size, moved
+    cdef int n_todo = 0, n_touched, splitter, y, run, run_end, n_pieces, largest
     cdef int untouched, groups, g, stay, q
-    if not (pred_at and pred and pred_mask and acc and touched and elems and place and block
-            and first and end and todo and waiting and pieces):
-        raise MemoryError()
     global _sort_block, _sort_masks, _sort_words
     try:
+        if not (pred_at and pred and pred_mask and acc and touched and elems and place and block
+                and first and end and todo and waiting and pieces):
+            raise MemoryError()
         # predecessors by target, each with the classes of its edge (bits lo's to hi's)
         memset(pred_at, 0, (n + 1) * sizeof(int32_t))
         for row in trans:
