@@ -424,7 +424,11 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
                 return forward
             made = None if id(node) in self.in_dialect_ids else (
                 self.content_key(node), key[1])
-            self.count_nodes(1, pointer)
+            self.nodes += 1
+            if self.nodes > MAX_SCHEMA_NODES:
+                raise SchemaError(f"{pointer}: the schema multiplies out into more than "
+                                  f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
+                                  "inside allOf, or oneOf branches kept apart, combine")
             if made is not None and made in self.by_content:
                 machine = self.by_content[made]
                 self.compiled[key] = (node, machine)
@@ -448,14 +452,6 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
             if entered:
                 self.bound.pop()
 
-    def count_nodes(self, n: int, pointer: str) -> None:
-        """Count `n` subschemas more against MAX_SCHEMA_NODES."""
-        self.nodes += n
-        if self.nodes > MAX_SCHEMA_NODES:
-            raise SchemaError(f"{pointer}: the schema multiplies out into more than "
-                              f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
-                              "inside allOf, or oneOf branches kept apart, combine")
-
     def content_key(self, value: Any) -> Any:
         """What compiling `value` depends on, as a hashable: the same for two objects that
         merges made alike. A document's own schema objects are told apart by identity (as
@@ -464,8 +460,9 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         if isinstance(value, str):
             return value
         if not isinstance(value, (dict, list)):
+            # (an object of no JSON type lives as long as the made object holding it)
             return (value.__class__, value) if value is None or isinstance(
-                value, (bool, int, float)) else ("object", id(value), value)
+                value, (bool, int, float)) else ("object", id(value))
         found = self.content_keys.get(id(value))
         if found is not None:
             return found[1]
