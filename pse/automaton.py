@@ -24,6 +24,9 @@ SURROGATES = (0xD800, 0xDFFF)
 
 CodeRange = tuple[int, int]
 
+# count_marks gives up past this many states (beyond twice the marked automaton's)
+COUNT_MARKS_STATES = 4096
+
 
 class NFA:
     """A byte NFA under construction: states with byte-range edges and epsilon edges, and
@@ -429,6 +432,72 @@ def repeat_unit(unit: DFA, lo: int, hi: int | None) -> DFA:
     for c in range(lo, top + 1):
         accept[k * c] = True
     return trim(DFA(trans, accept))
+
+
+def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
+    """`dfa` with its edges on the byte `mark` taken as counted empty steps: a regex's
+    repeat with a mark (a byte no text holds) before or after each iteration
+    (`regex.compile_counted_regex`) is so counted at run time rather than unrolled.
+
+    A subset construction over (state, a count not yet taken): where a mark is passed, the
+    bytes read may not yet tell whether it was (`\\S` or `\\s` after a space, as JSON spells
+    them, begin alike), so the step counts on the edge where every path has passed it.
+    Returns (the DFA, per state whether entering it counts one step), or None where the count
+    is not a function of the text: two marks pending at once, a text that ends with its count
+    undecided, or more than COUNT_MARKS_STATES states.
+    """
+    def moves(q: int, pending: int) -> list[tuple[int, int, int, int]] | None:
+        out = []
+        for lo, hi, t in dfa.trans[q]:
+            if not lo <= mark <= hi:
+                out.append((lo, hi, t, pending))
+                continue
+            if lo < mark:
+                out.append((lo, mark - 1, t, pending))
+            if pending or dfa.accept[t] or any(a <= mark <= b for a, b, _ in dfa.trans[t]):
+                return None  # a second mark pending (marks in a row, or one ending the text)
+            out += [(a, b, u, 1) for a, b, u in dfa.trans[t]]
+        return out
+
+    start = (frozenset({(0, 0)}), False)
+    index = {start: 0}
+    order = [start]
+    trans: list[list[tuple[int, int, int]]] = []
+    accept: list[bool] = []
+    limit = COUNT_MARKS_STATES + 2 * dfa.n_states
+    while len(trans) < len(order):
+        limits.check_budget()
+        cur, _ = order[len(trans)]
+        ends = {pending for q, pending in cur if dfa.accept[q]}
+        if 1 in ends:
+            return None  # the text may end here with a count undecided
+        accept.append(bool(ends))
+        edges = []
+        for q, pending in cur:
+            found = moves(q, pending)
+            if found is None:
+                return None
+            edges += found
+        cuts = sorted({lo for lo, _, _, _ in edges} | {hi + 1 for _, hi, _, _ in edges})
+        row: list[tuple[int, int, int]] = []
+        for lo, end in zip(cuts, cuts[1:]):
+            targets = frozenset((t, p) for a, b, t, p in edges if a <= lo and end <= b + 1)
+            if not targets:
+                continue
+            counts = min(p for _, p in targets) == 1  # every path has passed a mark
+            if counts:
+                targets = frozenset((t, 0) for t, _ in targets)
+            j = index.setdefault((targets, counts), len(order))
+            if j == len(order):
+                order.append((targets, counts))
+                if len(order) > limit:
+                    return None
+            if row and row[-1][2] == j and row[-1][1] == lo - 1:
+                row[-1] = (row[-1][0], end - 1, j)
+            else:
+                row.append((lo, end - 1, j))
+        trans.append(row)
+    return DFA(trans, accept), [counts for _, counts in order]
 
 
 def live_states(dfa: DFA) -> list[bool]:

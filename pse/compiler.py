@@ -82,6 +82,8 @@ class _Rule:
 # How the core runs a terminal (structure.pxd's term_counted): its DFA once, its unit repeated,
 # or its DFA with the characters of a match counted.
 TERM_PLAIN, TERM_UNITS, TERM_CHARS = 0, 1, 2
+# dfa_boundary's bits for a TERM_CHARS terminal's states (see _core/structure.pxd)
+DFA_COUNTED, DFA_FULL_STOP = 1, 2
 
 
 class _Terminal:
@@ -91,7 +93,7 @@ class _Terminal:
         self.dfa, self.kind, self.min, self.max = dfa, kind, min_count, max_count  # kind: TERM_*
         self.key = key  # equal keys: equal terminals, in any structure
         self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
-        self.lengths = lengths  # TERM_CHARS: per state, boundary flags and count_lengths
+        self.lengths = lengths  # TERM_CHARS: per state, counted flags and count_lengths
         self.special = special  # SpecialToken: (token, required); no text byte enters it
 
 
@@ -263,8 +265,8 @@ class _Compiler:
         -1 where it matches only the empty text."""
         if m.repeats_unit:
             kind, low, high = TERM_UNITS, max(lo, 1), hi
-        elif getattr(m, "counts_chars", False):
-            kind, low, high = TERM_CHARS, m.min_chars, m.max_chars
+        elif getattr(m, "counts_steps", False):
+            kind, low, high = TERM_CHARS, m.min_steps, m.max_steps
         else:
             kind, low, high = TERM_PLAIN, max(lo, 1), hi
         key = (m.terminal_key(), kind, low, UNBOUNDED if high is None else high)
@@ -432,6 +434,7 @@ class _Compiler:
             if term.lengths is not None:
                 k = term.dfa.n_states
                 boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths
+                boundary[at:at + k] |= _full_stops(term.dfa, term.lengths)
             at += term.dfa.n_states
         packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas],
                            [d.cuts() for d in dfas])
@@ -560,15 +563,15 @@ _NOT_CACHED = object()
 
 def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
                   ) -> tuple[automaton.DFA, tuple | None] | None:
-    """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' boundary flags
-    and lengths (see CharCountedTerminal); None: it matches only the empty string."""
+    """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' counted flags
+    and lengths (see CountedTerminal); None: it matches only the empty string."""
     found = _DFA_CACHE.get(key, _NOT_CACHED)
     if found is not _NOT_CACHED:
         return found
     dfa = m.unit_dfa()
     lengths = None
     if kind == TERM_CHARS:
-        lengths = (m.boundaries, m.length_bits, m.length_tail)
+        lengths = (m.counted, m.length_bits, m.length_tail)
     if dfa.accept[0]:
         if kind == TERM_UNITS:
             raise GrammarError(f"{m!r}: a repeated unit must not match the empty string")
@@ -589,6 +592,17 @@ def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
         found = (dfa, lengths)
     _DFA_CACHE.put(key, found)
     return found
+
+
+def _full_stops(dfa: automaton.DFA, lengths: tuple) -> np.ndarray:
+    """DFA_FULL_STOP per state of a TERM_CHARS terminal where no byte can follow once the
+    count is at its maximum: every edge enters a counted state or one that needs another
+    counted step to accept (between two characters, say; inside a counted repeat's word, a
+    byte may follow)."""
+    counted, bits, _ = lengths
+    zero_more = [bool(b & 1) for b in bits]  # accepting with no counted step more
+    return np.array([DFA_FULL_STOP * all(counted[t] or not zero_more[t] for _, _, t in row)
+                     for row in dfa.trans], dtype=np.uint8)
 
 
 # Machines built once and used by many structures (JSON Schema's "any value"): their rules are

@@ -290,7 +290,58 @@ class DfaTerminal(Terminal):
         return f"DfaTerminal({self.name})"
 
 
-class CharCountedTerminal(DfaTerminal):
+class CountedTerminal(DfaTerminal):
+    """A DFA terminal whose matches take `min_steps` to `max_steps` counted steps (edges into
+    a state of `counted`), counted at run time rather than unrolled into the automaton: a
+    string's characters past a long maxLength (`CharCountedTerminal`), or the iterations of a
+    pattern's long bounded repeat (`regex.compile_counted_regex`).
+
+    Args:
+        dfa: the automaton (state 0 the start; trimmed).
+        counted: per state, whether entering it takes one counted step.
+        min_steps, max_steps: the bounds (max None: unbounded).
+        name: shown in errors and reprs.
+
+    Raises:
+        GrammarError: bad bounds or flags, or step counts the run-time check cannot
+            tabulate (see counted_lengths.count_lengths).
+    """
+
+    counts_steps = True
+
+    def __init__(self, dfa: automaton.DFA, counted: Sequence[bool], min_steps: int,
+                 max_steps: int | None, name: str) -> None:
+        super().__init__(dfa, name)
+        self.counted = tuple(bool(b) for b in counted)
+        if len(self.counted) != dfa.n_states:
+            raise GrammarError(f"{name}: one counted flag per state")
+        self.min_steps = _count(min_steps, "min_steps")
+        self.max_steps = _count(max_steps, "max_steps", allow_none=True)
+        if self.max_steps is not None and self.min_steps > self.max_steps:
+            raise GrammarError(f"min_steps ({min_steps}) > max_steps ({max_steps})")
+        # the empty match is the compiler's epsilon edge: only when no step is needed
+        self.min_count = 0 if dfa.accept[0] and self.min_steps == 0 else 1
+        self.length_bits, self.length_tail = counted_lengths.count_lengths(dfa, self.counted)
+
+    def matches_some_length(self) -> bool:
+        """Whether some match takes min_steps to max_steps counted steps (else the terminal
+        matches nothing)."""
+        hi = self.max_steps
+        for n in range(self.min_steps, min(63, 63 if hi is None else hi) + 1):
+            if self.length_bits[0] >> n & 1:
+                return True
+        # the table's tail: every length from LENGTH_BITS on, or none of them
+        return self.length_tail[0] and (hi is None
+                                        or hi >= max(self.min_steps, counted_lengths.LENGTH_BITS))
+
+    def terminal_key(self) -> Hashable:
+        return ("counted", super().terminal_key(), self.counted)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, {self.min_steps}, {self.max_steps})"
+
+
+class CharCountedTerminal(CountedTerminal):
     """A DFA terminal whose matches hold `min_chars` to `max_chars` characters, counted at
     run time rather than unrolled into the automaton (a pattern beside a long maxLength).
 
@@ -306,38 +357,28 @@ class CharCountedTerminal(DfaTerminal):
             tabulate (see counted_lengths.count_lengths).
     """
 
-    counts_chars = True
-
     def __init__(self, dfa: automaton.DFA, boundaries: Sequence[bool], min_chars: int,
                  max_chars: int | None, name: str) -> None:
-        super().__init__(dfa, name)
-        self.boundaries = tuple(bool(b) for b in boundaries)
-        if len(self.boundaries) != dfa.n_states or not self.boundaries[0]:
+        if len(boundaries) != dfa.n_states or not boundaries[0]:
             raise GrammarError(f"{name}: one boundary flag per state, the start's set")
-        self.min_chars = _count(min_chars, "min_chars")
-        self.max_chars = _count(max_chars, "max_chars", allow_none=True)
-        if self.max_chars is not None and self.min_chars > self.max_chars:
-            raise GrammarError(f"min_chars ({min_chars}) > max_chars ({max_chars})")
-        # the empty match is the compiler's epsilon edge: only when no character is needed
-        self.min_count = 0 if dfa.accept[0] and self.min_chars == 0 else 1
-        self.length_bits, self.length_tail = counted_lengths.count_lengths(dfa, self.boundaries)
+        _count(min_chars, "min_chars")  # (checked here to be named as the caller knows them)
+        _count(max_chars, "max_chars", allow_none=True)
+        super().__init__(dfa, boundaries, min_chars, max_chars, name)
 
-    def matches_some_length(self) -> bool:
-        """Whether some match holds min_chars to max_chars characters (else the terminal
-        matches nothing)."""
-        hi = self.max_chars
-        for n in range(self.min_chars, min(63, 63 if hi is None else hi) + 1):
-            if self.length_bits[0] >> n & 1:
-                return True
-        # the table's tail: every length from LENGTH_BITS on, or none of them
-        return self.length_tail[0] and (hi is None
-                                        or hi >= max(self.min_chars, counted_lengths.LENGTH_BITS))
+    @property
+    def boundaries(self) -> tuple[bool, ...]:
+        """Per state, whether it sits between two characters."""
+        return self.counted
 
-    def terminal_key(self) -> Hashable:
-        return ("chars", super().terminal_key(), self.boundaries)
+    @property
+    def min_chars(self) -> int:
+        """The fewest characters of a match."""
+        return self.min_steps
 
-    def __repr__(self) -> str:
-        return f"CharCountedTerminal({self.name}, {self.min_chars}, {self.max_chars})"
+    @property
+    def max_chars(self) -> int | None:
+        """The most characters of a match (None: unbounded)."""
+        return self.max_steps
 
 
 class Phrase(Terminal):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Hashable, Iterator, Sequence
 
 from pse import automaton, limits, products
 from pse.errors import GrammarError
@@ -31,6 +32,13 @@ _IGNORECASE, _ASCII, _DOTALL, _MULTILINE = (int(f) for f in (re.IGNORECASE, re.A
 
 # More NFA states than this means a pattern (or its counted repetitions) is too large.
 MAX_NFA_STATES = 200_000
+
+# A bounded repeat whose unrolled automaton would take more NFA states than this is counted
+# at run time where it can be (compile_counted_regex): `(?:\S+\s+){0,199}` as JSON spells it
+# unrolls to thousands of DFA states.
+COUNTED_REPEAT_STATES = 1000
+# The byte that marks a counted repeat's iterations in its automaton: no UTF-8 text holds it.
+_MARK = 0xFF
 
 CharClass = Callable[[automaton.NFA, Sequence[tuple[int, int]]], automaton.Fragment]
 
@@ -80,7 +88,11 @@ def _category(code, ascii_only: bool, ecma: bool) -> list[tuple[int, int]]:
 
 class _Builder:
     def __init__(self, pattern: str, flags: int, char_class: CharClass, ecma: bool,
-                 assertions: bool = True) -> None:
+                 assertions: bool = True, counted: tuple | None = None) -> None:
+        # counted: (a repeat's (lo, hi, items), whether the mark goes before each iteration)
+        # to build as a marked star (see compile_counted_regex)
+        self.counted = counted
+        self.counted_size = 0  # NFA states of the counted repeat's iteration
         self.pattern = pattern
         self.ecma = ecma
         self.assertions = assertions
@@ -124,6 +136,8 @@ class _Builder:
             return self.sequence(sub, (flags | add) & ~remove)
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
             lo, hi, sub = av
+            if self.counted is not None and av is self.counted[0]:
+                return self.marked_star(sub, flags, self.counted[1])
             return self.repeat(lo, hi, sub, flags)
         if op is _c.AT:
             return self.anchor(av, flags)
@@ -193,6 +207,16 @@ class _Builder:
                 parts.append(tail)
         self.check_size()
         return automaton.concat(nfa, parts)
+
+
+    def marked_star(self, sub, flags: int, mark_first: bool) -> automaton.Fragment:
+        """Any number of `sub`'s iterations, each with the byte _MARK before or after it."""
+        mark = automaton.byte_class(self.nfa, [(_MARK, _MARK)])
+        before = len(self.nfa.edges)
+        body = self.sequence(sub, flags)
+        self.counted_size = len(self.nfa.edges) - before
+        return automaton.star(self.nfa, automaton.concat(
+            self.nfa, [mark, body] if mark_first else [body, mark]))
 
 
 def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
@@ -337,20 +361,94 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         GrammarError: malformed pattern, lookaround other than lookaheads at the start,
             backreferences, or too large.
     """
+    parsed = _parse(pattern, flags)
+    b = _Builder(pattern, parsed.state.flags, char_class, ecma, assertions)
+    with _naming(pattern):
+        return automaton.determinize(b.nfa, _language(b, list(parsed), b.flags, search, search))
+
+
+def _parse(pattern: str, flags: int):
     if not isinstance(pattern, str):
         raise GrammarError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     try:
-        parsed = _parser.parse(pattern, flags)
+        return _parser.parse(pattern, flags)
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
-    flags = parsed.state.flags
-    b = _Builder(pattern, flags, char_class, ecma, assertions)
+
+
+@contextmanager
+def _naming(pattern: str) -> Iterator[None]:
+    """Errors from the automata say which pattern."""
     try:
-        return automaton.determinize(b.nfa, _language(b, list(parsed), flags, search, search))
-    except GrammarError as e:  # (from the automata: say which pattern)
+        yield
+    except GrammarError as e:
         if str(e).startswith(f"regex {pattern!r}"):
             raise
         raise GrammarError(f"regex {pattern!r}: {e}") from None
+
+
+@lru_cache(maxsize=256)
+@limits.within_budget(lambda pattern, *args, **kwargs: f"the regex {str(pattern)[:60]!r}")
+def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
+                          char_class: CharClass = automaton.char_class, ecma: bool = False,
+                          min_states: int = COUNTED_REPEAT_STATES
+                          ) -> tuple[automaton.DFA, list[bool], int, int] | None:
+    """`pattern` (as `compile_regex` takes it) with its longest bounded repeat counted at run
+    time rather than unrolled (see `CountedTerminal`): (the DFA, per state whether entering
+    it counts one iteration, the repeat's fewest and most iterations). The repeat is built
+    as a star with a mark before (or else after) each iteration, and the marks become counted
+    steps (`automaton.count_marks`).
+
+    None where no repeat unrolled would take more than `min_states` NFA states, or the
+    iterations cannot be counted byte by byte: that repeat is inside another one, or may be
+    skipped (a branch) while it needs iterations, the pattern has lookarounds, or the count
+    is not a function of the bytes read (`(?:a|aa){0,99}`); compile_regex unrolls it then.
+    """
+    parsed = _parse(pattern, flags)
+    repeat = _counted_repeat(list(parsed))
+    if repeat is None:
+        return None
+    for mark_first in (False, True):
+        b = _Builder(pattern, parsed.state.flags, char_class, ecma, counted=(repeat, mark_first))
+        with _naming(pattern):
+            frag = _language(b, list(parsed), b.flags, search, search)
+            if repeat[1] * b.counted_size <= min_states:
+                return None  # small enough to unroll
+            found = automaton.count_marks(automaton.determinize(b.nfa, frag), _MARK)
+        if found is not None:
+            return found[0], found[1], repeat[0], repeat[1]
+    return None
+
+
+def _counted_repeat(items: list) -> tuple | None:
+    """The bounded repeat (lo, hi, items) of `items` with the most iterations that can be
+    counted on its own: inside no other repeat (its count would add up over theirs) and,
+    unless it may repeat zero times, on every path (one around it counts none); None for
+    none, or where the pattern has lookarounds."""
+    candidates = []
+
+    def walk(items: list, skippable: bool, inside: bool) -> bool:  # False: a lookaround
+        for op, av in items:
+            if op in (_c.ASSERT, _c.ASSERT_NOT):
+                return False
+            if op is _c.BRANCH:
+                parts = [(branch, True, inside) for branch in av[1]]
+            elif op is _c.SUBPATTERN:
+                parts = [(av[3], skippable, inside)]
+            elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+                lo, hi, sub = av
+                if not inside and 1 < hi != _c.MAXREPEAT and (lo == 0 or not skippable):
+                    candidates.append(av)
+                parts = [(sub, True, True)]
+            else:
+                parts = []
+            if not all(walk(*part) for part in parts):
+                return False
+        return True
+
+    if not walk(items, False, False) or not candidates:
+        return None
+    return max(candidates, key=lambda av: av[1])
 
 
 def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: bool

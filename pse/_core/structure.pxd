@@ -40,7 +40,10 @@ cdef enum:
     NO_BYTE = -1                  # expand(): stop before the terminals' first byte
     TERM_PLAIN = 0                # term_counted: the DFA matched once
     TERM_UNITS = 1                # its unit repeated min..max times (count: units done)
-    TERM_CHARS = 2                # its match of min..max characters (count: characters done)
+    TERM_CHARS = 2                # its match of min..max counted steps (count: steps taken:
+                                  # characters done, or a pattern's repeats; CountedTerminal)
+    DFA_COUNTED = 1               # dfa_boundary bits (compiler.DFA_COUNTED): entering counts a step
+    DFA_FULL_STOP = 2             # at the maximum count, no byte can follow
     LENGTH_BITS = 64              # dfa_lens: lengths per state (counted_lengths.LENGTH_BITS)
 
 ctypedef struct PState:
@@ -73,9 +76,9 @@ ctypedef struct Tables:
     int32_t* dfa_trans        # n_dfa_states * n_classes, -1 = no edge
     uint8_t* dfa_accept
     uint8_t* dfa_final        # accepting with no outgoing edge
-    uint8_t* dfa_boundary     # TERM_CHARS: the state is between two characters (entering it
-                              # completes one)
-    uint64_t* dfa_lens        # TERM_CHARS: bit L, an accepting state is L characters away
+    uint8_t* dfa_boundary     # TERM_CHARS: DFA_COUNTED (entering the state completes a character,
+                              # or a repeat) | DFA_FULL_STOP
+    uint64_t* dfa_lens        # TERM_CHARS: bit L, an accepting state is L counted steps away
     uint8_t* dfa_lens_tail    # ... and is, for every L >= LENGTH_BITS
     int32_t n_terms
     int32_t* term_start
@@ -252,7 +255,7 @@ cdef inline bint term_step(const Tables* t, int32_t term, int32_t d, int32_t cnt
     if nd < 0:
         return False
     if kind == TERM_CHARS:
-        if t.dfa_boundary[nd]:  # a character is complete
+        if t.dfa_boundary[nd] & DFA_COUNTED:  # a character (or a repeat) is complete
             cnt += 1
         # refused at once where no way on keeps the count within the bounds (no dead end)
         if not chars_within(t, term, nd, cnt):
@@ -279,13 +282,13 @@ cdef inline bint term_accepting(const Tables* t, int32_t term, int32_t d, int32_
 
 cdef inline bint term_full(const Tables* t, int32_t term, int32_t d, int32_t cnt
                            ) noexcept nogil:
-    """A counted terminal at its maximum count, between two units or characters: it takes
-    no more bytes."""
+    """A counted terminal at its maximum count, between two units or characters (where no
+    byte can follow: DFA_FULL_STOP): it takes no more bytes."""
     if t.term_max[term] == UNBOUNDED or cnt < t.term_max[term]:
         return False
     if t.term_counted[term] == TERM_UNITS:
         return d == t.term_start[term]
-    return t.term_counted[term] == TERM_CHARS and t.dfa_boundary[d]
+    return t.term_counted[term] == TERM_CHARS and t.dfa_boundary[d] & DFA_FULL_STOP
 
 
 cdef inline bint term_done(const Tables* t, int32_t term, int32_t d, int32_t cnt

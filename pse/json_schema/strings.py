@@ -8,8 +8,8 @@ from pse import automaton, counted_lengths, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
 from pse.json_value import JsonStringContent
-from pse.machines import Chain, CharCountedTerminal, DfaTerminal, StateMachine
-from pse.regex import compile_regex
+from pse.machines import Chain, CharCountedTerminal, CountedTerminal, DfaTerminal, StateMachine
+from pse.regex import compile_counted_regex, compile_regex
 from pse.json_schema import common
 from pse.json_schema.common import _count, _unrolled_length
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
@@ -61,6 +61,10 @@ class _Strings:
         patterns += [(p, _NOT_FOUND, f"{pointer}/not/pattern") for p in banned_patterns]
         if not patterns and not banned:
             return Chain(self.phrase('"'), JsonStringContent(lo, hi), self.phrase('"'))
+        if [p[2] for p in patterns] == [f"{pointer}/pattern"] and not banned:
+            content = self.counted_pattern(node["pattern"], lo, hi, pointer)
+            if content is not None:
+                return Chain(self.phrase('"'), content, self.phrase('"'))
         dfa = self.content_dfa(node, patterns, pointer, count_length=True)
         if banned:
             dfa = products.difference(dfa, json_names_dfa(banned))
@@ -70,7 +74,7 @@ class _Strings:
             content = self.counted_content(dfa, lo, hi, pointer)
             if content is None:
                 return None
-            if self.whole_strings() and not isinstance(content, CharCountedTerminal):
+            if self.whole_strings() and not isinstance(content, CountedTerminal):
                 return DfaTerminal(quoted(dfa), content.name)
             return Chain(self.phrase('"'), content, self.phrase('"'))
         if self.whole_strings():  # a unique array sees the item whole (string_values)
@@ -97,6 +101,34 @@ class _Strings:
         except GrammarError as e:
             self.fail(f"{pointer}/{keyword}", keyword, str(e))
             return DfaTerminal(dfa, f"string at {pointer}")
+        return content if content.matches_some_length() else None
+
+    def counted_pattern(self, pattern: str, lo: int, hi: int | None,
+                        pointer: str) -> CountedTerminal | None:
+        """String contents matching `pattern`, its long bounded repeat counted at run time
+        rather than unrolled (see compile_counted_regex); None where it has no such repeat,
+        its iterations cannot be counted so, or the length bounds lo..hi are not met by
+        every match whatever the count (then content_dfa unrolls it)."""
+        try:
+            found = compile_counted_regex(pattern, 0, search=True, char_class=json_char_class,
+                                          ecma=True)
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}/pattern: {e}") from None
+        if found is None:
+            return None
+        dfa, counted, fewest_repeats, most_repeats = found
+        if lo > 0 or hi is not None:  # (one count at run time: the lengths must hold anyway)
+            boundaries = char_boundaries(dfa)
+            if boundaries is None:
+                return None
+            fewest, most = counted_lengths.count_range(dfa, boundaries)
+            if fewest < lo or (hi is not None and (most is None or most > hi)):
+                return None
+        try:
+            content = CountedTerminal(dfa, counted, fewest_repeats, most_repeats,
+                                      f"string at {pointer}")
+        except GrammarError:  # counts that do not settle (see count_lengths): unrolled
+            return None
         return content if content.matches_some_length() else None
 
     def content_dfa(self, node: dict, patterns: list, pointer: str,
