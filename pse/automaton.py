@@ -478,12 +478,24 @@ def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
             if found is None:
                 return None
             edges += found
-        cuts = sorted({lo for lo, _, _, _ in edges} | {hi + 1 for _, hi, _, _ in edges})
+        # the bytes swept from cut to cut with the (target, pending) pairs whose edges hold
+        changes: dict[int, list[tuple[tuple[int, int], int]]] = {}
+        for lo, hi, t, p in edges:
+            changes.setdefault(lo, []).append(((t, p), 1))
+            changes.setdefault(hi + 1, []).append(((t, p), -1))
+        cuts = sorted(changes)
+        holding: dict[tuple[int, int], int] = {}
         row: list[tuple[int, int, int]] = []
         for lo, end in zip(cuts, cuts[1:]):
-            targets = frozenset((t, p) for a, b, t, p in edges if a <= lo and end <= b + 1)
-            if not targets:
+            for pair, step in changes[lo]:
+                held = holding.get(pair, 0) + step
+                if held:
+                    holding[pair] = held
+                else:
+                    del holding[pair]
+            if not holding:
                 continue
+            targets = frozenset(holding)
             counts = min(p for _, p in targets) == 1  # every path has passed a mark
             if counts:
                 targets = frozenset((t, 0) for t, _ in targets)
