@@ -424,7 +424,8 @@ def _counted_repeat(items: list) -> tuple | None:
     """The bounded repeat (lo, hi, items) of `items` with the most iterations that can be
     counted on its own: inside no other repeat (its count would add up over theirs) and,
     unless it may repeat zero times, on every path (one around it counts none); None for
-    none, or where the pattern has lookarounds."""
+    none, or where the pattern has lookarounds or anchors other than at the ends of its
+    alternatives (`(?:^|,)` in the repeat, `^` after it: the marks are bytes to them)."""
     candidates = []
 
     def walk(items: list, skippable: bool, inside: bool) -> bool:  # False: a lookaround
@@ -448,6 +449,8 @@ def _counted_repeat(items: list) -> tuple | None:
 
     if not walk(items, False, False) or not candidates:
         return None
+    if any(_assertion_inside(branch) for branch in _alternatives(items)):
+        return None  # an anchor kept as an edge: a mark would move where the text starts
     return max(candidates, key=lambda av: av[1])
 
 

@@ -65,9 +65,21 @@ def test_counted_repeats_agree_with_re(pattern, pieces, words):
     r"a|(b){20,30}",      # needs iterations, on one branch only
     r"(?=a)(ab){0,30}",   # a lookaround
     r"(ab)*",
+    # anchors inside: a mark would be a byte before the text's start to them
+    r"(?:(?:^|,)[a-z]+){1,50}", r"(?:^a|b){0,30}", r"(?: b)?(?:^a(?:b)+?){0,25}",
+    r"(?:[^a]*){1,20}^", r"(?:^){1,40}",
 ])
 def test_repeats_not_counted(pattern):
     assert compile_counted_regex(pattern, min_states=0) is None
+
+
+@pytest.mark.parametrize("pattern, text", [
+    ("^(?:(?:^|,)[a-z]+){1,500}$", "a,b,c"), ("^(?:(?:^|\\s+)\\S+){1,60}$", "hello world")])
+def test_anchors_inside_a_long_repeat(pattern, text):
+    m = JsonSchema({"type": "string", "pattern": pattern})
+    for s in (text, "a", ",a", "a b" * 100):
+        expected = re.search(pattern.replace("$", "\\Z"), s) is not None
+        assert m.matches(json.dumps(s)) == expected, s
 
 
 def test_small_repeats_are_unrolled():
