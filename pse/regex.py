@@ -208,7 +208,6 @@ class _Builder:
         self.check_size()
         return automaton.concat(nfa, parts)
 
-
     def marked_star(self, sub, flags: int, mark_first: bool) -> automaton.Fragment:
         """Any number of `sub`'s iterations, each with the byte _MARK before or after it."""
         mark = automaton.byte_class(self.nfa, [(_MARK, _MARK)])

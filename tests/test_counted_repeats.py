@@ -129,9 +129,12 @@ def test_word_counts_are_counted_not_unrolled():
     assert m.matches(spelled(200, "\n\t")) and not m.matches(spelled(0))
 
 
+def _counted_in_json(pattern: str):
+    return compile_counted_regex(pattern, 0, search=True, char_class=json_char_class, ecma=True)
+
+
 def test_a_counted_repeat_is_a_counted_terminal():
-    found = compile_counted_regex(WORDS, 0, search=True, char_class=json_char_class, ecma=True)
-    dfa, counted, lo, hi = found
+    dfa, counted, lo, hi = _counted_in_json(WORDS)
     assert (lo, hi) == (0, 19) and any(counted) and not counted[0]
     t = CountedTerminal(dfa, counted, lo, hi, "words")
     assert t.matches_some_length() and t.terminal_key()[0] == "counted"
@@ -156,6 +159,7 @@ VOCAB = _vocab()
 @settings(max_examples=25, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_masks_equal_brute_force_and_never_dead_end(pattern, rng):
+    assert _counted_in_json(pattern)
     engine = StructuringEngine(VOCAB)
     engine.configure(_schema_machine(pattern))
     for _ in range(90):
