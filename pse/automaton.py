@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from itertools import chain
-from typing import Iterable, Iterator, Sequence
+from typing import Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -305,27 +305,8 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
                                          for k in {*nfa.at_start, *nfa.at_end}}
             accept.append(frag[1] in _eps_closure(nfa, cur, ends))
         i += 1
-        # the bytes cut where some edge starts or ends, swept with the targets of the edges
-        # that hold (a set's UTF-8 classes bring dozens of edges, few of them at a time)
-        changes: dict[int, list[tuple[int, int]]] = {}
-        for s in cur:
-            for lo, hi, t in nfa.edges[s]:
-                changes.setdefault(lo, []).append((t, 1))
-                changes.setdefault(hi + 1, []).append((t, -1))
-        cuts = sorted(changes)
-        holding: dict[int, int] = {}  # target -> how many edges to it hold here
         row: list[tuple[int, int, int]] = []
-        for lo, nxt_cut in zip(cuts, cuts[1:]):
-            for t, step in changes[lo]:
-                held = holding.get(t, 0) + step
-                if held:
-                    holding[t] = held
-                else:
-                    del holding[t]
-            if not holding:
-                continue
-            hi = nxt_cut - 1
-            targets = frozenset(holding)
+        for lo, hi, targets in _swept([e for s in cur for e in nfa.edges[s]]):
             target_set = closures.get(targets)
             if target_set is None:
                 target_set = closures[targets] = _eps_closure(nfa, targets)
@@ -434,6 +415,28 @@ def repeat_unit(unit: DFA, lo: int, hi: int | None) -> DFA:
     return trim(DFA(trans, accept))
 
 
+def _swept(edges: list[tuple[int, int, Hashable]]
+           ) -> Iterator[tuple[int, int, frozenset]]:
+    """The byte ranges where some of `edges` (lo, hi, target) hold, with their targets: the
+    bytes cut where an edge starts or ends, swept once (a set of states' UTF-8 classes bring
+    dozens of edges, few of them at a time)."""
+    changes: dict[int, list[tuple[Hashable, int]]] = {}
+    for lo, hi, t in edges:
+        changes.setdefault(lo, []).append((t, 1))
+        changes.setdefault(hi + 1, []).append((t, -1))
+    cuts = sorted(changes)
+    holding: dict[Hashable, int] = {}  # target -> how many edges to it hold here
+    for lo, nxt_cut in zip(cuts, cuts[1:]):
+        for t, step in changes[lo]:
+            held = holding.get(t, 0) + step
+            if held:
+                holding[t] = held
+            else:
+                del holding[t]
+        if holding:
+            yield lo, nxt_cut - 1, frozenset(holding)
+
+
 def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
     """`dfa` with its edges on the byte `mark` taken as counted empty steps: a regex's
     repeat with a mark (a byte no text holds) before or after each iteration
@@ -446,17 +449,17 @@ def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
     is not a function of the text: two marks pending at once, a text that ends with its count
     undecided, or more than COUNT_MARKS_STATES states.
     """
-    def moves(q: int, pending: int) -> list[tuple[int, int, int, int]] | None:
+    def moves(q: int, pending: int) -> list[tuple[int, int, tuple[int, int]]] | None:
         out = []
         for lo, hi, t in dfa.trans[q]:
             if not lo <= mark <= hi:
-                out.append((lo, hi, t, pending))
+                out.append((lo, hi, (t, pending)))
                 continue
             if lo < mark:
-                out.append((lo, mark - 1, t, pending))
+                out.append((lo, mark - 1, (t, pending)))
             if pending or dfa.accept[t] or any(a <= mark <= b for a, b, _ in dfa.trans[t]):
                 return None  # a second mark pending (marks in a row, or one ending the text)
-            out += [(a, b, u, 1) for a, b, u in dfa.trans[t]]
+            out += [(a, b, (u, 1)) for a, b, u in dfa.trans[t]]
         return out
 
     start = (frozenset({(0, 0)}), False)
@@ -478,24 +481,8 @@ def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
             if found is None:
                 return None
             edges += found
-        # the bytes swept from cut to cut with the (target, pending) pairs whose edges hold
-        changes: dict[int, list[tuple[tuple[int, int], int]]] = {}
-        for lo, hi, t, p in edges:
-            changes.setdefault(lo, []).append(((t, p), 1))
-            changes.setdefault(hi + 1, []).append(((t, p), -1))
-        cuts = sorted(changes)
-        holding: dict[tuple[int, int], int] = {}
         row: list[tuple[int, int, int]] = []
-        for lo, end in zip(cuts, cuts[1:]):
-            for pair, step in changes[lo]:
-                held = holding.get(pair, 0) + step
-                if held:
-                    holding[pair] = held
-                else:
-                    del holding[pair]
-            if not holding:
-                continue
-            targets = frozenset(holding)
+        for lo, hi, targets in _swept(edges):
             counts = min(p for _, p in targets) == 1  # every path has passed a mark
             if counts:
                 targets = frozenset((t, 0) for t, _ in targets)
@@ -505,9 +492,9 @@ def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
                 if len(order) > limit:
                     return None
             if row and row[-1][2] == j and row[-1][1] == lo - 1:
-                row[-1] = (row[-1][0], end - 1, j)
+                row[-1] = (row[-1][0], hi, j)
             else:
-                row.append((lo, end - 1, j))
+                row.append((lo, hi, j))
         trans.append(row)
     return DFA(trans, accept), [counts for _, counts in order]
 
