@@ -93,7 +93,8 @@ class _Terminal:
         self.dfa, self.kind, self.min, self.max = dfa, kind, min_count, max_count  # kind: TERM_*
         self.key = key  # equal keys: equal terminals, in any structure
         self.states = states  # what masks of its DFA states may share (DfaTerminal.states)
-        self.lengths = lengths  # TERM_CHARS: per state, counted flags and count_lengths
+        # TERM_CHARS: per state, counted flags, count_lengths and DFA_FULL_STOP flags
+        self.lengths = lengths
         self.special = special  # SpecialToken: (token, required); no text byte enters it
 
 
@@ -433,8 +434,8 @@ class _Compiler:
         for term in self.terminals if n else ():
             if term.lengths is not None:
                 k = term.dfa.n_states
-                boundary[at:at + k], lens[at:at + k], tail[at:at + k] = term.lengths
-                boundary[at:at + k] |= _full_stops(term.dfa, term.lengths)
+                counted, lens[at:at + k], tail[at:at + k], full_stops = term.lengths
+                boundary[at:at + k] = np.asarray(counted, dtype=np.uint8) | full_stops
             at += term.dfa.n_states
         packed = pack_dfas([d.trans for d in dfas], [d.accept for d in dfas],
                            [d.cuts() for d in dfas])
@@ -563,8 +564,9 @@ _NOT_CACHED = object()
 
 def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
                   ) -> tuple[automaton.DFA, tuple | None] | None:
-    """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' counted flags
-    and lengths (see CountedTerminal); None: it matches only the empty string."""
+    """The DFA the core runs for terminal `m` and, for TERM_CHARS, its states' counted flags,
+    lengths (see CountedTerminal) and full-stop flags; None: it matches only the empty
+    string."""
     found = _DFA_CACHE.get(key, _NOT_CACHED)
     if found is not _NOT_CACHED:
         return found
@@ -589,6 +591,8 @@ def _terminal_dfa(m: Terminal, key: Hashable, kind: int, lo: int
             if not dfa.is_prefix_free():
                 raise GrammarError(f"{m!r}: a repeated unit must be prefix-free")
             dfa = _without_reentry(dfa)
+        if lengths is not None:
+            lengths += (_full_stops(dfa, lengths),)
         found = (dfa, lengths)
     _DFA_CACHE.put(key, found)
     return found

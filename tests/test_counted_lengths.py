@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
-from pse.compiler import TERM_CHARS, _terminal_dfa
+from pse.compiler import TERM_CHARS, _full_stops, _terminal_dfa
 from pse.counted_lengths import count_lengths, count_range
 from pse.errors import SchemaError
 from pse.machines import CharCountedTerminal
@@ -104,10 +104,11 @@ def test_a_counted_terminal_without_its_empty_match_keeps_its_lengths(pattern):
     m = CharCountedTerminal(dfa, char_boundaries(dfa), 0, 200, "t")
     found = _terminal_dfa(m, m.terminal_key(), TERM_CHARS, m.min_count)
     assert found is not None and dfa.accept[0]
-    run, (boundaries, bits, tail) = found
+    run, (boundaries, bits, tail, full_stops) = found
     assert not run.accept[0] and run.n_states == dfa.n_states + 1
     assert (bits, tail) == count_lengths(run, boundaries)
     assert boundaries == char_boundaries(run)
+    assert list(full_stops) == list(_full_stops(run, (boundaries, bits, tail)))
     for text in ["", "a", "ab", "c" * 5, "abc", "b", "é\\\"b"]:
         data = text.encode()
         assert run.matches(data) == (bool(data) and dfa.matches(data)), text

@@ -171,8 +171,11 @@ _DISJOINT_POOL = [
     {"type": "string", "minLength": 2}, {"type": "string", "maxLength": 1},
     {"type": "array", "maxItems": 0}, {"type": ["array", "string"], "minItems": 1},
     {"type": "object", "properties": {"k": {"allOf": [{"enum": ["ab", "ba"]},
-                                                      {"pattern": "a$"}]}}}]
-_DISJOINT_VALUES = [None, "a", "b", 1, 2, True, "ab", "ba", {}, {"k": "a"}, {"k": "b"}, {"k": 1},
+                                                      {"pattern": "a$"}]}}},
+    {"type": "object", "required": ["k"], "properties": {"k": {"not": {"enum": ["a", "b"]}}}},
+    {"not": {"const": "b", "description": "d"}}, {"not": {"const": 1, "enum": [1, 2.0]}},
+    {"not": {"enum": ["a", 1], "type": "string"}}]
+_DISJOINT_VALUES = [None, "a", "b", 1, 1.0, 2, 2.0, True, "ab", "ba", {}, {"k": "a"}, {"k": "b"}, {"k": 1},
                     {"m": 1}, {"k": "a", "m": 0}, {"k": "b", "m": 0}, {"m": 1, "n": 2},
                     {"k": "ab"}, {"k": "ba"}, [], [1], ["a", "b"]]
 
@@ -329,6 +332,25 @@ _KIND_VALUES = [3, None, [], "x", "xx", "xxxxxxxxxx", {}, {"kind": "k1"}, {"kind
                 {"kind": "k7", "e6": 1}]
 
 
+# targets told apart by their builder: one of eight named ones, or a custom one (any other
+# name), each with options of its own
+_BUILDERS = [f"@x/build:{name}" for name in ("app", "lib", "test", "lint", "serve", "e2e",
+                                              "i18n", "server")]
+_TARGETS = {"oneOf": [
+    {"type": "object", "required": ["builder"], "properties": {
+        "builder": {"type": "string", "not": {"enum": _BUILDERS}},
+        "options": {"type": "object"}, "configurations": {"type": "object"}}},
+    *({"type": "object", "required": ["builder"], "properties": {
+        "builder": {"const": name}, "options": {"type": "object", "properties": {
+            "a": {"type": "string"}, f"o{i}": {"type": "integer"}, f"p{i}": {"type": "boolean"}},
+            "additionalProperties": False}}} for i, name in enumerate(_BUILDERS))]}
+_TARGET_VALUES = [{}, {"builder": "mine"}, {"builder": "mine", "options": {"z": 1}},
+                  {"builder": _BUILDERS[2]}, {"builder": _BUILDERS[2], "options": {"o2": 1}},
+                  {"builder": _BUILDERS[2], "options": {"o3": 1}}, {"builder": 3},
+                  {"builder": _BUILDERS[7], "options": {"a": "s", "p7": True}},
+                  {"builder": _BUILDERS[7], "options": {"a": 1}}, {"options": {}}]
+
+
 # tasks named by a union of literal names (with keywords of their own), each task's inputs
 # chosen by a pattern on the name
 _TASKS = {"type": "object", "properties": {"task": {"anyOf": [
@@ -353,7 +375,8 @@ _TASK_VALUES = [{"task": "T1@1"}, {"task": "T1@2"}, {"task": "X"}, {"task": "T3@
     ({"oneOf": [{"anyOf": _LOCATORS}, {"required": ["all"]}]}, _LOCATOR_VALUES),
     ({"not": {"anyOf": _LOCATORS}}, _LOCATOR_VALUES),
     ({"$defs": {"locator": {"oneOf": _LOCATORS}}, **_ARGUMENT}, _argument_values()),
-    ({"$defs": {"locator": {"oneOf": _LOCATORS}}, "not": _ARGUMENT}, _argument_values())])
+    ({"$defs": {"locator": {"oneOf": _LOCATORS}}, "not": _ARGUMENT}, _argument_values()),
+    (_TARGETS, _TARGET_VALUES)])
 def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
     # "none of eight locators": each one's opposite is an anyOf of five ways to fail, and
     # their conjunction multiplies out to 5**8 combinations; case by case on the key present
@@ -367,7 +390,8 @@ def test_unions_told_apart_need_few_subschemas(schema, values, monkeypatch):
     # taken case by case on the type, where present or absent for each one they made 2**10
     # combinations. Kinds that share every value but objects have objects and the other
     # values compiled apart. A union of literal names is one list where it meets each
-    # task's pattern. (The limit lowered: each schema multiplied out past it.)
+    # task's pattern. A custom builder (any name but the eight) shares no value with the
+    # named ones. (The limit lowered: each schema multiplied out past it.)
     monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 1000)
     machine = JsonSchema(schema, property_order="any")
     validator = jsonschema.validators.validator_for(schema)(schema)

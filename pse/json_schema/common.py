@@ -318,9 +318,18 @@ def _possible_values(parts: list) -> set | None:
 
 
 def _may_hold(part: Any, value: Any) -> bool:
-    """False where `part`'s type or pattern rules `value` out (True: it may hold)."""
+    """False where `part`'s type, pattern or `not` of listed values rules `value` out (True:
+    it may hold)."""
     if not isinstance(part, dict):
         return part is not False
+    refused = part.get("not")  # (a discriminator: "anything but these" beside constants)
+    if isinstance(refused, dict) and ("const" in refused or "enum" in refused) \
+            and isinstance(refused.get("enum", []), list) \
+            and set(refused) - {"const", "enum"} <= _ANNOTATIONS:
+        key = _json_key(value)
+        if ("const" not in refused or key == _json_key(refused["const"])) \
+                and ("enum" not in refused or key in {_json_key(v) for v in refused["enum"]}):
+            return False
     kinds = part.get("type")
     kinds = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else None
     if kinds is not None:
