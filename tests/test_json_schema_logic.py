@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import jsonschema
 import pytest
@@ -469,6 +470,38 @@ def test_unions_that_multiply_out_are_refused_clearly(monkeypatch):
         JsonSchema(schema)
     monkeypatch.undo()
     JsonSchema({"allOf": schema["allOf"][:8]})  # 256 combinations: within the limit
+
+
+def test_one_of_that_multiplies_out_is_any_of_without_strict(monkeypatch):
+    # six builders that do not require their "builder" key: an object without it must match
+    # exactly one builder's options, and each branch carries the others' opposites, which
+    # multiply out. Without strict, the schema is compiled again with oneOf as anyOf, saying
+    # so once; the warnings of the first attempt are not given twice
+    kinds = [{"type": "object", "properties": {
+        "builder": {"const": name}, "options": {"type": "object", "properties": {
+            "a": {"type": "string", "format": "html-selector"}, f"o{i}": {"type": "integer"},
+            f"p{i}": {"type": "boolean"}}, "additionalProperties": False}}}
+        for i, name in enumerate(["app", "lib", "test", "lint", "serve", "e2e"])]
+    schema = {"oneOf": kinds}
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 1000)
+    with pytest.raises(SchemaError, match="MAX_SCHEMA_NODES"):
+        JsonSchema(schema, property_order="any")
+    with warnings.catch_warnings(record=True) as given:
+        warnings.simplefilter("always")
+        machine = JsonSchema(schema, property_order="any", strict=False)
+    texts = [str(w.message) for w in given]
+    assert len(texts) == len(set(texts)), texts
+    assert sum("every oneOf is taken as anyOf" in t for t in texts) == 1, texts
+    assert any("html-selector" in t for t in texts), texts
+    assert "every oneOf is taken as anyOf" in machine.warnings[0]
+    as_any_of = jsonschema.Draft202012Validator({"anyOf": kinds})
+    as_one_of = jsonschema.Draft202012Validator(schema)
+    values = [{}, {"builder": "app"}, {"builder": "lib", "options": {"o1": 1}},
+              {"builder": "lib", "options": {"o2": 1}}, {"options": {"o3": 1, "a": "x"}},
+              {"options": {"a": "x"}}, {"builder": "other"}, {"options": {"o3": "x"}}, 3]
+    assert any(as_any_of.is_valid(v) and not as_one_of.is_valid(v) for v in values)
+    for value in values:
+        assert machine.matches(compact(value)) == as_any_of.is_valid(value), value
 
 
 def test_one_of_tells_equal_numbers_apart():

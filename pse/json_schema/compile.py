@@ -63,6 +63,11 @@ def _colon(ws: int) -> DfaTerminal:
 MAX_SCHEMA_NODES = 20_000
 
 
+class MultipliedOut(SchemaError):
+    """The schema needs more than MAX_SCHEMA_NODES subschemas (without strict, JsonSchema
+    then compiles it again with every oneOf taken as anyOf)."""
+
+
 def _depth_limited(compile_node: Callable) -> Callable:
     """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
     budget at each subschema, and the JSON types of keywords (the whole document at the root;
@@ -249,6 +254,7 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
+        self.one_of_apart = True  # False: oneOf taken as anyOf (see JsonSchema._build)
         self.phrases: dict[str, Phrase] = {}  # (see `phrase`)
         self.any_order: _Compiler | None = None  # for literals: see `checker`
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
@@ -426,7 +432,7 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
                 self.content_key(node), key[1])
             self.nodes += 1
             if self.nodes > MAX_SCHEMA_NODES:
-                raise SchemaError(f"{pointer}: the schema multiplies out into more than "
+                raise MultipliedOut(f"{pointer}: the schema multiplies out into more than "
                                   f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
                                   "inside allOf, or oneOf branches kept apart, combine")
             if made is not None and made in self.by_content:

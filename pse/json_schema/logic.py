@@ -243,7 +243,7 @@ class _Logic:
         rest = {k: v for k, v in node.items() if k != key}
         branches = node[key]
         self.check_evaluation(rest, branches, key, pointer)
-        if key == "oneOf" and len(branches) > 1:
+        if key == "oneOf" and len(branches) > 1 and self.one_of_apart:
             split = self.objects_apart(node, branches, rest, pointer)
             if split is not None:
                 return split

@@ -20,7 +20,7 @@ from pse import compile_cache, limits
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import whitespace_bound
 from pse.machines import StateMachine
-from pse.json_schema.compile import _Compiler
+from pse.json_schema.compile import MultipliedOut, _Compiler
 
 class JsonSchema(StateMachine):
     """A JSON Schema (dict or JSON text) as a structure.
@@ -34,7 +34,8 @@ class JsonSchema(StateMachine):
             "flexible" for FLEXIBLE_WHITESPACE (20) of them.
         retrieve: `retrieve(uri) -> schema` for remote `$ref`s.
         strict: raise SchemaError for what cannot be expressed exactly (else approximate it
-            and warn).
+            and warn; a schema that multiplies out past MAX_SCHEMA_NODES is then compiled
+            again with every oneOf taken as anyOf).
         name: the name of its value in `StructuringEngine.structured_outputs()` (default:
             the schema's `title`, else "json").
 
@@ -43,7 +44,8 @@ class JsonSchema(StateMachine):
     tree is built only if something asks for it (`state_graph`).
 
     Raises:
-        SchemaError: a malformed or unsatisfiable schema, or (strict) an inexpressible one.
+        SchemaError: a malformed or unsatisfiable schema, or (strict) an inexpressible one
+            (MultipliedOut: past MAX_SCHEMA_NODES).
     """
 
     def __init__(self, schema: Any, property_order: str = "schema",
@@ -88,11 +90,41 @@ class JsonSchema(StateMachine):
     def _build(self, quiet: bool) -> None:
         """The machine tree (`quiet`: its warnings were given already)."""
         schema = self.schema if self._frozen is None else self._frozen
+        try:
+            root, warned = self._compile_tree(schema, quiet, one_of_apart=True)
+        except MultipliedOut as e:
+            if self.strict:
+                raise
+            # approximated: every oneOf as anyOf (its branches kept apart are what multiplies
+            # out most); the first attempt's warnings were given already
+            root, warned = self._compile_tree(schema, True, one_of_apart=False)
+            given = set(e.shown)
+            text = (f"{e}; every oneOf is taken as anyOf instead (approximated, "
+                    f"strict=False): a value may match more than one branch")
+            shown = f"pse: {text}"
+            warned = [text, *warned[0]], [shown, *warned[1]]
+            if not quiet:
+                for message in [shown, *(m for m in warned[1][1:] if m not in given)]:
+                    warnings.warn(message, stacklevel=4)
+        if root is None:
+            raise SchemaError("#: the schema is false: nothing is valid")
+        if not quiet:
+            self.warnings, self._shown = warned
+        self._graph = {0: [(root, "$")]}
+
+    def _compile_tree(self, schema: Any, quiet: bool, one_of_apart: bool
+                      ) -> tuple[StateMachine | None, tuple[list[str], list[str]]]:
+        """The machine tree of `schema`, and its warnings (recorded, and as given)."""
         compiler = _Compiler(schema, self.whitespace, self._retrieve, self.strict,
                              self.property_order, quiet=quiet)
+        compiler.one_of_apart = one_of_apart
         try:
             with limits.compile_budget("a JSON Schema"):
-                root = compiler.compile(compiler.root, "#")
+                try:
+                    root = compiler.compile(compiler.root, "#")
+                except MultipliedOut as e:
+                    e.shown = list(compiler.shown)  # (the warnings given so far)
+                    raise
                 warned = compiler.warnings, compiler.shown
                 # its memos let go before the budget ends: the collection that sets off then
                 # scans only the machine tree kept
@@ -100,11 +132,7 @@ class JsonSchema(StateMachine):
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
-        if root is None:
-            raise SchemaError("#: the schema is false: nothing is valid")
-        if not quiet:
-            self.warnings, self._shown = warned
-        self._graph = {0: [(root, "$")]}
+        return root, warned
 
     @property
     def state_graph(self) -> dict:
