@@ -15,5 +15,11 @@ class SchemaError(GrammarError):
     """A JSON Schema cannot be compiled exactly; the message names the keyword and pointer."""
 
 
+class MultipliedOut(SchemaError):
+    """A JSON Schema would compile to more than MAX_SCHEMA_NODES subschemas (its unions
+    multiply out). Without strict, JsonSchema first compiles it again with every oneOf taken
+    as anyOf, where its branches' opposites were what multiplied."""
+
+
 class VocabularyError(PSEError, ValueError):
     """A tokenizer or vocabulary could not be read, or an id is out of range."""

@@ -248,6 +248,34 @@ def test_warnings_are_given_again_on_a_hit(cache, schema, strict, match):
     assert [str(w.message) for w in again] == [str(w.message) for w in first]
 
 
+def test_a_schema_taken_with_one_of_as_any_of_is_built_so_again(cache, monkeypatch):
+    # without strict, a schema past MAX_SCHEMA_NODES compiles again with oneOf as anyOf: a
+    # hit gives that warning again, and its lazy machine tree is built so at once
+    import pse.json_schema.schema as schema_module
+
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 300)
+    kinds = [{"type": "object", "properties": {"kind": {"const": i}, "options": {
+        "type": "object", "properties": {"a": {"type": "string"}, f"o{i}": {"type": "integer"}},
+        "additionalProperties": False}}} for i in range(5)]
+    schema = {"oneOf": kinds}
+    with pytest.warns(UserWarning, match="every oneOf is taken as anyOf") as first:
+        JsonSchema(schema, strict=False).compile()
+    compilers = []
+    made = schema_module._Compiler
+    monkeypatch.setattr(schema_module, "_Compiler",
+                        lambda *args: compilers.append(1) or made(*args))
+    with pytest.warns(UserWarning, match="every oneOf is taken as anyOf") as again:
+        loaded = JsonSchema(schema, strict=False)
+    assert hits() == 1 and not compilers
+    assert [str(w.message) for w in again] == [str(w.message) for w in first]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bigger = Chain(Phrase("x="), loaded)  # builds the tree: once, oneOf as anyOf
+        assert bigger.matches('x={}') and bigger.matches('x={"options":{"a":"s"}}')
+        assert not bigger.matches('x={"options":{"b":1}}')
+    assert len(compilers) == 1
+
+
 # -- keys -------------------------------------------------------------------------------------
 def test_options_make_other_entries(cache):
     variants = [dict(), dict(property_order="any"), dict(whitespace=2),

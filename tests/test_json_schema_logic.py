@@ -490,10 +490,11 @@ def test_one_of_that_multiplies_out_is_any_of_without_strict(monkeypatch):
         warnings.simplefilter("always")
         machine = JsonSchema(schema, property_order="any", strict=False)
     texts = [str(w.message) for w in given]
-    assert len(texts) == len(set(texts)), texts
+    assert len(texts) == len(set(texts)) == len(machine.warnings), texts
     assert sum("every oneOf is taken as anyOf" in t for t in texts) == 1, texts
     assert any("html-selector" in t for t in texts), texts
     assert "every oneOf is taken as anyOf" in machine.warnings[0]
+    assert all(w.filename == __file__ for w in given)  # (the line making the JsonSchema)
     as_any_of = jsonschema.Draft202012Validator({"anyOf": kinds})
     as_one_of = jsonschema.Draft202012Validator(schema)
     values = [{}, {"builder": "app"}, {"builder": "lib", "options": {"o1": 1}},
@@ -502,6 +503,16 @@ def test_one_of_that_multiplies_out_is_any_of_without_strict(monkeypatch):
     assert any(as_any_of.is_valid(v) and not as_one_of.is_valid(v) for v in values)
     for value in values:
         assert machine.matches(compact(value)) == as_any_of.is_valid(value), value
+
+
+def test_long_integers_are_told_apart():
+    # 10**30 and 10**30 + 1 differ past 28 digits (a Decimal's default precision)
+    from pse.json_schema.common import _pair_disjoint
+    big = 10**30
+    assert not _pair_disjoint({"const": big + 1}, {"not": {"const": big}})
+    machine = JsonSchema({"enum": [big, big + 1]})
+    assert machine.matches(str(big)) and machine.matches(str(big + 1))
+    assert not machine.matches(str(big + 2))
 
 
 def test_one_of_tells_equal_numbers_apart():

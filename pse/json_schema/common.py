@@ -106,7 +106,9 @@ def _json_key(v: Any) -> Any:
     """A hashable key; JSON-equal values (1 and 1.0, objects in any order) share it."""
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return (type(v).__name__, v)
-    if isinstance(v, (int, float)):
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return ("number", int(v))  # (exact: Decimal's context rounds past 28 digits)
+    if isinstance(v, float):
         return ("number", Decimal(str(v)).normalize() if math.isfinite(v) else str(v))
     if isinstance(v, list):
         return ("array", tuple(_json_key(x) for x in v))

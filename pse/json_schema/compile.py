@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import functools
 import json
-import warnings
 from typing import Any, Callable
 
 from pse import automaton, limits, products, schema_types
-from pse.errors import GrammarError, SchemaError
+from pse.errors import GrammarError, MultipliedOut, SchemaError
 from pse.machines import AnyOf, Chain, DfaTerminal, Forward, Phrase, StateMachine, Whitespace
 from pse.regex import compile_regex
 from pse.json_schema import common
@@ -61,11 +60,6 @@ def _colon(ws: int) -> DfaTerminal:
 # it need at most 6,300: JsonSchemaStore---cityjson.min.schema.json 6,242; above it,
 # Github_medium---o9802 needs 104,000 and 12 s).
 MAX_SCHEMA_NODES = 20_000
-
-
-class MultipliedOut(SchemaError):
-    """The schema needs more than MAX_SCHEMA_NODES subschemas (without strict, JsonSchema
-    then compiles it again with every oneOf taken as anyOf)."""
 
 
 def _depth_limited(compile_node: Callable) -> Callable:
@@ -231,17 +225,16 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
     """One JSON Schema document compiled into machines: the dispatch from a schema node
     to its keyword families (the mixins), and what they share."""
 
-    def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str,
-                 quiet: bool = False) -> None:
+    def __init__(self, root: Any, ws: int, retrieve, strict: bool, property_order: str
+                 ) -> None:
         self.property_order = property_order
         self.ws = ws
         self.retrieve = retrieve
         self.strict = strict
         self.warnings: list[str] = []
-        # the texts of the warnings given (the compile cache gives them again on a hit);
-        # quiet: record them without giving them (they were, when the schema was loaded)
+        # the texts of the warnings to give (JsonSchema gives them once the compile is done;
+        # the compile cache gives them again on a hit)
         self.shown: list[str] = []
-        self.quiet = quiet
         # machines by (schema object or reference, dynamic anchors bound where it is compiled)
         self.refs: dict[tuple[str, tuple], Forward | None] = {}
         self.recursive: set[tuple[str, tuple]] = set()  # references met while they compile
@@ -254,7 +247,8 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
-        self.one_of_apart = True  # False: oneOf taken as anyOf (see JsonSchema._build)
+        self.one_of_apart = True  # False: oneOf taken as anyOf (see JsonSchema._build) ...
+        self.kept_apart = False  # ... True once a oneOf's branches carry others' opposites
         self.phrases: dict[str, Phrase] = {}  # (see `phrase`)
         self.any_order: _Compiler | None = None  # for literals: see `checker`
         # $dynamicAnchor names (and RECURSIVE for $recursiveAnchor) by the resource defining
@@ -374,11 +368,9 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
         self.warn(text, f"pse: {text} (approximated, strict=False)")
 
     def warn(self, message: str, shown: str) -> None:
-        """Record `message` in the schema's warnings and give the warning `shown`."""
+        """Record `message` in the schema's warnings, and `shown` as the warning to give."""
         self.warnings.append(message)
         self.shown.append(shown)
-        if not self.quiet:
-            warnings.warn(shown, stacklevel=5)
 
     def wsp(self) -> list[StateMachine]:
         return [_blanks(self.ws)] if self.ws else []

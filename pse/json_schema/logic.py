@@ -342,4 +342,5 @@ class _Logic:
                               "others from matching it too")
                     return branches  # not strict: anyOf
             out.append(_all_of([branch, *fails]))
+            self.kept_apart = self.kept_apart or bool(fails)
         return out

@@ -17,10 +17,10 @@ import warnings
 from typing import Any, Callable
 
 from pse import compile_cache, limits
-from pse.errors import GrammarError, SchemaError
+from pse.errors import GrammarError, MultipliedOut, SchemaError
 from pse.json_value import whitespace_bound
 from pse.machines import StateMachine
-from pse.json_schema.compile import MultipliedOut, _Compiler
+from pse.json_schema.compile import _Compiler
 
 class JsonSchema(StateMachine):
     """A JSON Schema (dict or JSON text) as a structure.
@@ -74,6 +74,8 @@ class JsonSchema(StateMachine):
         self.name = name or (title if isinstance(title, str) and title else "json")
         super().__init__(None, start_state=0, end_states=("$",))
         self._graph: dict | None = None  # (built by _build, or on first use)
+        # False: every oneOf taken as anyOf (strict=False, past MAX_SCHEMA_NODES otherwise)
+        self._one_of_apart = True
         self._frozen: Any = None
         found = compile_cache.lookup(self)
         if found is not None:  # compiled before: the machine tree waits until asked for
@@ -82,8 +84,9 @@ class JsonSchema(StateMachine):
             self._compiled, extra = found
             self.warnings = list(extra["warnings"])
             self._shown = list(extra["shown"])
+            self._one_of_apart = extra.get("one_of_apart", True)
             for text in self._shown:
-                warnings.warn(text, stacklevel=2)
+                warnings.warn(text, stacklevel=1)
         else:
             self._build(quiet=False)
 
@@ -91,39 +94,45 @@ class JsonSchema(StateMachine):
         """The machine tree (`quiet`: its warnings were given already)."""
         schema = self.schema if self._frozen is None else self._frozen
         try:
-            root, warned = self._compile_tree(schema, quiet, one_of_apart=True)
+            root, warned = self._compile_tree(schema, self._one_of_apart, quiet)
         except MultipliedOut as e:
-            if self.strict:
+            if not e.retried:
                 raise
-            # approximated: every oneOf as anyOf (its branches kept apart are what multiplies
-            # out most); the first attempt's warnings were given already
-            root, warned = self._compile_tree(schema, True, one_of_apart=False)
-            given = set(e.shown)
+            # approximated: every oneOf as anyOf (the opposites its branches carry to keep
+            # them apart are what multiplied out)
+            self._one_of_apart = False
+            root, warned = self._compile_tree(schema, False, quiet)
             text = (f"{e}; every oneOf is taken as anyOf instead (approximated, "
                     f"strict=False): a value may match more than one branch")
-            shown = f"pse: {text}"
-            warned = [text, *warned[0]], [shown, *warned[1]]
-            if not quiet:
-                for message in [shown, *(m for m in warned[1][1:] if m not in given)]:
-                    warnings.warn(message, stacklevel=4)
-        if root is None:
-            raise SchemaError("#: the schema is false: nothing is valid")
+            warned = [text, *warned[0]], [f"pse: {text}", *warned[1]]
         if not quiet:
             self.warnings, self._shown = warned
+            for text in self._shown:  # (compiled: no frame of pse's own in between)
+                warnings.warn(text, stacklevel=1)
+        if root is None:
+            raise SchemaError("#: the schema is false: nothing is valid")
         self._graph = {0: [(root, "$")]}
 
-    def _compile_tree(self, schema: Any, quiet: bool, one_of_apart: bool
+    def _compile_tree(self, schema: Any, one_of_apart: bool, quiet: bool
                       ) -> tuple[StateMachine | None, tuple[list[str], list[str]]]:
-        """The machine tree of `schema`, and its warnings (recorded, and as given)."""
+        """The machine tree of `schema`, and its warnings (recorded, and as they are given:
+        by the caller once the compile succeeds; here where it fails, unless it is to be
+        compiled again with oneOf as anyOf: MultipliedOut.retried)."""
         compiler = _Compiler(schema, self.whitespace, self._retrieve, self.strict,
-                             self.property_order, quiet=quiet)
+                             self.property_order)
         compiler.one_of_apart = one_of_apart
         try:
             with limits.compile_budget("a JSON Schema"):
                 try:
                     root = compiler.compile(compiler.root, "#")
-                except MultipliedOut as e:
-                    e.shown = list(compiler.shown)  # (the warnings given so far)
+                except Exception as e:
+                    retried = isinstance(e, MultipliedOut) and not self.strict \
+                        and compiler.kept_apart
+                    if isinstance(e, MultipliedOut):
+                        e.retried = retried
+                    if not quiet and not retried:  # (what they say may explain the error)
+                        for text in compiler.shown:
+                            warnings.warn(text, stacklevel=1)
                     raise
                 warned = compiler.warnings, compiler.shown
                 # its memos let go before the budget ends: the collection that sets off then
@@ -159,13 +168,16 @@ class JsonSchema(StateMachine):
                            bool(self.strict), text])
 
     def _cache_extra(self) -> dict:
-        return {"warnings": list(self.warnings), "shown": list(self._shown)}
+        return {"warnings": list(self.warnings), "shown": list(self._shown),
+                "one_of_apart": self._one_of_apart}
 
     def _cache_valid(self, extra: dict) -> bool:
         for name in ("warnings", "shown"):
             if not (isinstance(extra.get(name), list)
                     and all(isinstance(x, str) for x in extra[name])):
                 raise ValueError(f"its {name} are malformed")
+        if not isinstance(extra.get("one_of_apart", True), bool):
+            raise ValueError("its one_of_apart is malformed")
         return True
 
     def parse_value(self, text: str) -> Any:
