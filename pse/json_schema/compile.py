@@ -425,8 +425,9 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
             self.nodes += 1
             if self.nodes > MAX_SCHEMA_NODES:
                 raise MultipliedOut(f"{pointer}: the schema multiplies out into more than "
-                                  f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): unions "
-                                  "inside allOf, or oneOf branches kept apart, combine")
+                                    f"{MAX_SCHEMA_NODES} subschemas (MAX_SCHEMA_NODES): "
+                                    "unions inside allOf, or oneOf branches kept apart, "
+                                    "combine")
             if made is not None and made in self.by_content:
                 machine = self.by_content[made]
                 self.compiled[key] = (node, machine)
