@@ -316,22 +316,31 @@ def _possible_values(parts: list) -> set | None:
             listed = keyed if listed is None else {k: v for k, v in listed.items() if k in keyed}
     if listed is None:
         return None
-    return {k for k, v in listed.items() if all(_may_hold(part, v) for part in parts)}
+    refused = [_refused_keys(part) for part in parts]
+    return {k for k, v in listed.items()
+            if not any(k in keys for keys in refused)
+            and all(_may_hold(part, v) for part in parts)}
+
+
+def _refused_keys(part: Any) -> set:
+    """The values (by `_json_key`) that `part`'s `not` of listed values rules out (a
+    discriminator: "anything but these" beside constants); empty when it has no such `not`."""
+    refused = part.get("not") if isinstance(part, dict) else None
+    if not isinstance(refused, dict) or not ("const" in refused or "enum" in refused) \
+            or not isinstance(refused.get("enum", []), list) \
+            or not set(refused) - {"const", "enum"} <= _ANNOTATIONS:
+        return set()
+    keys = {_json_key(v) for v in refused["enum"]} if "enum" in refused else None
+    if "const" in refused:
+        const = _json_key(refused["const"])
+        return {const} if keys is None or const in keys else set()
+    return keys
 
 
 def _may_hold(part: Any, value: Any) -> bool:
-    """False where `part`'s type, pattern or `not` of listed values rules `value` out (True:
-    it may hold)."""
+    """False where `part`'s type or pattern rules `value` out (True: it may hold)."""
     if not isinstance(part, dict):
         return part is not False
-    refused = part.get("not")  # (a discriminator: "anything but these" beside constants)
-    if isinstance(refused, dict) and ("const" in refused or "enum" in refused) \
-            and isinstance(refused.get("enum", []), list) \
-            and set(refused) - {"const", "enum"} <= _ANNOTATIONS:
-        key = _json_key(value)
-        if ("const" not in refused or key == _json_key(refused["const"])) \
-                and ("enum" not in refused or key in {_json_key(v) for v in refused["enum"]}):
-            return False
     kinds = part.get("type")
     kinds = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else None
     if kinds is not None:

@@ -24,6 +24,7 @@ from pse.json_schema.negation import _Negation
 from pse.json_schema.numbers import _Numbers
 from pse.json_schema.objects import _Objects
 from pse.json_schema.refs import _Refs, _SCHEMA_MAPS, _SUBSCHEMAS, _draft, _subschemas
+from pse.json_schema.string_sets import _StringSets, only_strings
 from pse.json_schema.strings import _Strings
 
 # Keywords a draft does not have (later ones), by draft: unknown keywords there.
@@ -220,8 +221,8 @@ def _switch(node: dict) -> dict | None:
     return _all_of([rest, union]) if rest else union
 
 
-class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, _Arrays,
-                _Names):
+class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _StringSets, _Numbers, _Objects,
+                _Arrays, _Names):
     """One JSON Schema document compiled into machines: the dispatch from a schema node
     to its keyword families (the mixins), and what they share."""
 
@@ -513,6 +514,10 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _Numbers, _Objects, 
                 if rest:
                     ref = self.derived(node, {**rest, "allOf": [*rest.get("allOf", ()), ref]})
                 return self.compile(ref, pointer)
+        if only_strings(node):  # (before allOf merges: its unions would multiply out)
+            machine = self.string_set(node, pointer)
+            if machine is not False:
+                return machine
         if "allOf" in node:
             merged = self.merge_all(node, pointer)
             if "allOf" not in merged:

@@ -68,6 +68,12 @@ class _Strings:
         dfa = self.content_dfa(node, patterns, pointer, count_length=True)
         if banned:
             dfa = products.difference(dfa, json_names_dfa(banned))
+        return self.string_of(dfa, lo, hi, pointer)
+
+    def string_of(self, dfa: automaton.DFA, lo: int, hi: int | None,
+                  pointer: str) -> StateMachine | None:
+        """Strings whose contents `dfa` accepts, of lo..hi characters: bounds too large to
+        unroll are counted at run time, others `dfa` already holds."""
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         if not _unrolled_length(lo, hi):
