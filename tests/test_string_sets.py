@@ -130,3 +130,36 @@ def test_references_and_formats_in_sets():
     oracle = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     for text in texts:
         assert machine.matches(json.dumps(text)) == oracle.is_valid(text), text
+
+
+_THREE_UNIONS = [{"anyOf": [{"maxLength": 64}, {"pattern": "^a"}, {"pattern": "^b"}]},
+                 {"anyOf": [{"pattern": "1"}, {"pattern": "2"}, {"pattern": "3"}, {"pattern": ""}]},
+                 {"anyOf": [{"pattern": "5"}, {"pattern": "6"}, {"pattern": "7"}, {"pattern": "^"}]}]
+
+
+@pytest.mark.parametrize("schema", [
+    # const and enum side by side: both hold
+    {"anyOf": [{"type": "string", "const": "a", "enum": ["b", "a "], "allOf": _THREE_UNIONS},
+               {"type": "integer"}]},
+    {"anyOf": [{"type": "string", "const": "a1", "enum": ["a1", "b"], "allOf": _THREE_UNIONS},
+               {"type": "integer"}]},
+    # a length bound past 64 below its least: nothing
+    {"anyOf": [{"type": "string", "minLength": 70, "maxLength": 69, "allOf": _THREE_UNIONS},
+               {"type": "integer"}]},
+    # a length bound past 64 that the set's automaton cannot count (a branch of at most 64
+    # characters): compiled one branch at a time
+    {"type": "string", "maxLength": 100, "allOf": _THREE_UNIONS},
+    {"type": "string", "minLength": 66, "allOf": _THREE_UNIONS},
+    # a format whose own length is past 64 (hostname: 253): one branch at a time
+    {"type": "string", "allOf": [*_THREE_UNIONS, {"anyOf": [{"format": "hostname"},
+                                                             {"pattern": "^a"}]}]},
+])
+def test_edge_cases_match_jsonschema(schema):
+    machine = JsonSchema(schema, strict=True)
+    oracle = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    rng = random.Random(4)
+    texts = [*_texts(rng, 300), "a", "a1", "a 1", "b", "a.b-c1", *(
+        c * n + "1" for c in "ab5" for n in (63, 64, 65, 66, 69, 70, 99, 100, 101))]
+    for text in texts:
+        assert machine.matches(json.dumps(text)) == oracle.is_valid(text), (schema, text)
+    assert machine.matches("3") == oracle.is_valid(3)

@@ -20,18 +20,20 @@ from pse.json_schema.formats import FORMATS, _format_length, _format_patterns
 # The keywords that combine subschemas; a string schema with one of them is taken as a set.
 _COMBINING = ("allOf", "anyOf", "oneOf", "not", "if")
 
-# Keywords that say something of strings, besides those that combine subschemas. Every other
-# keyword left in a schema constrains only other types (or nothing), so holds for any string.
+# Keywords that say something of strings themselves (besides $ref and those that combine
+# subschemas). Every other keyword left in a schema constrains only other types (or
+# nothing), so holds for any string.
 _OF_STRINGS = frozenset(["type", "enum", "const", "pattern", "minLength", "maxLength",
-                         "format", "$ref", "then", "else"])
+                         "format"])
 
 # Keywords whose meaning here needs the compiler's dispatch (the dynamic scope).
 _DYNAMIC = frozenset(["$dynamicRef", "$recursiveRef"])
 
 
 class _NotASet(Exception):
-    """A part the sets do not take (a length counted at run time, a format with no pattern,
-    a reference to itself, an automaton past the limits): the schema compiles as usual."""
+    """A part the sets do not take (see `_Ways.takes`), a reference to itself, an automaton
+    past the limits, or a length the set's automaton cannot count: the schema compiles as
+    usual."""
 
 
 def only_strings(node: dict) -> bool:
@@ -52,28 +54,34 @@ class _StringSets:
         """The strings `node` allows as one machine (None: none), or False where it is
         better compiled one branch at a time (few branches), or some part cannot be taken
         as a set: the caller compiles `node` as usual."""
-        if _Ways(self).of(node)[0] <= MIN_SET_BRANCHES:
-            return False
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
+        if hi is not None and lo > hi:
+            return None
         if not _unrolled_length(lo, hi):  # (counted at run time, as `string` counts them)
             node = {k: v for k, v in node.items() if k not in ("minLength", "maxLength")}
-        try:
-            dfa = _Sets(self).of(node, pointer)
-        except _NotASet:
+        ways = _Ways(self)
+        if ways.of(node)[0] <= MIN_SET_BRANCHES or not ways.takes:
             return False
-        return self.string_of(dfa, lo, hi, pointer)
+        try:
+            return self.string_of(_Sets(self).of(node, pointer), lo, hi, pointer,
+                                  approximate=False)
+        except (_NotASet, GrammarError):
+            return False
 
 
 class _Ways:
     """How many branches compiling a string schema one branch at a time makes, about:
     (branches of the schema, branches of its opposite), where allOf multiplies its parts'
     unions, and `not` swaps the two (the opposite of a union is the opposites together, of
-    an allOf the union of its parts' opposites). Capped at _MANY."""
+    an allOf the union of its parts' opposites). Capped at _MANY. On the way, whether every
+    part can be taken as a set (`takes`): no dynamic reference, no format without an exact
+    automaton, no length bound too long to unroll (a format's own too)."""
 
     def __init__(self, compiler: Any) -> None:
         self.compiler = compiler
         self.made: dict[int, tuple[Any, tuple[int, int]]] = {}
+        self.takes = True
 
     def of(self, node: Any) -> tuple[int, int]:
         if not isinstance(node, dict):
@@ -81,10 +89,10 @@ class _Ways:
         if id(node) in self.made:
             return self.made[id(node)][1]
         self.made[id(node)] = (node, (1, 1))  # (met inside itself: the set route bails)
+        self.takes = self.takes and _takes(node)
         # (the opposite of a part of many keywords is the union of theirs; `type` counts
         # for nothing where strings are the values)
-        keywords = sum(k in node for k in _OF_STRINGS if k not in ("$ref", "then", "else",
-                                                                   "type"))
+        keywords = sum(k in node for k in _OF_STRINGS if k != "type")
         ways, opposite = 1, max(1, keywords)
         parts = [self.of(sub) for sub in _listed(node, "allOf")]
         if "$ref" in node:
@@ -141,6 +149,18 @@ def _product(values) -> int:
     return out
 
 
+def _takes(node: dict) -> bool:
+    """Whether the keywords of strings in `node` can be a set's automaton."""
+    fmt = node.get("format")
+    if not _DYNAMIC.isdisjoint(node) or (fmt is not None and not (
+            isinstance(fmt, str) and fmt in FORMATS)):
+        return False
+    bounded = _format_length(node)
+    lo, hi = bounded.get("minLength", 0), bounded.get("maxLength")
+    return not isinstance(lo, int) or not (hi is None or isinstance(hi, int)) \
+        or _unrolled_length(lo, hi)  # (bad values: the usual compile says what is wrong)
+
+
 def _sum(values) -> int:
     return min(sum(values), _MANY)
 
@@ -148,6 +168,14 @@ def _sum(values) -> int:
 def _lists_values(node: Any) -> bool:
     return isinstance(node, dict) and ("enum" in node or "const" in node) and not any(
         k in node for k in ("$ref", *_COMBINING))
+
+
+def _listed_strictly(node: dict, key: str) -> list:
+    """The subschemas under `key` (none where it is absent); a bad value is not a set's."""
+    subs = node.get(key, [])
+    if not isinstance(subs, list) or (key in node and not subs):
+        raise _NotASet
+    return subs
 
 
 def _listed(node: dict, key: str) -> list:
@@ -188,6 +216,7 @@ class _Sets:
         return found
 
     def combined(self, node: dict, pointer: str) -> automaton.DFA:
+        """The strings `node` allows: its own keywords' and its subschemas' sets together."""
         found = self.leaf(node, pointer)
         compiler = self.compiler
         if "$ref" in node:
@@ -195,16 +224,16 @@ class _Sets:
             if compiler.ref_alone:  # (drafts 4-7: the siblings of $ref are ignored)
                 return self.of(target, f"{pointer}/$ref")
             found = self.both(found, self.of(target, f"{pointer}/$ref"))
-        for i, sub in enumerate(self.listed(node, "allOf", pointer)):
+        for i, sub in enumerate(_listed_strictly(node, "allOf")):
             found = self.both(found, self.of(sub, f"{pointer}/allOf/{i}"))
         if "anyOf" in node:
             found = self.both(found, self.union([
                 self.of(sub, f"{pointer}/anyOf/{i}")
-                for i, sub in enumerate(self.listed(node, "anyOf", pointer))]))
+                for i, sub in enumerate(_listed_strictly(node, "anyOf"))]))
         if "oneOf" in node:
             found = self.both(found, self.exactly_one([
                 self.of(sub, f"{pointer}/oneOf/{i}")
-                for i, sub in enumerate(self.listed(node, "oneOf", pointer))]))
+                for i, sub in enumerate(_listed_strictly(node, "oneOf"))]))
         if "not" in node:
             found = products.difference(found, self.of(node["not"], f"{pointer}/not"))
         if "if" in node:
@@ -217,7 +246,7 @@ class _Sets:
 
     def leaf(self, node: dict, pointer: str) -> automaton.DFA:
         """The strings the keywords of strings in `node` allow (its subschemas aside)."""
-        if not any(k in node for k in _OF_STRINGS if k not in ("$ref", "then", "else")):
+        if _OF_STRINGS.isdisjoint(node):
             return self.everything
         types = node.get("type", "string")
         types = [types] if isinstance(types, str) else types
@@ -236,24 +265,17 @@ class _Sets:
                 raise _NotASet
             patterns.append((node["pattern"], True, f"{pointer}/pattern"))
         if "format" in node:
-            if node["format"] not in FORMATS:
+            if not _takes(node):
                 raise _NotASet  # (unknown or inexact: the usual compile warns or refuses)
             patterns += _format_patterns(node["format"], f"{pointer}/format")
         found = self.compiler.content_dfa(node, patterns, pointer)
-        values = [node["const"]] if "const" in node else node.get("enum")
-        if values is not None:
-            if not isinstance(values, list):
-                raise _NotASet
-            words = [v for v in values if isinstance(v, str)]
-            found = self.both(found, json_names_dfa(words) if words else _NOTHING)
+        for values in ([node["const"]] if "const" in node else None, node.get("enum")):
+            if values is not None:
+                if not isinstance(values, list):
+                    raise _NotASet
+                words = [v for v in values if isinstance(v, str)]
+                found = self.both(found, json_names_dfa(words) if words else _NOTHING)
         return found
-
-    def listed(self, node: dict, key: str, pointer: str) -> list:
-        """The subschemas under `key` (none where it is absent)."""
-        subs = node.get(key, [])
-        if not isinstance(subs, list) or (key in node and not subs):
-            raise _NotASet
-        return subs
 
     def both(self, a: automaton.DFA, b: automaton.DFA) -> automaton.DFA:
         if a is self.everything:

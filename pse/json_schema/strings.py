@@ -70,14 +70,15 @@ class _Strings:
             dfa = products.difference(dfa, json_names_dfa(banned))
         return self.string_of(dfa, lo, hi, pointer)
 
-    def string_of(self, dfa: automaton.DFA, lo: int, hi: int | None,
-                  pointer: str) -> StateMachine | None:
+    def string_of(self, dfa: automaton.DFA, lo: int, hi: int | None, pointer: str,
+                  approximate: bool = True) -> StateMachine | None:
         """Strings whose contents `dfa` accepts, of lo..hi characters: bounds too large to
-        unroll are counted at run time, others `dfa` already holds."""
+        unroll are counted at run time, others `dfa` already holds. Where they cannot be
+        counted: GrammarError, unless `approximate` (see counted_content)."""
         if not dfa.accept[0] and not dfa.trans[0]:
             return None
         if not _unrolled_length(lo, hi):
-            content = self.counted_content(dfa, lo, hi, pointer)
+            content = self.counted_content(dfa, lo, hi, pointer, approximate)
             if content is None:
                 return None
             if self.whole_strings() and not isinstance(content, CountedTerminal):
@@ -87,26 +88,29 @@ class _Strings:
             return DfaTerminal(quoted(dfa), f"string at {pointer}")
         return Chain(self.phrase('"'), DfaTerminal(dfa, f"string at {pointer}"), self.phrase('"'))
 
-    def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None,
-                        pointer: str) -> StateMachine | None:
+    def counted_content(self, dfa: automaton.DFA, lo: int, hi: int | None, pointer: str,
+                        approximate: bool = True) -> StateMachine | None:
         """String contents `dfa` allows, of lo..hi characters counted at run time (a bound
-        too large to unroll into the automaton); None: no match has such a length."""
+        too large to unroll into the automaton); None: no match has such a length. Where
+        the characters cannot be counted so, refused in strict mode (else the length is left
+        unchecked); GrammarError instead where not `approximate`."""
         keyword = "maxLength" if hi is not None else "minLength"
-        boundaries = char_boundaries(dfa)
-        if boundaries is None:
-            self.fail(f"{pointer}/{keyword}", keyword,
-                      "the pattern's automaton does not tell characters apart")
-            return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
-        fewest, most = counted_lengths.count_range(dfa, boundaries)
-        if fewest > (common.MAX_COUNT if hi is None else hi) or (most is not None and most < lo):
-            return None  # no match has a length within the bounds
-        if lo <= fewest and (hi is None or (most is not None and most <= hi)):
-            return DfaTerminal(dfa, f"string at {pointer}")  # every match's length is in them
         try:
+            boundaries = char_boundaries(dfa)
+            if boundaries is None:
+                raise GrammarError("the pattern's automaton does not tell characters apart")
+            fewest, most = counted_lengths.count_range(dfa, boundaries)
+            if fewest > (common.MAX_COUNT if hi is None else hi) or (
+                    most is not None and most < lo):
+                return None  # no match has a length within the bounds
+            if lo <= fewest and (hi is None or (most is not None and most <= hi)):
+                return DfaTerminal(dfa, f"string at {pointer}")  # every match's length fits
             content = CharCountedTerminal(dfa, boundaries, lo, hi, f"string at {pointer}")
         except GrammarError as e:
+            if not approximate:
+                raise
             self.fail(f"{pointer}/{keyword}", keyword, str(e))
-            return DfaTerminal(dfa, f"string at {pointer}")
+            return DfaTerminal(dfa, f"string at {pointer}")  # (not strict: the length unchecked)
         return content if content.matches_some_length() else None
 
     def counted_pattern(self, pattern: str, lo: int, hi: int | None,
