@@ -14,7 +14,7 @@ from pse import automaton, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import json_names_dfa
 from pse.machines import StateMachine
-from pse.json_schema.common import _count, _unrolled_length
+from pse.json_schema.common import _count, _listed, _unrolled_length
 from pse.json_schema.formats import FORMATS, _format_length, _format_patterns
 
 # The keywords that combine subschemas; a string schema with one of them is taken as a set.
@@ -94,7 +94,7 @@ class _Ways:
         # for nothing where strings are the values)
         keywords = sum(k in node for k in _OF_STRINGS if k != "type")
         ways, opposite = 1, max(1, keywords)
-        parts = [self.of(sub) for sub in _listed(node, "allOf")]
+        parts = [self.of(sub) for sub in _subschemas(node, "allOf")]
         if "$ref" in node:
             try:
                 parts.append(self.of(self.compiler.resolve(
@@ -102,10 +102,10 @@ class _Ways:
             except SchemaError:
                 pass
         if "anyOf" in node:
-            branches = self.branches(_listed(node, "anyOf"))
+            branches = self.branches(_subschemas(node, "anyOf"))
             parts.append((_sum(w for w, _ in branches), _product(o for _, o in branches)))
         if "oneOf" in node:  # (each branch with the opposites of those it may overlap)
-            subs = _listed(node, "oneOf")
+            subs = _subschemas(node, "oneOf")
             branches = self.branches(subs)
             apart = len(subs) > _MAX_PAIRS or all(  # (told apart: see _Logic.exclusive)
                 self.disjoint(a, b) for a, b in itertools.combinations(subs, 2))
@@ -126,7 +126,7 @@ class _Ways:
     def branches(self, subs: list) -> list[tuple[int, int]]:
         """A union's branches' ways, those that only list values as one (see
         _literals_together)."""
-        ways = [self.of(sub) for sub in subs if not _lists_values(sub)]
+        ways = [self.of(sub) for sub in subs if not _listed(sub)]
         return ways + [(1, 1)] if len(ways) < len(subs) else ways
 
     def disjoint(self, a: Any, b: Any) -> bool:
@@ -165,22 +165,17 @@ def _sum(values) -> int:
     return min(sum(values), _MANY)
 
 
-def _lists_values(node: Any) -> bool:
-    return isinstance(node, dict) and ("enum" in node or "const" in node) and not any(
-        k in node for k in ("$ref", *_COMBINING))
-
-
-def _listed_strictly(node: dict, key: str) -> list:
-    """The subschemas under `key` (none where it is absent); a bad value is not a set's."""
-    subs = node.get(key, [])
-    if not isinstance(subs, list) or (key in node and not subs):
-        raise _NotASet
-    return subs
-
-
-def _listed(node: dict, key: str) -> list:
+def _subschemas(node: dict, key: str) -> list:
+    """The subschemas under `key` (none where it is absent or not a list)."""
     subs = node.get(key, [])
     return subs if isinstance(subs, list) else []
+
+
+def _subschemas_strictly(node: dict, key: str) -> list:
+    """`_subschemas`, where a bad value (not a list, an empty one) is not a set's."""
+    if key in node and not (isinstance(node[key], list) and node[key]):
+        raise _NotASet
+    return _subschemas(node, key)
 
 
 class _Sets:
@@ -224,16 +219,16 @@ class _Sets:
             if compiler.ref_alone:  # (drafts 4-7: the siblings of $ref are ignored)
                 return self.of(target, f"{pointer}/$ref")
             found = self.both(found, self.of(target, f"{pointer}/$ref"))
-        for i, sub in enumerate(_listed_strictly(node, "allOf")):
+        for i, sub in enumerate(_subschemas_strictly(node, "allOf")):
             found = self.both(found, self.of(sub, f"{pointer}/allOf/{i}"))
         if "anyOf" in node:
             found = self.both(found, self.union([
                 self.of(sub, f"{pointer}/anyOf/{i}")
-                for i, sub in enumerate(_listed_strictly(node, "anyOf"))]))
+                for i, sub in enumerate(_subschemas_strictly(node, "anyOf"))]))
         if "oneOf" in node:
             found = self.both(found, self.exactly_one([
                 self.of(sub, f"{pointer}/oneOf/{i}")
-                for i, sub in enumerate(_listed_strictly(node, "oneOf"))]))
+                for i, sub in enumerate(_subschemas_strictly(node, "oneOf"))]))
         if "not" in node:
             found = products.difference(found, self.of(node["not"], f"{pointer}/not"))
         if "if" in node:
