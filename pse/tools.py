@@ -253,10 +253,12 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
         try:
             JsonSchema(function.get("parameters", {}), whitespace=whitespace)
         except SchemaError as e:
-            raise SchemaError(f"tool {function['name']!r}: its parameters do not compile: "
-                              f"{e}") from None
+            # (the same class: a MultipliedOut stays one, for a caller that retries)
+            raise type(e)(f"tool {function['name']!r}: its parameters do not compile: "
+                          f"{e}") from None
     # (each tool's parameters compile alone)
-    raise SchemaError(f"the tools' calls do not compile together: {union_error}") from None
+    raise type(union_error)(f"the tools' calls do not compile together: "
+                            f"{union_error}") from None
 
 
 def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:

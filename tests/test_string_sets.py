@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pse.json_schema.compile
 import pse.json_schema.string_sets
-from pse import JsonSchema
+from pse import JsonSchema, SchemaError
+from test_unique_items import _arrays
 
 # patterns that Python's `re` (jsonschema's) and ECMA 262 read alike, over ASCII
 PATTERNS = ["ab", "^a", "b$", "^[ab]*$", "\\d", "a.c", "^.{3}$", "[xyz]", "1.*2", "^$"]
@@ -102,12 +103,11 @@ def test_lengths_too_long_to_unroll_are_counted():
 
 
 def test_sets_inside_unique_arrays():
-    # items of a unique array are strings seen whole (quote to quote); whether their prefixes
-    # can run out of new strings is not checked for sets (a warning without strict)
+    # items of a unique array are strings seen whole (quote to quote), one automaton whose
+    # states count the strings they complete to: exact, so strict compiles it
     item = _nested("anyOf")
     schema = {"type": "array", "items": item, "uniqueItems": True}
-    with pytest.warns(UserWarning, match="uniqueItems"):
-        machine = JsonSchema(schema, strict=False)
+    machine = JsonSchema(schema, strict=True)
     oracle = jsonschema.Draft202012Validator(schema)
     rng = random.Random(3)
     texts = [t for t in _texts(rng, 400) if jsonschema.Draft202012Validator(item).is_valid(t)]
@@ -163,3 +163,32 @@ def test_edge_cases_match_jsonschema(schema):
     for text in texts:
         assert machine.matches(json.dumps(text)) == oracle.is_valid(text), (schema, text)
     assert machine.matches("3") == oracle.is_valid(3)
+
+
+# a set of three strings ("b" is left out): its prefixes run out of new strings
+FEW = {"type": "string", "allOf": [{"anyOf": [{"pattern": "^(a|b|ab)$"}, {"const": "ba"}]},
+                                   {"not": {"const": "b"}}]}
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_unique_arrays_of_sets_that_run_out_leave_no_dead_end(monkeypatch, spaced):
+    """Brute force, as test_unique_items does for patterns: a prefix is taken exactly when
+    some array of distinct items begins with it."""
+    schema = {"type": "array", "items": FEW, "uniqueItems": True}
+    ws = 1 if spaced else None
+    # compiled one branch at a time, the items' prefixes are not counted: refused (so the
+    # test can fail)
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        JsonSchema(schema, whitespace=ws)
+    monkeypatch.setattr(pse.json_schema.string_sets, "MIN_SET_BRANCHES", 0)
+    m = JsonSchema(schema, whitespace=ws)
+    arrays = _arrays(["a", "ab", "ba"], None, spaced)
+    prefixes = {a[:i] for a in arrays for i in range(len(a) + 1)}
+    alphabet = sorted(set("".join(arrays)) | set("\\u0/ b"))
+    for p in sorted(prefixes | {q + ch for q in prefixes for ch in alphabet
+                                if not spaced or ch != " " or q.endswith(",")}):
+        assert m.matches(p, partial=True) == (p in prefixes), p
+    # three strings fill three places, not four
+    assert JsonSchema(dict(schema, minItems=3)).matches('["ba","a","ab"]')
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema(dict(schema, minItems=4))

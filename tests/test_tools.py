@@ -12,6 +12,7 @@ import random
 import jsonschema
 import pytest
 
+import pse.json_schema.compile
 from conftest import shared_vocab
 from pse import (GrammarError, SchemaError, StructuringEngine, ToolCalls, Vocabulary,
                  VocabularyError)
@@ -293,3 +294,14 @@ def test_bad_input_is_named():
         ToolCalls(TOOLS, format={"begin": "<c>"})
     with pytest.raises(TypeError):
         ToolCalls(WEATHER)
+
+
+def test_parameters_that_multiply_out_keep_their_error_class(monkeypatch):
+    # a caller that catches MultipliedOut (to retry without strict, say) still can
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 50)
+    unions = [{"anyOf": [{"type": "object", "required": [f"{side}{k}"]} for k in range(8)]}
+              for side in "ab"]
+    wide = {"type": "function", "function": {"name": "wide", "parameters": {
+        "type": "object", "allOf": unions}}}
+    with pytest.raises(pse.MultipliedOut, match="tool 'wide'"):
+        ToolCalls([WEATHER, wide])

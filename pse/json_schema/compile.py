@@ -267,6 +267,8 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _StringSets, _Number
         # the key names of each SOME_PROPERTY requirement (a requirement is one object, met in
         # every schema its opposite is merged into): id -> (the requirement, names DFA)
         self.some_names: dict[int, tuple[dict, automaton.DFA | None]] = {}
+        # string schemas taken as sets (see `set_contents`): id -> (the object, its result)
+        self.string_sets: dict[int, tuple[dict, Any]] = {}
         self.any_value = _any_value(ws)
         self.draft = _draft(root)
         self.drafts: dict[str, int] = {}  # of remote documents, by base URI

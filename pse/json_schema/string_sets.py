@@ -54,20 +54,40 @@ class _StringSets:
         """The strings `node` allows as one machine (None: none), or False where it is
         better compiled one branch at a time (few branches), or some part cannot be taken
         as a set: the caller compiles `node` as usual."""
+        found = self.set_contents(node, pointer)
+        if found is None or found is False:
+            return found
+        dfa, lo, hi = found
+        try:
+            return self.string_of(dfa, lo, hi, pointer, approximate=False)
+        except GrammarError:
+            return False
+
+    def set_contents(self, node: dict, pointer: str
+                     ) -> tuple[automaton.DFA, int, int | None] | None | bool:
+        """`string_set`'s automaton of string contents, with the top node's length bounds
+        (the automaton holds them where they are short enough to unroll; longer ones are
+        counted at run time), None where no string fits, False where `node` is compiled
+        one branch at a time. Made once per node (a unique array's checks ask too)."""
+        made = self.string_sets.get(id(node))
+        if made is not None and made[0] is node:
+            return made[1]
         lo = _count(node, "minLength", pointer, 0)
         hi = _count(node, "maxLength", pointer)
-        if hi is not None and lo > hi:
-            return None
-        if not _unrolled_length(lo, hi):  # (counted at run time, as `string` counts them)
-            node = {k: v for k, v in node.items() if k not in ("minLength", "maxLength")}
-        ways = _Ways(self)
-        if ways.of(node)[0] <= MIN_SET_BRANCHES or not ways.takes:
-            return False
-        try:
-            return self.string_of(_Sets(self).of(node, pointer), lo, hi, pointer,
-                                  approximate=False)
-        except (_NotASet, GrammarError):
-            return False
+        found: tuple | None | bool = None
+        if hi is None or lo <= hi:
+            whole = node
+            if not _unrolled_length(lo, hi):  # (counted at run time, as `string` counts them)
+                whole = {k: v for k, v in node.items() if k not in ("minLength", "maxLength")}
+            ways = _Ways(self)
+            found = False
+            if ways.of(whole)[0] > MIN_SET_BRANCHES and ways.takes:
+                try:
+                    found = (_Sets(self).of(whole, pointer), lo, hi)
+                except (_NotASet, GrammarError):
+                    pass
+        self.string_sets[id(node)] = (node, found)  # (the node kept alive with its id)
+        return found
 
 
 class _Ways:
