@@ -170,11 +170,14 @@ FEW = {"type": "string", "allOf": [{"anyOf": [{"pattern": "^(a|b|ab)$"}, {"const
                                    {"not": {"const": "b"}}]}
 
 
+@pytest.mark.parametrize("ref", [False, True])
 @pytest.mark.parametrize("spaced", [False, True])
-def test_unique_arrays_of_sets_that_run_out_leave_no_dead_end(monkeypatch, spaced):
+def test_unique_arrays_of_sets_that_run_out_leave_no_dead_end(monkeypatch, spaced, ref):
     """Brute force, as test_unique_items does for patterns: a prefix is taken exactly when
-    some array of distinct items begins with it."""
+    some array of distinct items begins with it. `ref`: the items through a reference."""
     schema = {"type": "array", "items": FEW, "uniqueItems": True}
+    if ref:
+        schema.update({"$defs": {"few": FEW}, "items": {"$ref": "#/$defs/few"}})
     ws = 1 if spaced else None
     # compiled one branch at a time, the items' prefixes are not counted: refused (so the
     # test can fail)
@@ -192,3 +195,13 @@ def test_unique_arrays_of_sets_that_run_out_leave_no_dead_end(monkeypatch, space
     assert JsonSchema(dict(schema, minItems=3)).matches('["ba","a","ab"]')
     with pytest.raises(SchemaError, match="nothing is valid"):
         JsonSchema(dict(schema, minItems=4))
+
+
+def test_unique_arrays_of_a_set_of_no_strings(monkeypatch):
+    monkeypatch.setattr(pse.json_schema.string_sets, "MIN_SET_BRANCHES", 0)
+    none = {"type": "string", "allOf": [{"anyOf": [{"const": "a"}, {"const": "b"}]},
+                                        {"not": {"pattern": "^[ab]$"}}]}
+    m = JsonSchema({"type": "array", "items": none, "uniqueItems": True})
+    assert m.matches("[]") and not m.matches('["', partial=True)
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema({"type": "array", "items": none, "uniqueItems": True, "minItems": 1})

@@ -20,7 +20,6 @@ from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _ev
                                     _of_types, _unrolled_length, _validating)
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
 from pse.json_schema.merge import _CONTAINS, _all_of
-from pse.json_schema.string_sets import only_strings
 
 # A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
 WHOLE_STRINGS = "pse:whole strings"
@@ -292,13 +291,14 @@ class _Arrays:
         (counted_strings) as their prefixes run out, unless not `counted` (they still have
         only so many values). Objects and arrays do not when whitespace is allowed: "{" and
         some blanks may be left only "}"."""
+        found = self.as_set(sub, pointer)  # (before allOf merges, as `compile` takes it)
+        if found is not False:
+            return counted and _set_count(found) is not None
         sub = self.resolve_shallow(sub, pointer)
         if sub is True:
             return not self.ws
         if not isinstance(sub, dict) or depth > 8:
             return False
-        if only_strings(sub) and self.set_contents(sub, pointer) is not False:
-            return counted and self.set_count(sub, pointer) is not None
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
         if not sub:
             return not self.ws
@@ -409,29 +409,17 @@ class _Arrays:
         counts = string_values(quoted(dfa))
         return None if counts is None else counts[0]
 
-    def set_count(self, sub: dict, pointer: str) -> int | None:
-        """`string_count` of a string schema taken as a set (`set_contents`): its strings
-        are one automaton, counted where its length bounds are in it (not counted at run
-        time)."""
-        found = self.set_contents(sub, pointer)
-        if not found:
-            return None if found is False else 0
-        dfa, lo, hi = found
-        if not _unrolled_length(lo, hi):
-            return None
-        counts = string_values(quoted(dfa))
-        return None if counts is None else counts[0]
-
     def value_count(self, sub: Any, pointer: str, depth: int = 0) -> tuple[int | None, bool]:
         """At least how many values the items `sub` (which passed check_unique) have, None
         for infinitely many, and whether exactly that many: a unique array's minItems needs
         room (the core sees to it that a new item remains, not that enough do)."""
+        found = self.as_set(sub, pointer)
+        if found is not False:
+            n = _set_count(found)
+            return (0, False) if n is None else ((None if n >= MANY_VALUES else n), True)
         sub = self.resolve_shallow(sub, pointer)
         if not isinstance(sub, dict) or depth > 8:
             return None, False  # (true: any value; false has no items, counted elsewhere)
-        if only_strings(sub) and self.set_contents(sub, pointer) is not False:
-            n = self.set_count(sub, pointer)
-            return (0, False) if n is None else ((None if n >= MANY_VALUES else n), True)
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
         for union in ("anyOf", "oneOf"):
             if isinstance(sub.get(union), list) and sub[union]:
@@ -522,3 +510,16 @@ class _Arrays:
         graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
         body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
         return Scope(self.bracketed(Phrase("["), body, Phrase("]"), empty=0))
+
+
+def _set_count(found: tuple | None) -> int | None:
+    """`string_count` of a string schema taken as a set (`as_set` found it; None: it allows
+    no string): its strings are one automaton, counted where its length bounds are in it
+    (not counted at run time)."""
+    if found is None:
+        return 0
+    dfa, lo, hi = found
+    if not _unrolled_length(lo, hi):
+        return None
+    counts = string_values(quoted(dfa))
+    return None if counts is None else counts[0]

@@ -14,7 +14,7 @@ from pse import automaton, products
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import json_names_dfa
 from pse.machines import StateMachine
-from pse.json_schema.common import _count, _listed, _unrolled_length
+from pse.json_schema.common import _ANNOTATIONS, _count, _listed, _unrolled_length
 from pse.json_schema.formats import FORMATS, _format_length, _format_patterns
 
 # The keywords that combine subschemas; a string schema with one of them is taken as a set.
@@ -63,6 +63,23 @@ class _StringSets:
         except GrammarError:
             return False
 
+    def as_set(self, sub: Any, pointer: str
+               ) -> tuple[automaton.DFA, int, int | None] | None | bool:
+        """`set_contents` of the schema `compile` takes `sub` to, through references alone
+        (no siblings), as it follows them; False where that is not taken as one set."""
+        for _ in range(16):  # (as resolve_shallow: a target may be a reference too)
+            if not isinstance(sub, dict):
+                return False
+            if "$ref" not in sub:
+                return self.set_contents(sub, pointer) if only_strings(sub) else False
+            if not self.ref_alone and any(k != "$ref" and k not in _ANNOTATIONS for k in sub):
+                return False  # (a schema of its own, derived: compiled one branch at a time)
+            try:
+                sub = self.resolve(self.absolute(sub, sub["$ref"]), pointer)
+            except SchemaError:
+                return False  # (the usual compile says what is wrong)
+        return False
+
     def set_contents(self, node: dict, pointer: str
                      ) -> tuple[automaton.DFA, int, int | None] | None | bool:
         """`string_set`'s automaton of string contents, with the top node's length bounds
@@ -83,7 +100,8 @@ class _StringSets:
             found = False
             if ways.of(whole)[0] > MIN_SET_BRANCHES and ways.takes:
                 try:
-                    found = (_Sets(self).of(whole, pointer), lo, hi)
+                    dfa = _Sets(self).of(whole, pointer)
+                    found = (dfa, lo, hi) if dfa.accept[0] or dfa.trans[0] else None
                 except (_NotASet, GrammarError):
                     pass
         self.string_sets[id(node)] = (node, found)  # (the node kept alive with its id)
