@@ -20,6 +20,8 @@ class MultipliedOut(SchemaError):
     multiply out). Without strict, JsonSchema first compiles it again with every oneOf taken
     as anyOf, where its branches' opposites were what multiplied."""
 
+    retried = False  # (set by the compile that raised it: whether that retry is to come)
+
 
 class VocabularyError(PSEError, ValueError):
     """A tokenizer or vocabulary could not be read, or an id is out of range."""

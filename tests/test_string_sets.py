@@ -205,3 +205,23 @@ def test_unique_arrays_of_a_set_of_no_strings(monkeypatch):
     assert m.matches("[]") and not m.matches('["', partial=True)
     with pytest.raises(SchemaError, match="nothing is valid"):
         JsonSchema({"type": "array", "items": none, "uniqueItems": True, "minItems": 1})
+
+
+def test_sets_the_array_does_not_compile_as_written_are_not_counted():
+    """A union's branch compiles with the keywords beside the union (here an unknown one),
+    and items that `contains` matches compile merged with it: not the set the check would
+    count, so strict mode refuses them as before (at 9c293e7 the first compiled, with a dead
+    end after five items). Without the sibling, the branch is the set itself: exact."""
+    wide = {"type": "string", "allOf": [
+        {"anyOf": [{"maxLength": 0}] + [{"pattern": f"^{c}$"} for c in "acdef"]},
+        {"anyOf": [{"maxLength": 1}] + [{"pattern": f"^{c}$"} for c in "ghijk"]}]}
+    beside = {"type": "array", "uniqueItems": True, "items": {"anyOf": [wide], "x-note": 1}}
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        JsonSchema(beside)
+    contained = {"type": "array", "uniqueItems": True, "items": wide,
+                 "contains": {"pattern": "^[ac]$"}}
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        JsonSchema(contained)
+    alone = JsonSchema({"type": "array", "uniqueItems": True, "items": {"anyOf": [wide]}})
+    assert alone.matches('["","a","c","d","e"]')
+    assert not alone.matches('["","a","c","d","e","f","', partial=True)

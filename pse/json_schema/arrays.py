@@ -35,8 +35,8 @@ def _with_siblings(siblings: dict, branch: Any) -> Any:
     open_ended and value_count; None where a keyword is in both with different values (the
     two are not merged here), but for an object's properties and required names, which
     those do not read."""
-    if not isinstance(branch, dict):
-        return branch
+    if not isinstance(branch, dict) or not siblings:
+        return branch  # (the branch itself: see _branches_as_written)
     if any(k in siblings and siblings[k] != v and k not in ("properties", "required")
            for k, v in branch.items()):
         return None
@@ -101,9 +101,10 @@ class _Arrays:
             values = None if prefix else _literal_values(self.resolve_shallow(rest, pointer))
             if values is not None and len(values) <= KEY_BITS and "contains" not in node:
                 return self.unique_literals(values, lo, hi, pointer)
-            self.check_unique(prefix, rest, pointer)
             contains = any(isinstance(part, dict) and "contains" in part
                            for part in [node, *node.get("allOf", ())])
+            # (items that contains matches compile merged with it: not as the check sees them)
+            self.check_unique(prefix, rest, pointer, sets=not contains)
             if not self.unique_room(prefix, rest, lo, contains, pointer):
                 return None
         counted = []  # (contains, minContains, maxContains): this node's, and those merged
@@ -261,17 +262,18 @@ class _Arrays:
                                closing, empty=start)
         return Scope(array) if unique else array
 
-    def check_unique(self, prefix: list, rest: Any, pointer: str) -> None:
+    def check_unique(self, prefix: list, rest: Any, pointer: str, sets: bool = True) -> None:
         """uniqueItems over items of any kind is exact (a repeat is refused at its last
         byte) where no item prefix can run out of new values, or where the strings that can
         are terminals whose states count their completions (counted_strings: the core
         refuses a prefix whose strings were all seen); elsewhere a prefix whose every
-        completion is an item already seen would be a dead end: refused in strict mode."""
+        completion is an item already seen would be a dead end: refused in strict mode.
+        `sets`: the items compile as they are written (see open_ended)."""
         for i, sub in enumerate(prefix):
-            if not self.open_ended(sub, f"{pointer}/prefixItems/{i}"):
+            if not self.open_ended(sub, f"{pointer}/prefixItems/{i}", sets=sets):
                 break
         else:
-            if rest is False or self.open_ended(rest, f"{pointer}/items"):
+            if rest is False or self.open_ended(rest, f"{pointer}/items", sets=sets):
                 return
         self.fail(f"{pointer}/uniqueItems", "uniqueItems", "over items that can run out of "
                   "new values after a prefix (bounded numbers, integers (1. can only go on "
@@ -283,18 +285,21 @@ class _Arrays:
                   "bounds, booleans, null, open objects and arrays")
 
     def open_ended(self, sub: Any, pointer: str, depth: int = 0,
-                   counted: bool = True) -> bool:
+                   counted: bool = True, sets: bool = True) -> bool:
         """Whether every incomplete prefix of an instance of `sub` has completions of
         infinitely many values (so a finite set of items seen never exhausts them). Literals
         count: true, false and null are told at their first byte (a forced rest), a number
         with zero digits and an exponent at the exponent, and strings the core counts
         (counted_strings) as their prefixes run out, unless not `counted` (they still have
         only so many values). Objects and arrays do not when whitespace is allowed: "{" and
-        some blanks may be left only "}"."""
-        found = self.as_set(sub, pointer)  # (before allOf merges, as `compile` takes it)
+        some blanks may be left only "}". `sets`: `sub` is a schema compiled as it is
+        written, so a string schema taken as a set (`as_set`) is one counted automaton
+        (`_branches_as_written`: not every union's branches are)."""
+        found = self.as_set(sub, pointer) if sets else False  # (before allOf merges)
         if found is not False:
             return counted and _set_count(found) is not None
-        sub = self.resolve_shallow(sub, pointer)
+        written = sub
+        sub = resolved = self.resolve_shallow(sub, pointer)
         if sub is True:
             return not self.ws
         if not isinstance(sub, dict) or depth > 8:
@@ -307,8 +312,9 @@ class _Arrays:
                 rest = {k: v for k, v in sub.items() if k != union}
                 branches = [_with_siblings(rest, b) for b in sub[union]] \
                     if isinstance(sub[union], list) else []
+                alone = sets and _branches_as_written(written, resolved, union)
                 return (bool(branches) and None not in branches
-                        and all(self.open_ended(b, pointer, depth + 1, counted)
+                        and all(self.open_ended(b, pointer, depth + 1, counted, alone)
                                 for b in branches))
         types = sub.get("type")
         if types is None and set(sub) <= {"enum", "const"}:
@@ -316,7 +322,7 @@ class _Arrays:
         if types is None and set(sub) <= {"minLength", "maxLength", "pattern", "format"}:
             # a value of any type: the keywords bind strings only
             return not self.ws and self.open_ended({**sub, "type": "string"}, pointer,
-                                                   depth + 1, counted)
+                                                   depth + 1, counted, False)
         types = [types] if isinstance(types, str) else types
         if not isinstance(types, list) or not types:
             return False
@@ -339,7 +345,8 @@ class _Arrays:
                 ok = (not self.ws and keys <= {"items", "minItems", "uniqueItems"}
                       and (items is True or items == {}
                            or self.open_ended(items, pointer, depth + 1,
-                                              counted and sub.get("uniqueItems") is not True))
+                                              counted and sub.get("uniqueItems") is not True,
+                                              sets))
                       and (sub.get("uniqueItems") is not True
                            or self.unbounded_values(items, pointer, depth + 1)))
             else:
@@ -409,15 +416,18 @@ class _Arrays:
         counts = string_values(quoted(dfa))
         return None if counts is None else counts[0]
 
-    def value_count(self, sub: Any, pointer: str, depth: int = 0) -> tuple[int | None, bool]:
+    def value_count(self, sub: Any, pointer: str, depth: int = 0,
+                    sets: bool = True) -> tuple[int | None, bool]:
         """At least how many values the items `sub` (which passed check_unique) have, None
         for infinitely many, and whether exactly that many: a unique array's minItems needs
-        room (the core sees to it that a new item remains, not that enough do)."""
-        found = self.as_set(sub, pointer)
+        room (the core sees to it that a new item remains, not that enough do). `sets`: as
+        for open_ended."""
+        found = self.as_set(sub, pointer) if sets else False
         if found is not False:
             n = _set_count(found)
             return (0, False) if n is None else ((None if n >= MANY_VALUES else n), True)
-        sub = self.resolve_shallow(sub, pointer)
+        written = sub
+        sub = resolved = self.resolve_shallow(sub, pointer)
         if not isinstance(sub, dict) or depth > 8:
             return None, False  # (true: any value; false has no items, counted elsewhere)
         sub = {k: v for k, v in sub.items() if k not in _ANNOTATIONS}
@@ -425,7 +435,9 @@ class _Arrays:
             if isinstance(sub.get(union), list) and sub[union]:
                 rest = {k: v for k, v in sub.items() if k != union}
                 branches = [_with_siblings(rest, b) for b in sub[union]]
-                counts = [(0, False) if b is None else self.value_count(b, pointer, depth + 1)
+                alone = sets and _branches_as_written(written, resolved, union)
+                counts = [(0, False) if b is None else self.value_count(b, pointer, depth + 1,
+                                                                        alone)
                           for b in branches]
                 if any(n is None for n, _ in counts):
                     return None, False
@@ -446,7 +458,8 @@ class _Arrays:
         types = [types] if isinstance(types, str) else types
         if isinstance(types, list) and types and set(types) <= {"boolean", "null"} and not keys:
             return sum(2 if t == "boolean" else 1 for t in set(types)), True
-        if self.open_ended(sub, pointer, counted=False) and self.unbounded_values(sub, pointer):
+        if self.open_ended(sub, pointer, counted=False, sets=False) \
+                and self.unbounded_values(sub, pointer):
             return None, False
         return 0, False
 
@@ -523,3 +536,12 @@ def _set_count(found: tuple | None) -> int | None:
         return None
     counts = string_values(quoted(dfa))
     return None if counts is None else counts[0]
+
+
+def _branches_as_written(written: Any, resolved: Any, union: str) -> bool:
+    """Whether `compile` takes each branch of the union `written` holds as it is: nothing
+    beside the union (not even an annotation: `union` compiles a branch with the keywords
+    beside it), nothing merged into it (`resolved` is `written`), and no oneOf branches
+    given their opposites."""
+    return (resolved is written and isinstance(written, dict) and set(written) == {union}
+            and (union == "anyOf" or len(written[union]) == 1))
