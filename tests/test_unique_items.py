@@ -500,3 +500,22 @@ def test_parses_that_agree_on_the_items_merge():
     assert m.matches(text)
     live = consume_tokens(m.get_steppers(), [text[:-1]])
     assert 0 < len(live) <= 4
+
+
+def test_contains_beside_unique_items_needs_as_many_different_matches():
+    """Two values cannot fill minContains 3 of items all different: nothing is valid (it
+    was a dead end after "["). Where the matches' values are counted only from below, refused
+    in strict mode."""
+    base = {"type": "array", "uniqueItems": True, "items": {"type": "string"},
+            "contains": {"enum": ["a", "b"]}}
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema({**base, "minContains": 3})
+    two = {**base, "minContains": 2}
+    m = JsonSchema(two)
+    for value in (["b", "x", "a"], ["a", "b"], ["a", "a"], ["a", "x"], []):
+        text = json.dumps(value, separators=(",", ":"))
+        assert m.matches(text) == jsonschema.Draft202012Validator(two).is_valid(value), value
+    overlapping = {**base, "contains": {"anyOf": [{"const": "a"}, {"pattern": "^(a|b)$"}]},
+                   "minContains": 3}
+    with pytest.raises(SchemaError, match="minContains"):
+        JsonSchema(overlapping)

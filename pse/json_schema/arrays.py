@@ -220,6 +220,18 @@ class _Arrays:
         needs = [n_min for _, n_min, _ in counted]
         if hi is not None and (max(needs) > hi or lo > hi):
             return None
+        if unique:  # the items a contains counts are all different: so many must exist
+            for sub, n_min, _ in counted:
+                both = _all_of([rest, sub])
+                n, exact = (0, True) if both is False else self.value_count(both, where,
+                                                                            sets=False)
+                if n is not None and n < n_min:
+                    if exact:
+                        return None
+                    self.fail(f"{pointer}/minContains", "minContains", f"{n_min} different "
+                              "items (uniqueItems) matching contains, of items that can run "
+                              "out of new values, is not supported: generation could reach a "
+                              "dead end")
         cap = hi if hi is not None else lo  # items counted up to here (past lo: enough)
         if math.prod(n + 1 for n in needs) * (cap + 1) > MAX_CONTAINS_STATES \
                 or len(counted) > 4:
