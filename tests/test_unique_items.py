@@ -519,3 +519,7 @@ def test_contains_beside_unique_items_needs_as_many_different_matches():
                    "minContains": 3}
     with pytest.raises(SchemaError, match="minContains"):
         JsonSchema(overlapping)
+    # where the matches are not counted at all, as before: compiled
+    for items, contains in [(True, {"const": 1}), ({"type": "number"}, {"minimum": 5})]:
+        JsonSchema({"type": "array", "uniqueItems": True, "items": items,
+                    "contains": contains})

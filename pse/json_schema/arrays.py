@@ -225,7 +225,7 @@ class _Arrays:
                 both = _all_of([rest, sub])
                 n, exact = (0, True) if both is False else self.value_count(both, where,
                                                                             sets=False)
-                if n is not None and n < n_min:
+                if n is not None and n < n_min and (exact or n > 0):  # (0: not counted)
                     if exact:
                         return None
                     self.fail(f"{pointer}/minContains", "minContains", f"{n_min} different "
