@@ -139,6 +139,39 @@ def test_reduce_rule_matches_the_oracle_and_keeps_the_language(seed):
                        MERGE_LIMIT, MAX_EDGES) == got
 
 
+def chains_of_twins(rng: random.Random, length: int):
+    """Copies of one chain of `length` nodes with few labels (so telling its nodes apart
+    takes a round per node), each copy a little changed at random, their last nodes ends."""
+    labels = [rng.randrange(2) for _ in range(length)]
+    n, terms, ends = 1, [[]], set()
+    for _ in range(rng.randint(2, 4)):
+        first = n
+        terms += [[] for _ in range(length)]
+        n += length
+        terms[0].append((labels[0], first, 0))
+        for k in range(length - 1):
+            label = labels[k + 1] if rng.random() < 0.97 else 2
+            terms[first + k].append((label, first + k + 1, 0))
+            if rng.random() < 0.05:  # a jump back: a cycle
+                terms[first + k].append((label, first + rng.randrange(k + 1), 0))
+        ends.add(first + length - 1)
+    return no_eps(n), terms, no_eps(n), ends, 0, b""
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_reduce_rule_matches_the_oracle_on_long_refinements(seed):
+    rng = random.Random(seed)
+    if seed % 2:
+        eps, terms, calls, ends, start, productive = random_rule(rng, rng.randint(20, 120))
+    else:
+        eps, terms, calls, ends, start, productive = chains_of_twins(rng, rng.randint(5, 60))
+    expected = oracle(eps, terms, calls, ends, start, productive)
+    if expected is None:
+        return
+    got = reduce_rule(eps, terms, calls, start, ends, productive, MERGE_LIMIT, MAX_EDGES)
+    assert got == expected
+
+
 def test_reduce_rule_past_the_merge_limit_only_drops_dead_nodes():
     # 0 -a-> 1 -b-> 3(end), 0 -a-> 2 -b-> 3: nodes 1 and 2 are twins; 4 is dead
     terms = [[(0, 1, 0), (0, 2, 0)], [(1, 3, 0)], [(1, 3, 0)], [], [(0, 3, 0)]]
@@ -178,14 +211,33 @@ def test_reduce_rule_merges_twin_chains():
     assert len(new_terms) == 102 and new_ends == {1}  # (numbered by first old node)
 
 
-def test_reduce_rule_gives_up_merging_where_it_would_take_too_long():
-    # a round of the merge per node of a chain, each round over every edge: 4,000 rounds
-    # over 8,000 edges is past the merge's budget; the rule stays as it is, live and correct
+def test_reduce_rule_merges_long_twin_chains():
+    # a round of the merge per node of a chain, and a round looks at the nodes next to the
+    # ones it split off: 4,000 rounds of a few nodes each
     eps, terms, calls, start, ends, productive, n = twin_chains(4_000)
     new_terms, _, new_ends = reduce_rule(eps, terms, calls, start, ends, productive,
                                          100_000, MAX_EDGES)
-    assert len(new_terms) == n and len(new_ends) == 1
-    assert sorted(len(row) for row in new_terms) == [0] + [1] * (n - 2) + [2]
+    assert len(new_terms) == 4_002 and new_ends == {1}
+
+
+def test_reduce_rule_gives_up_merging_where_it_would_take_too_long():
+    # twin chains and a node with an edge into every chain node: each of the 6,000 rounds
+    # signs that node's 12,000 edges, past the merge's budget; the rule stays as it is
+    eps, terms, calls, start, ends, productive, n = twin_chains(6_000)
+    hub = n
+    terms = terms + [[(2, t, 0) for t in range(2, n)]]
+    terms[start].append((1, hub, 0))
+    eps, calls = no_eps(n + 1), no_eps(n + 1)
+    new_terms, _, new_ends = reduce_rule(eps, terms, calls, start, ends, productive,
+                                         100_000, MAX_EDGES)
+    assert len(new_terms) == n + 1 and len(new_ends) == 1
+    # ... and with a smaller chain, the same shape merges
+    eps, terms, calls, start, ends, productive, n = twin_chains(1_000)
+    terms = terms + [[(2, t, 0) for t in range(2, n)]]
+    terms[start].append((1, n, 0))
+    new_terms, _, _ = reduce_rule(no_eps(n + 1), terms, no_eps(n + 1), start, ends, productive,
+                                  100_000, MAX_EDGES)
+    assert len(new_terms) == 1_003
 
 
 def test_reduce_rule_refuses_too_many_edges_once_epsilons_are_gone():

@@ -17,7 +17,8 @@ from libc.stdlib cimport free, malloc, qsort, realloc
 # A label packs (terminal, guard) or a called rule into one integer; odd: a call.
 cdef int64_t MAX_ID = 1 << 30
 # The merge gives up (merging only saves parser states) past this many edge visits: a round
-# visits every edge, and a long chain of twins takes a round per node.
+# visits the edges of the nodes next to those that changed class, and a long chain of twins
+# takes a round per node.
 cdef int64_t MAX_MERGE_WORK = 1 << 25
 
 
@@ -69,7 +70,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends,
         ends: the nodes where the rule may end.
         productive: per rule, 1 where it matches something (calls of the others are dropped).
         merge_limit: rules with more live nodes than this are not merged (the merge takes a
-            round per step of the longest path that tells two nodes apart).
+            round per step of the longest path that tells two nodes apart; see merge).
         max_edges: the most edges the rule may have once its epsilon edges are gone (a node
             takes the edges of every node its epsilons reach: a chain of n optional parts
             makes n * n / 2).
@@ -124,7 +125,7 @@ def reduce_rule(list eps, list terms, list calls, int start, ends,
         n_live = keep_live(&g, flag, cls, live)
         if live[start] < 0:
             raise ValueError("the rule's start cannot reach its end")
-        if n_live > merge_limit or not merge(&g, flag, cls, scratch, work):
+        if n_live > merge_limit or not merge(&g, flag, cls, work):
             for s in range(n_live):
                 cls[s] = s
         new_of = None if numbering is None else []
@@ -336,83 +337,246 @@ cdef int keep_live(Graph* g, uint8_t* is_end, const int32_t* mark, int32_t* live
     return m
 
 
-cdef bint merge(Graph* g, const uint8_t* is_end, int32_t* cls, int32_t* scratch,
-                Edge* sig) except -1:
-    """cls[s]: the class of node s among bisimilar nodes, classes numbered by first node.
-    Returns False, cls undefined, where that would take more than MAX_MERGE_WORK.
+cdef struct Refinement:
+    # the partition being refined (see merge); per node unless it says per class
+    int32_t* cls       # its class
+    int32_t* head      # per class: its first member (the round's dirty members first)
+    int32_t* next      # the next and the previous member of its class (-1: none)
+    int32_t* prev
+    int32_t* size      # per class: its members
+    int32_t* pred_off  # node t's sources: pred[pred_off[t] .. pred_off[t + 1]]
+    int32_t* pred
+    int32_t* dirty     # the round's dirty nodes, n_dirty of them
+    int32_t* touched   # the round's classes with dirty members, n_touched of them
+    int32_t* n_dirty_in  # per class: its dirty members
+    int32_t* rep       # per class: a member that is not dirty, or -1
+    int32_t* largest   # per class: the first node of its largest group
+    int32_t* moved     # the nodes the round moves to another class
+    int32_t* dirty_in  # the round a node is dirty in
+    int32_t* touched_in  # per class: the round it is touched in
+    int32_t* group     # the first node of its group (its signature in the round)
+    int32_t* group_size  # per first node of a group: the group's members
+    int32_t* new_cls   # per first node of a group: the group's class after the round
+    int32_t* sig_len   # its signature: sig[g.off[s] .. g.off[s] + sig_len[s]]
+    int32_t* table     # hash slot: the first node of a group, where table_round is the round
+    int32_t* table_round
+    int table_size, n_dirty, n_touched, round
 
-    Moore's refinement: start from {ends, others}; in each round a node's signature is its
-    class and the set of (label, class of target) over its edges; nodes with equal signatures
-    share the next class. The partition only splits; once a round splits nothing it is the
-    coarsest stable one. Signatures are grouped in an open hash table, compared exactly."""
-    cdef int n = g.n, s, r, e, k, n_classes, count, slot
-    cdef int size = 1
+
+cdef bint merge(Graph* g, const uint8_t* is_end, int32_t* cls, Edge* sig) except -1:
+    """cls[s]: the class of node s among bisimilar nodes (class numbers below g.n). Returns
+    False, cls undefined, where that would take more than MAX_MERGE_WORK.
+
+    Moore's refinement, from {ends, others}: in each round a node's signature is its class
+    and the set of (label, class of target) over its edges, and each class splits into
+    groups by signature; the partition only splits, and once a round splits nothing it is
+    the coarsest stable one. A round signs only the `dirty` nodes, those with an edge into a
+    node that changed class in the round before: the others' signatures are as they were,
+    alike within their class, so one of them (the class's rep) stands for all. The largest
+    group of a split class keeps its number and the others move (Hopcroft's "all but the
+    largest"): a node moves only into a class at most half as large, a few times in all, and
+    a round costs the edges into the nodes that moved, not every edge. Signatures are grouped
+    in an open hash table, compared exactly."""
+    cdef int n = g.n, s, t, e, c, k, n_classes, n_moved
     cdef int64_t work = 0
-    cdef int32_t* nxt = scratch
-    cdef int32_t* sig_len
-    cdef int32_t* table
-    cdef uint64_t h
-    while size < 2 * n:
-        size <<= 1
-    table = <int32_t*>malloc(size * sizeof(int32_t))
-    sig_len = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef Refinement R
+    cdef int32_t* block
+    cdef int32_t** per_node[17]
+    per_node[:] = [&R.head, &R.next, &R.prev, &R.size, &R.pred_off, &R.dirty, &R.touched,
+                   &R.n_dirty_in, &R.rep, &R.largest, &R.moved, &R.dirty_in, &R.touched_in,
+                   &R.group, &R.group_size, &R.new_cls, &R.sig_len]
+    R.table_size = 1
+    while R.table_size < 2 * n:
+        R.table_size <<= 1
+    block = <int32_t*>malloc((17 * (n + 1) + 2 * R.table_size + g.off[n] + 1)
+                             * sizeof(int32_t))
+    if not block:
+        raise MemoryError()
+    for k in range(17):
+        per_node[k][0] = block + k * (n + 1)
+    R.cls = cls
+    R.table = block + 17 * (n + 1)
+    R.table_round = R.table + R.table_size
+    R.pred = R.table_round + R.table_size
     try:
-        if not (table and sig_len):
-            raise MemoryError()
-        n_classes = 0
-        for s in range(n):  # classes of {ends, others}, numbered by first node
-            cls[s] = -1
-        r = -1  # the class of the first end, then of the first other node
-        k = -1
+        sources(g, R.pred_off, R.pred)
+        for s in range(n):
+            R.head[s] = -1
+            R.size[s] = R.dirty_in[s] = R.touched_in[s] = 0
+        for k in range(R.table_size):
+            R.table_round[k] = 0
+        n_classes = 0  # {ends, others}, numbered by first node
+        t = k = -1
         for s in range(n):
             if is_end[s]:
-                if r < 0:
-                    r = n_classes
+                if t < 0:
+                    t = n_classes
                     n_classes += 1
-                cls[s] = r
+                cls[s] = t
             else:
                 if k < 0:
                     k = n_classes
                     n_classes += 1
                 cls[s] = k
-        while True:
-            work += g.off[n] + n
+            push_front(&R, s)
+        R.round = 1
+        R.n_dirty = R.n_touched = 0
+        for s in range(n):  # every node is dirty in the first round
+            mark_dirty(&R, s)
+        while R.n_dirty:
+            for k in range(R.n_dirty):
+                s = R.dirty[k]
+                work += 1 + g.off[s + 1] - g.off[s]
+                signature(g, &R, sig, s)
             if work > MAX_MERGE_WORK:
                 return False
-            for s in range(n):
-                for e in range(g.off[s], g.off[s + 1]):
-                    sig[e].a = g.edges[e].a
-                    sig[e].b = cls[g.edges[e].b]
-                    sig[e].c = 0
-                sig_len[s] = sort_unique(sig + g.off[s], g.off[s + 1] - g.off[s])
-            for slot in range(size):
-                table[slot] = -1
-            count = 0
-            for s in range(n):
-                h = <uint64_t>cls[s] * 0x9E3779B97F4A7C15ULL
-                for e in range(g.off[s], g.off[s] + sig_len[s]):
-                    h = (h ^ <uint64_t>sig[e].a) * 0x100000001B3ULL
-                    h = (h ^ <uint64_t>sig[e].b) * 0x100000001B3ULL
-                slot = <int>((h ^ (h >> 29)) & <uint64_t>(size - 1))
-                while True:
-                    r = table[slot]
-                    if r < 0:
-                        table[slot] = s
-                        nxt[s] = count
-                        count += 1
-                        break
-                    if same_signature(g, sig, sig_len, cls, r, s):
-                        nxt[s] = nxt[r]
-                        break
-                    slot = (slot + 1) & (size - 1)
-            if count == n_classes:
-                return True
-            n_classes = count
-            for s in range(n):
-                cls[s] = nxt[s]
+            for k in range(R.n_touched):  # the reps, each the first of its group
+                c = R.touched[k]
+                s = R.head[c]
+                for t in range(R.n_dirty_in[c]):
+                    s = R.next[s]
+                R.rep[c] = R.largest[c] = s
+                if s >= 0:
+                    work += 1 + g.off[s + 1] - g.off[s]
+                    signature(g, &R, sig, s)
+                    R.group[s] = group_of(g, &R, sig, s)
+                    R.group_size[s] = R.size[c] - R.n_dirty_in[c]
+            for k in range(R.n_dirty):  # the groups and their sizes
+                s = R.dirty[k]
+                t = R.group[s] = group_of(g, &R, sig, s)
+                if t == s:
+                    R.group_size[s] = 1
+                else:
+                    R.group_size[t] += 1
+            for k in range(R.n_dirty):
+                s = R.dirty[k]
+                c = cls[s]
+                if R.group[s] == s and (R.largest[c] < 0
+                                        or R.group_size[s] > R.group_size[R.largest[c]]):
+                    R.largest[c] = s
+            n_moved = 0  # all but the largest group of each class move
+            for k in range(R.n_touched):
+                c = R.touched[k]
+                s = R.rep[c]
+                if s >= 0:
+                    R.new_cls[s] = c if R.largest[c] == s else new_class(&n_classes)
+                    t = s
+                    while R.new_cls[t] != c and s >= 0:  # (each member not dirty moves)
+                        R.group[s] = t
+                        R.moved[n_moved] = s
+                        n_moved += 1
+                        s = R.next[s]
+            for k in range(R.n_dirty):
+                s = R.dirty[k]
+                c = cls[s]
+                t = R.group[s]
+                if t == s and s != R.rep[c]:
+                    R.new_cls[s] = c if R.largest[c] == s else new_class(&n_classes)
+                if R.new_cls[t] != c:
+                    R.moved[n_moved] = s
+                    n_moved += 1
+            for k in range(n_moved):
+                s = R.moved[k]
+                unlink(&R, s)
+                cls[s] = R.new_cls[R.group[s]]
+                push_front(&R, s)
+            R.round += 1
+            R.n_dirty = R.n_touched = 0
+            for k in range(n_moved):
+                s = R.moved[k]
+                for e in range(R.pred_off[s], R.pred_off[s + 1]):
+                    mark_dirty(&R, R.pred[e])
+        return True
     finally:
-        free(table)
-        free(sig_len)
+        free(block)
+
+
+cdef inline int new_class(int* n_classes) noexcept:
+    n_classes[0] += 1
+    return n_classes[0] - 1
+
+
+cdef void sources(const Graph* g, int32_t* pred_off, int32_t* pred) noexcept:
+    """Node t's sources (a node once per edge into t) at pred[pred_off[t] .. pred_off[t + 1]]:
+    counted, summed, then placed counting down."""
+    cdef int n = g.n, s, t, e
+    for s in range(n + 1):
+        pred_off[s] = 0
+    for e in range(g.off[n]):
+        pred_off[g.edges[e].b] += 1
+    for s in range(n):
+        pred_off[s + 1] += pred_off[s]
+    for s in range(n):
+        for e in range(g.off[s], g.off[s + 1]):
+            t = <int>g.edges[e].b
+            pred_off[t] -= 1
+            pred[pred_off[t]] = s
+
+
+cdef inline void unlink(Refinement* R, int s) noexcept:
+    R.size[R.cls[s]] -= 1
+    if R.prev[s] >= 0:
+        R.next[R.prev[s]] = R.next[s]
+    else:
+        R.head[R.cls[s]] = R.next[s]
+    if R.next[s] >= 0:
+        R.prev[R.next[s]] = R.prev[s]
+
+
+cdef inline void push_front(Refinement* R, int s) noexcept:
+    cdef int c = R.cls[s]
+    R.size[c] += 1
+    R.prev[s] = -1
+    R.next[s] = R.head[c]
+    if R.head[c] >= 0:
+        R.prev[R.head[c]] = s
+    R.head[c] = s
+
+
+cdef void mark_dirty(Refinement* R, int s) noexcept:
+    """s is dirty in this round: listed, and first among its class's members."""
+    cdef int c = R.cls[s]
+    if R.dirty_in[s] == R.round:
+        return
+    R.dirty_in[s] = R.round
+    R.dirty[R.n_dirty] = s
+    R.n_dirty += 1
+    if R.touched_in[c] != R.round:
+        R.touched_in[c] = R.round
+        R.n_dirty_in[c] = 0
+        R.touched[R.n_touched] = c
+        R.n_touched += 1
+    R.n_dirty_in[c] += 1
+    unlink(R, s)
+    push_front(R, s)
+
+
+cdef inline void signature(const Graph* g, Refinement* R, Edge* sig, int s) noexcept:
+    cdef int e
+    for e in range(g.off[s], g.off[s + 1]):
+        sig[e].a = g.edges[e].a
+        sig[e].b = R.cls[g.edges[e].b]
+        sig[e].c = 0
+    R.sig_len[s] = sort_unique(sig + g.off[s], g.off[s + 1] - g.off[s])
+
+
+cdef int group_of(const Graph* g, Refinement* R, const Edge* sig, int s) noexcept:
+    """The first node of this round with s's class and signature (s itself if none)."""
+    cdef uint64_t h = <uint64_t>R.cls[s] * 0x9E3779B97F4A7C15ULL
+    cdef int e, r, slot
+    for e in range(g.off[s], g.off[s] + R.sig_len[s]):
+        h = (h ^ <uint64_t>sig[e].a) * 0x100000001B3ULL
+        h = (h ^ <uint64_t>sig[e].b) * 0x100000001B3ULL
+    slot = <int>((h ^ (h >> 29)) & <uint64_t>(R.table_size - 1))
+    while True:
+        if R.table_round[slot] != R.round:
+            R.table_round[slot] = R.round
+            R.table[slot] = s
+            return s
+        r = R.table[slot]
+        if same_signature(g, sig, R.sig_len, R.cls, r, s):
+            return r
+        slot = (slot + 1) & (R.table_size - 1)
 
 
 cdef bint same_signature(const Graph* g, const Edge* sig, const int32_t* sig_len,
