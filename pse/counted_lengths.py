@@ -6,16 +6,19 @@ unrolled into the automaton)."""
 from __future__ import annotations
 
 from collections import deque
-from itertools import chain
 from typing import Sequence
 
 import numpy as np
 
 from pse.automaton import DFA, peel_order
+from pse.bounded_cache import BoundedCache
 from pse.errors import GrammarError
 
 # The distances count_lengths tabulates exactly; beyond it they must have settled.
 LENGTH_BITS = 64
+# count_lengths' tables by (automaton, counted flags): a pattern and a maxLength met in many
+# properties, or in many schemas, are tabulated once
+_LENGTHS = BoundedCache(256)
 
 
 def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
@@ -29,13 +32,24 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
         GrammarError: the sets have not settled by then (lengths with a period, as of (aa)*,
             or a bounded part past LENGTH_BITS, as of a{1,100}).
     """
-    # the edges as (state, target) pairs, each pair once: a step is a gather over them (an
-    # automaton of thousands of states, as a long pattern's, has a few edges per state)
+    key = (dfa.key(), tuple(bool(c) for c in counts))
+    found = _LENGTHS.get(key)
+    if found is None:
+        found = _count_lengths(dfa, counts)
+        _LENGTHS.put(key, found)
+    return found
+
+
+def _count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    # the edges as (state, target) pairs, each pair once (as one number each: sorting rows
+    # of two is several times slower): a step is a gather over them (an automaton of
+    # thousands of states, as a long pattern's, has a few edges per state)
     n = dfa.n_states
-    flat = np.fromiter(chain.from_iterable((s, t) for s, row in enumerate(dfa.trans)
-                                           for _, _, t in row), dtype=np.int64)
-    pairs = np.unique(flat.reshape(-1, 2), axis=0)
-    src, dst = pairs[:, 0], pairs[:, 1]
+    flat = np.fromiter((s * n + t for s, row in enumerate(dfa.trans) for _, _, t in row),
+                       dtype=np.int64)
+    flat.sort()  # (np.unique would do; its first call imports numpy.ma, 10 ms)
+    pairs = flat[np.concatenate(([True], flat[1:] != flat[:-1]))] if len(flat) else flat
+    src, dst = pairs // n, pairs % n
     counted = np.asarray(counts, dtype=bool)[dst]
     src1, dst1 = src[counted], dst[counted]    # edges that count
     src0, dst0 = src[~counted], dst[~counted]  # edges inside a character
@@ -55,9 +69,15 @@ def count_lengths(dfa: DFA, counts: Sequence[bool]) -> tuple[tuple[int, ...], tu
     bits = np.zeros(n, dtype=np.uint64)
     reach = through_uncounted(np.asarray(dfa.accept, dtype=bool))
     for length in range(LENGTH_BITS):
+        after = through_uncounted(before(reach, src1, dst1))
+        if (after == reach).all():  # settled early: every longer length is as this one
+            rest = np.uint64(((1 << LENGTH_BITS) - 1) ^ ((1 << length) - 1))
+            bits |= reach.astype(np.uint64) * rest
+            break
         bits |= reach.astype(np.uint64) << np.uint64(length)
-        reach = through_uncounted(before(reach, src1, dst1))
-    after = through_uncounted(before(reach, src1, dst1))
+        reach = after
+    else:
+        after = through_uncounted(before(reach, src1, dst1))
     if not (after == reach).all():
         raise GrammarError(f"the lengths of its matches do not settle within {LENGTH_BITS} "
                            "characters (they go by steps of several characters, or a part "

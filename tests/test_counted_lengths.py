@@ -5,15 +5,17 @@ masks equal to brute force and never empty before the end (no dead ends)."""
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, StructuringEngine, Vocabulary
+from pse.automaton import DFA
 from pse.compiler import TERM_CHARS, _full_stops, _terminal_dfa
-from pse.counted_lengths import count_lengths, count_range
-from pse.errors import SchemaError
+from pse.counted_lengths import LENGTH_BITS, count_lengths, count_range
+from pse.errors import GrammarError, SchemaError
 from pse.machines import CharCountedTerminal
 from pse.json_spelling import char_boundaries, json_char_class
 from pse.regex import compile_regex
@@ -174,3 +176,46 @@ def test_masks_equal_brute_force_llama3():
     assert allowed == brute_force(engine)
     # 69 characters so far: one more letter, then the closing quote
     assert llama.encode("c")[0] in allowed and llama.encode("com")[0] not in allowed
+
+
+def _lengths_by_search(dfa, counts, most: int) -> list[set[int]]:
+    """Per state, the counted steps (up to `most`) of its paths to acceptance: a search of
+    the (state, steps so far) pairs backwards from the accepting states."""
+    pred = [[] for _ in range(dfa.n_states)]
+    for s, row in enumerate(dfa.trans):
+        for _, _, t in row:
+            pred[t].append(s)
+    found = {(s, 0) for s in range(dfa.n_states) if dfa.accept[s]}
+    todo = list(found)
+    while todo:
+        t, steps = todo.pop()
+        for s in pred[t]:
+            pair = (s, steps + bool(counts[t]))
+            if pair[1] <= most and pair not in found:
+                found.add(pair)
+                todo.append(pair)
+    lengths = [set() for _ in range(dfa.n_states)]
+    for s, steps in found:
+        lengths[s].add(steps)
+    return lengths
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_count_lengths_against_a_search(seed):
+    rng = random.Random(seed)
+    n = rng.randint(1, 10)
+    trans = [sorted({(b, b, rng.randrange(n)) for b in rng.sample(range(8), rng.randint(0, 3))})
+             for _ in range(n)]
+    accept = [rng.random() < 0.3 for _ in range(n)]
+    counts = [rng.random() < 0.6 for _ in range(n)]
+    dfa = DFA(trans, accept)
+    lengths = _lengths_by_search(dfa, counts, 3 * LENGTH_BITS)
+    settled = all((LENGTH_BITS in ls) == (LENGTH_BITS + 1 in ls) for ls in lengths)
+    if not settled:
+        with pytest.raises(GrammarError, match="settle"):
+            count_lengths(dfa, counts)
+        return
+    bits, tail = count_lengths(dfa, counts)
+    for s in range(n):
+        assert bits[s] == sum(1 << k for k in lengths[s] if k < LENGTH_BITS)
+        assert all((k in lengths[s]) == tail[s] for k in range(LENGTH_BITS, 3 * LENGTH_BITS))
