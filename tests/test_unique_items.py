@@ -472,6 +472,20 @@ def test_masks_equal_brute_force_along_random_paths(schema, rng, flexible):
         assert mask_ids(engine) == brute_force(engine)
 
 
+def test_counted_integer_matches_leave_no_dead_end():
+    """Three integers for minContains 3: after [1,2, only 3 (or an item that does not match)
+    goes on, and the masks say so (brute force)."""
+    llama = shared_vocab("llama3")
+    schema = {"type": "array", "uniqueItems": True, "items": True,
+              "contains": {"type": "integer", "minimum": 1, "maximum": 3}, "minContains": 3}
+    engine = StructuringEngine(llama)
+    engine.configure(JsonSchema(schema))
+    for text in ('[1,2,3]', '[2,1.0,"x",3]', '[3,2,[1],1]'):
+        engine.reset()
+        check_along(engine, llama.encode(text))
+        assert engine.is_accepting()
+
+
 def test_masks_equal_brute_force_llama3():
     llama = shared_vocab("llama3")
     schema = {"type": "object", "properties": {"tags": {
@@ -519,6 +533,16 @@ def test_contains_beside_unique_items_needs_as_many_different_matches():
                    "minContains": 3}
     with pytest.raises(SchemaError, match="minContains"):
         JsonSchema(overlapping)
+    # integers between bounds: as many values as the range holds (1 and 1.0 are one)
+    ints = {"type": "array", "uniqueItems": True, "items": True,
+            "contains": {"type": "integer", "minimum": 1, "exclusiveMaximum": 3}}
+    with pytest.raises(SchemaError, match="nothing is valid"):
+        JsonSchema({**ints, "minContains": 3})  # (it was a dead end after "[1,2,")
+    two = {**ints, "minContains": 2}
+    m = JsonSchema(two)
+    for value in ([1, 2], [1, 1.0], [2, "x", 1], [1, "x"], [1.0, 2], [2.0, 3, 1], [], [0, 1]):
+        text = json.dumps(value, separators=(",", ":"))
+        assert m.matches(text) == jsonschema.Draft202012Validator(two).is_valid(value), value
     # where the matches are not counted at all, as before: compiled
     for items, contains in [(True, {"const": 1}), ({"type": "number"}, {"minimum": 5})]:
         JsonSchema({"type": "array", "uniqueItems": True, "items": items,

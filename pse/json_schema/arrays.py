@@ -20,6 +20,7 @@ from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _ev
                                     _of_types, _unrolled_length, _validating)
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
 from pse.json_schema.merge import _CONTAINS, _all_of
+from pse.json_schema.numbers import integer_bounds
 
 # A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
 WHOLE_STRINGS = "pse:whole strings"
@@ -28,6 +29,8 @@ WHOLE_STRINGS = "pse:whole strings"
 MAX_UNROLLED_ITEMS = 256
 # States of an array with `contains`: (matches needed + 1) x (items counted + 1).
 MAX_CONTAINS_STATES = 4096
+# An integer schema with only these besides its type has as many values as its range holds.
+_INTEGER_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 
 
 def _with_siblings(siblings: dict, branch: Any) -> Any:
@@ -470,6 +473,11 @@ class _Arrays:
         types = [types] if isinstance(types, str) else types
         if isinstance(types, list) and types and set(types) <= {"boolean", "null"} and not keys:
             return sum(2 if t == "boolean" else 1 for t in set(types)), True
+        if types == ["integer"] and keys <= _INTEGER_BOUNDS:  # (1 and 1.0: one value)
+            lo, hi = integer_bounds(sub, pointer)
+            if lo is not None and hi is not None:
+                n = max(0, hi - lo + 1)
+                return (None if n >= MANY_VALUES else n), True
         if self.open_ended(sub, pointer, counted=False, sets=False) \
                 and self.unbounded_values(sub, pointer):
             return None, False

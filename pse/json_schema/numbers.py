@@ -248,6 +248,15 @@ def _bounds(node: dict, pointer: str):
     return lo, hi
 
 
+def integer_bounds(node: dict, pointer: str) -> tuple[int | None, int | None]:
+    """The least and the greatest integer that `node`'s minimum and maximum (exclusive or
+    not) allow; None where unbounded."""
+    lo, hi = _bounds(node, pointer)
+    ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
+    ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
+    return ilo, ihi
+
+
 class _Numbers:
     """The _Compiler methods for numbers (a mixin of compile._Compiler)."""
 
@@ -262,8 +271,7 @@ class _Numbers:
             dfa = self.intersect(base.unit_dfa(), multiple, f"{pointer}/multipleOf")
             return DfaTerminal(dfa, f"multiple at {pointer}") if _nonempty(dfa) else None
         if integer:
-            ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
-            ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
+            ilo, ihi = integer_bounds(node, pointer)
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
             # from draft 6 on, 1.0 is an integer too ("integer" is a value, not a spelling)
