@@ -519,7 +519,7 @@ def test_parses_that_agree_on_the_items_merge():
 def test_contains_beside_unique_items_needs_as_many_different_matches():
     """Two values cannot fill minContains 3 of items all different: nothing is valid (it
     was a dead end after "["). Where the matches' values are counted only from below, refused
-    in strict mode."""
+    in strict mode. Strings, literals and bounded integers are counted."""
     base = {"type": "array", "uniqueItems": True, "items": {"type": "string"},
             "contains": {"enum": ["a", "b"]}}
     with pytest.raises(SchemaError, match="nothing is valid"):
@@ -543,7 +543,20 @@ def test_contains_beside_unique_items_needs_as_many_different_matches():
     for value in ([1, 2], [1, 1.0], [2, "x", 1], [1, "x"], [1.0, 2], [2.0, 3, 1], [], [0, 1]):
         text = json.dumps(value, separators=(",", ":"))
         assert m.matches(text) == jsonschema.Draft202012Validator(two).is_valid(value), value
+    # literals of any kind: as many values as the distinct ones listed
+    for contains, n in [({"enum": [1, 1.0, 2]}, 2), ({"enum": [True, False, None]}, 3),
+                        ({"const": {"a": [1]}}, 1), ({"enum": ["a", 1, [1], {}]}, 4)]:
+        counted = {"type": "array", "uniqueItems": True, "items": True, "contains": contains}
+        with pytest.raises(SchemaError, match="nothing is valid"):
+            JsonSchema({**counted, "minContains": n + 1})
+        m = JsonSchema({**counted, "minContains": n})
+        for value in ([1, 2, 1.0], [True, None, False], [{"a": [1]}], ["a", 1, [1], {}],
+                      [2, "x", 1], [1, True]):
+            text = json.dumps(value, separators=(",", ":"))
+            assert m.matches(text) == jsonschema.Draft202012Validator(
+                {**counted, "minContains": n}).is_valid(value), (contains, value)
     # where the matches are not counted at all, as before: compiled
-    for items, contains in [(True, {"const": 1}), ({"type": "number"}, {"minimum": 5})]:
+    for items, contains in [(True, {"type": "integer", "minimum": 0}),
+                            ({"type": "number"}, {"minimum": 5})]:
         JsonSchema({"type": "array", "uniqueItems": True, "items": items,
                     "contains": contains})

@@ -473,6 +473,10 @@ class _Arrays:
         types = [types] if isinstance(types, str) else types
         if isinstance(types, list) and types and set(types) <= {"boolean", "null"} and not keys:
             return sum(2 if t == "boolean" else 1 for t in set(types)), True
+        if types is None and keys in ({"enum"}, {"const"}):  # literals of any kind
+            values = [sub["const"]] if "const" in sub else sub["enum"]
+            if isinstance(values, list):
+                return len(_distinct(values)), True  # (1 and 1.0: one value)
         if types == ["integer"] and keys <= _INTEGER_BOUNDS:  # (1 and 1.0: one value)
             lo, hi = integer_bounds(sub, pointer)
             if lo is not None and hi is not None:
