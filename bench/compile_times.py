@@ -7,9 +7,17 @@ run-to-run noise of one compile (a busy machine, the garbage collector) is large
 changes to the compiler. Prints
 p50 / p90 / p99 / mean over the schemas; `--out F` writes the per-schema times, and
 `--against F` (a file written by another build, say a `git worktree` of the commit before)
-prints each schema's time here over its time there: median, p10 and p90.
+prints each schema's time here over its time there: median, p10 and p90. `--compare
+llguidance` (or xgrammar) compiles the same schemas with that engine in the same processes,
+after pse's, and prints the ratios over the schemas both compile.
+
+These are compiles in a warm process (one after the other, nothing in between).
+bench/maskbench.py's `--compile-only` collects garbage after every file, which leaves the
+CPU's caches cold for the next compile: the median compile of either engine takes about twice
+as long there.
 
 Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--against F]
+     [--compare llguidance]
 """
 
 from __future__ import annotations
@@ -27,14 +35,16 @@ import numpy as np
 import pse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from maskbench import make_engine  # noqa: E402
 from maskbench_files import SHARED, maskbench_files  # noqa: E402
 
 TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
 
 
-def one_round(limit: int, seed: int) -> tuple[int, dict[str, float]]:
+def one_round(limit: int, seed: int, other: str | None
+              ) -> tuple[int, dict[str, float], dict[str, float]]:
     """In a fresh process: each schema compiled once, in turn (seconds per schema that
-    compiles), and how many files there were."""
+    compiles), then the same with engine `other` (if any), and how many files there were."""
     warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     files = list(maskbench_files(limit, seed))
@@ -47,25 +57,39 @@ def one_round(limit: int, seed: int) -> tuple[int, dict[str, float]]:
         except pse.PSEError:
             continue
         times[name] = time.perf_counter() - started
-    return len(files), times
+    other_times: dict[str, float] = {}
+    if other:
+        engine = make_engine(other, vocab, TOKENIZER, 0)
+        for name, data in files:
+            started = time.perf_counter()
+            try:
+                engine.compile("schema", data["schema"])
+            except Exception:  # (that engine's own compile errors)
+                continue
+            other_times[name] = time.perf_counter() - started
+    return len(files), times, other_times
 
 
-def fastest_compiles(limit: int, seed: int, repeat: int) -> tuple[int, dict[str, float]]:
+def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = None
+                     ) -> tuple[int, dict[str, float], dict[str, float]]:
     """Per schema that compiles, its fastest time over `repeat` rounds, each round in a
     process of its own (a schema's first compile in a process, after the schemas before it:
     what a server pays for a new schema; the caches of later compiles of the same schema in
-    one process would hide changes to the work done once per automaton)."""
+    one process would hide changes to the work done once per automaton); the same for
+    engine `other`."""
     best: dict[str, float] = {}
+    other_best: dict[str, float] = {}
     n_files = 0
     context = multiprocessing.get_context("spawn")
     for k in range(repeat):
         with context.Pool(1) as pool:
-            n_files, times = pool.apply(one_round, (limit, seed))
-        for name, t in times.items():
-            best[name] = min(best.get(name, t), t)
+            n_files, times, other_times = pool.apply(one_round, (limit, seed, other))
+        for found, into in ((times, best), (other_times, other_best)):
+            for name, t in found.items():
+                into[name] = min(into.get(name, t), t)
         print(f"\rround {k + 1}/{repeat}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    return n_files, best
+    return n_files, best, other_best
 
 
 def main() -> None:
@@ -75,17 +99,30 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="compiles per schema (fastest kept)")
     ap.add_argument("--out", help="write the per-schema times (JSON) here")
     ap.add_argument("--against", help="a file --out wrote for another build: compare")
+    ap.add_argument("--compare", choices=["llguidance", "xgrammar"],
+                    help="also compile the schemas with this engine, in the same processes")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
-    n_files, best = fastest_compiles(args.limit, args.seed, args.repeat)
+    n_files, best, other = fastest_compiles(args.limit, args.seed, args.repeat, args.compare)
     ms = np.array(list(best.values())) * 1e3
     print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
           f"schemas compile; fastest of {args.repeat}, ms: p50 {np.percentile(ms, 50):.2f}, "
           f"p90 {np.percentile(ms, 90):.2f}, p99 {np.percentile(ms, 99):.1f}, "
           f"mean {ms.mean():.2f}")
+    if args.compare:
+        both = sorted(set(best) & set(other))
+        ours = np.array([best[n] for n in both]) * 1e3
+        theirs = np.array([other[n] for n in both]) * 1e3
+        print(f"{args.compare}: {len(other)} of {n_files} schemas compile; on the {len(both)} "
+              f"both compile, ms, pse / {args.compare}: "
+              + ", ".join(f"{q} {np.percentile(ours, p):.2f} / {np.percentile(theirs, p):.2f} "
+                          f"({np.percentile(ours, p) / np.percentile(theirs, p):.2f}x)"
+                          for q, p in (("p50", 50), ("p90", 90), ("p99", 99)))
+              + f", mean {ours.mean():.2f} / {theirs.mean():.2f} "
+                f"({ours.mean() / theirs.mean():.2f}x)")
     if args.out:
         Path(args.out).write_text(json.dumps(best))
     if args.against:
