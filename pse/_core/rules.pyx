@@ -267,19 +267,7 @@ cdef void find_live(const Graph* g, const uint8_t* is_end, int start, int32_t* s
     cdef int n = g.n, s, t, e, top = 0
     cdef int32_t* rev_off = scratch  # n + 1 entries; then the stack, n + 1 more
     cdef int32_t* todo = scratch + n + 1
-    # the sources of each node's incoming edges: counted, summed (rev_off[t]: the end of
-    # t's sources), then placed counting down (rev_off[t]: their start; rev_off[n]: all)
-    for s in range(n + 1):
-        rev_off[s] = 0
-    for e in range(g.off[n]):
-        rev_off[g.edges[e].b] += 1
-    for s in range(n):
-        rev_off[s + 1] += rev_off[s]
-    for s in range(n):
-        for e in range(g.off[s], g.off[s + 1]):
-            t = <int>g.edges[e].b
-            rev_off[t] -= 1
-            rev[rev_off[t]] = s
+    sources(g, rev_off, rev)
     for s in range(n):
         mark[s] = 0
     mark[start] = 1
@@ -498,7 +486,8 @@ cdef inline int new_class(int* n_classes) noexcept:
 
 cdef void sources(const Graph* g, int32_t* pred_off, int32_t* pred) noexcept:
     """Node t's sources (a node once per edge into t) at pred[pred_off[t] .. pred_off[t + 1]]:
-    counted, summed, then placed counting down."""
+    counted, summed (pred_off[t]: the end of t's sources), then placed counting down
+    (pred_off[t]: their start; pred_off[n]: all)."""
     cdef int n = g.n, s, t, e
     for s in range(n + 1):
         pred_off[s] = 0
