@@ -543,15 +543,20 @@ def test_contains_beside_unique_items_needs_as_many_different_matches():
     for value in ([1, 2], [1, 1.0], [2, "x", 1], [1, "x"], [1.0, 2], [2.0, 3, 1], [], [0, 1]):
         text = json.dumps(value, separators=(",", ":"))
         assert m.matches(text) == jsonschema.Draft202012Validator(two).is_valid(value), value
-    # literals of any kind: as many values as the distinct ones listed
+    # literals of any kind: as many values as the distinct ones listed that the schema
+    # allows; integers of a range: as many as it holds, those the schema allows
     for contains, n in [({"enum": [1, 1.0, 2]}, 2), ({"enum": [True, False, None]}, 3),
-                        ({"const": {"a": [1]}}, 1), ({"enum": ["a", 1, [1], {}]}, 4)]:
+                        ({"const": {"a": [1]}}, 1), ({"enum": ["a", 1, [1], {}]}, 4),
+                        ({"type": "integer", "enum": [1, 2.5, "a", 3]}, 2),
+                        ({"enum": [1, 2, 3], "maximum": 2}, 2), ({"const": 1, "enum": [1, 2]}, 1),
+                        ({"type": "integer", "minimum": 1, "maximum": 6, "multipleOf": 2}, 3),
+                        ({"type": "integer", "minimum": 0.5, "exclusiveMaximum": 3}, 2)]:
         counted = {"type": "array", "uniqueItems": True, "items": True, "contains": contains}
         with pytest.raises(SchemaError, match="nothing is valid"):
             JsonSchema({**counted, "minContains": n + 1})
         m = JsonSchema({**counted, "minContains": n})
         for value in ([1, 2, 1.0], [True, None, False], [{"a": [1]}], ["a", 1, [1], {}],
-                      [2, "x", 1], [1, True]):
+                      [2, "x", 1], [1, True], [3, 1], [4, 2, 6], [2.0, 1]):
             text = json.dumps(value, separators=(",", ":"))
             assert m.matches(text) == jsonschema.Draft202012Validator(
                 {**counted, "minContains": n}).is_valid(value), (contains, value)

@@ -20,6 +20,7 @@ from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _ev
                                     _of_types, _unrolled_length, _validating)
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
 from pse.json_schema.merge import _CONTAINS, _all_of
+from pse.json_schema.enums import _nested_whole_number, _spellings
 from pse.json_schema.numbers import integer_bounds
 
 # A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
@@ -31,6 +32,8 @@ MAX_UNROLLED_ITEMS = 256
 MAX_CONTAINS_STATES = 4096
 # An integer schema with only these besides its type has as many values as its range holds.
 _INTEGER_BOUNDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+# The most integers of a range with other keywords that listed_count checks one by one.
+MAX_LISTED_INTEGERS = 256
 
 
 def _with_siblings(siblings: dict, branch: Any) -> Any:
@@ -473,19 +476,47 @@ class _Arrays:
         types = [types] if isinstance(types, str) else types
         if isinstance(types, list) and types and set(types) <= {"boolean", "null"} and not keys:
             return sum(2 if t == "boolean" else 1 for t in set(types)), True
-        if types is None and keys in ({"enum"}, {"const"}):  # literals of any kind
-            values = [sub["const"]] if "const" in sub else sub["enum"]
-            if isinstance(values, list):
-                return len(_distinct(values)), True  # (1 and 1.0: one value)
-        if types == ["integer"] and keys <= _INTEGER_BOUNDS:  # (1 and 1.0: one value)
-            lo, hi = integer_bounds(sub, pointer)
-            if lo is not None and hi is not None:
-                n = max(0, hi - lo + 1)
-                return (None if n >= MANY_VALUES else n), True
+        n = self.listed_count(sub, pointer)
+        if n is not None:
+            return (None if n >= MANY_VALUES else n), True
         if self.open_ended(sub, pointer, counted=False, sets=False) \
                 and self.unbounded_values(sub, pointer):
             return None, False
         return 0, False
+
+    def listed_count(self, sub: dict, pointer: str) -> int | None:
+        """How many values `sub` allows (1 and 1.0 are one) where it lists them (enum,
+        const) or they are the integers of a range, bounds on both sides: with other
+        keywords beside, each listed value, or each integer of a range of at most
+        MAX_LISTED_INTEGERS, is checked against the whole schema. None where not so."""
+        keys = set(sub) - {"type"}
+        types = sub.get("type")
+        if keys & {"enum", "const"}:
+            values = [sub["const"]] if "const" in sub else sub["enum"]
+            if not isinstance(values, list):
+                return None
+            values = _distinct(values)
+            if types is None and len(keys) == 1:
+                return len(values)
+        elif types in ("integer", ["integer"]):
+            lo, hi = integer_bounds(sub, pointer)
+            if lo is None or hi is None:
+                return None
+            if keys <= _INTEGER_BOUNDS or hi < lo:
+                return max(0, hi - lo + 1)
+            if hi - lo >= MAX_LISTED_INTEGERS:
+                return None
+            values = list(range(lo, hi + 1))
+        else:
+            return None
+        if self.draft4 and any(_nested_whole_number(v) for v in values):
+            return None  # (1 and 1.0 inside may differ there: see enum)
+        try:
+            whole = self.checker(sub, pointer)
+        except SchemaError:
+            return None
+        return 0 if whole is None else sum(
+            any(whole.matches(text) for text in _spellings(v)) for v in values)
 
     def unique_room(self, prefix: list, rest: Any, lo: int, contains: bool,
                     pointer: str) -> bool:
