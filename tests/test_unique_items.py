@@ -472,6 +472,28 @@ def test_masks_equal_brute_force_along_random_paths(schema, rng, flexible):
         assert mask_ids(engine) == brute_force(engine)
 
 
+def test_listed_arrays_and_objects_take_their_numbers_in_any_decimal_spelling():
+    """Items drawn from listed values: a number inside a listed array or object is matched in
+    every decimal spelling of its value, as outside a unique array ([1] is [1.0]); a repeat
+    in another spelling is refused. (Exponents are not taken, here as anywhere for listed
+    numbers.)"""
+    items = {"enum": [[1.0], 2, {"a": [1.5, True]}, 3.0, ["x"]]}
+    schema = {"type": "array", "uniqueItems": True, "items": items}
+    m = JsonSchema(schema)
+    for text in ("[[1]]", "[[1.0]]", "[[1],[1.0]]", "[2,[1.00]]", '[{"a":[1.50,true]}]',
+                 '[{"a":[1.5,true]},3,["x"]]', "[3,3.0]", "[[2]]", '[{"a":[1.5]}]', "[]"):
+        expected = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+        assert m.matches(text) == expected, text
+        assert JsonSchema({"type": "array", "items": items}).matches(text) == (
+            jsonschema.Draft202012Validator({"type": "array", "items": items}).is_valid(
+                json.loads(text))), text
+    llama = shared_vocab("llama3")
+    engine = StructuringEngine(llama)
+    engine.configure(m)
+    check_along(engine, llama.encode('[[1.0],{"a":[1.50,true]},2]'))
+    assert engine.is_accepting()
+
+
 def test_counted_integer_matches_leave_no_dead_end():
     """Three integers for minContains 3: after [1,2, only 3 (or an item that does not match)
     goes on, and the masks say so (brute force)."""

@@ -12,7 +12,7 @@ from typing import Any
 from pse import automaton
 from pse.errors import SchemaError
 from pse.json_spelling import MANY_VALUES, quoted, string_values
-from pse.machines import AnyOf, Chain, Phrase, StateMachine
+from pse.machines import AnyOf, Chain, DfaTerminal, Phrase, StateMachine, Terminal
 from pse.registers import ITEM_CLOSE, ITEM_OPEN, KEY_BITS, Guard, Guarded, Scope
 from pse.json_schema import common
 from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _every_state_loops,
@@ -560,6 +560,30 @@ class _Arrays:
         types = [types] if isinstance(types, str) else types
         return types is None or bool(set(types) & {"string", "number", "object", "array"})
 
+    def literal_terminal(self, v: Any, pointer: str) -> Terminal:
+        """One terminal for the literal value `v` (compact), its numbers in every spelling of
+        their values (1, 1.0, 10e-1), in draft 4 as written."""
+        if self.draft4 or not _holds_number(v):
+            return Phrase(_dumps(v).decode())
+        if not isinstance(v, (dict, list)):
+            return self.literals([v], pointer)  # (a number: one terminal)
+        nfa = automaton.NFA()
+
+        def parts(x: Any) -> list:
+            if isinstance(x, (dict, list)):
+                items = list(x.items()) if isinstance(x, dict) else [(None, y) for y in x]
+                out = [automaton.literal(nfa, b"{" if isinstance(x, dict) else b"[")]
+                for i, (key, y) in enumerate(items):
+                    head = (b"," if i else b"") + (b"" if key is None else _dumps(key) + b":")
+                    out += ([automaton.literal(nfa, head)] if head else []) + parts(y)
+                return out + [automaton.literal(nfa, b"}" if isinstance(x, dict) else b"]")]
+            if _json_type(x) in ("integer", "number"):
+                return [automaton.embed(nfa, self.literals([x], pointer).unit_dfa())]
+            return [automaton.literal(nfa, _dumps(x))]
+
+        dfa = automaton.minimize(automaton.determinize(nfa, automaton.concat(nfa, parts(v))))
+        return DfaTerminal(dfa, f"literal at {pointer}")
+
     def unique_literals(self, values: list, lo: int, hi: int | None,
                         pointer: str) -> StateMachine | None:
         """uniqueItems over items drawn from a few literal values (enum, const, boolean,
@@ -570,14 +594,23 @@ class _Arrays:
         hi = len(values) if hi is None else min(hi, len(values))
         if lo > hi:
             return None
-        # a number in every spelling of its value (1, 1.0: one item), as `literals` spells it
-        # (draft 4 aside, where 1.0 may not be an integer: there as written)
-        item = AnyOf(*[Guarded(self.literals([v], pointer) if _json_type(v) in (
-            "integer", "number") and not self.draft4 else Phrase(_dumps(v).decode()),
-            Guard(forbid=1 << i, set=1 << i)) for i, v in enumerate(values)])
+        # a number in every spelling of its value (1, 1.0: one item), alone or inside an array
+        # or object, as `literals` spells it (draft 4 aside, where 1.0 may not be an integer:
+        # there as written)
+        item = AnyOf(*[Guarded(self.literal_terminal(v, pointer), Guard(forbid=1 << i, set=1 << i))
+                       for i, v in enumerate(values)])
         graph = {j: [(item if j == 0 else Chain(self.sep(","), item), j + 1)] for j in range(hi)}
         body = StateMachine(graph, start_state=0, end_states=range(lo, hi + 1))
         return Scope(self.bracketed(Phrase("["), body, Phrase("]"), empty=0))
+
+
+def _holds_number(v: Any) -> bool:
+    """Whether `v` is a number or an array or object holding one, at any depth."""
+    if isinstance(v, dict):
+        return any(_holds_number(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_holds_number(x) for x in v)
+    return _json_type(v) in ("integer", "number")
 
 
 def _set_count(found: tuple | None) -> int | None:
