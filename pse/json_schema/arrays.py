@@ -18,9 +18,9 @@ from pse.json_schema import common
 from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _every_state_loops,
                                     _json_key, _json_type,
                                     _of_types, _unrolled_length, _validating)
+from pse.json_schema.enums import _nested_whole_number, _spellings
 from pse.json_schema.formats import FORMATS, UNSUPPORTED_FORMATS, _format_length, _format_patterns
 from pse.json_schema.merge import _CONTAINS, _all_of
-from pse.json_schema.enums import _nested_whole_number, _spellings
 from pse.json_schema.numbers import integer_bounds
 
 # A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
