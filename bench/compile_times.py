@@ -23,6 +23,7 @@ Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--again
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import sys
@@ -106,6 +107,8 @@ def main() -> None:
         ap.error("--repeat must be at least 1")
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
+    if args.compare and importlib.util.find_spec(args.compare) is None:
+        sys.exit(f"--compare {args.compare}: not installed (pip install \".[bench]\")")
     n_files, best, other = fastest_compiles(args.limit, args.seed, args.repeat, args.compare)
     ms = np.array(list(best.values())) * 1e3
     print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
@@ -119,10 +122,10 @@ def main() -> None:
         print(f"{args.compare}: {len(other)} of {n_files} schemas compile; on the {len(both)} "
               f"both compile, ms, pse / {args.compare}: "
               + ", ".join(f"{q} {np.percentile(ours, p):.2f} / {np.percentile(theirs, p):.2f} "
-                          f"({np.percentile(ours, p) / np.percentile(theirs, p):.2f}x)"
+                          f"({np.percentile(ours, p) / np.percentile(theirs, p):.3g}x)"
                           for q, p in (("p50", 50), ("p90", 90), ("p99", 99)))
               + f", mean {ours.mean():.2f} / {theirs.mean():.2f} "
-                f"({ours.mean() / theirs.mean():.2f}x)")
+                f"({ours.mean() / theirs.mean():.3g}x)")
     if args.out:
         Path(args.out).write_text(json.dumps(best))
     if args.against:
