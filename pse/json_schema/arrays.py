@@ -561,8 +561,9 @@ class _Arrays:
         return types is None or bool(set(types) & {"string", "number", "object", "array"})
 
     def literal_terminal(self, v: Any, pointer: str) -> Terminal:
-        """One terminal for the literal value `v` (compact), its numbers in every spelling of
-        their values (1, 1.0, 10e-1), in draft 4 as written."""
+        """One terminal for the literal value `v` (compact), its numbers in every decimal
+        spelling of their values (1, 1.0, 1.00; no exponents, as `literals`), in draft 4 as
+        written."""
         if self.draft4 or not _holds_number(v):
             return Phrase(_dumps(v).decode())
         if not isinstance(v, (dict, list)):
