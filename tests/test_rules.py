@@ -230,7 +230,8 @@ def test_reduce_rule_gives_up_merging_where_it_would_take_too_long():
     eps, calls = no_eps(n + 1), no_eps(n + 1)
     new_terms, _, new_ends = reduce_rule(eps, terms, calls, start, ends, productive,
                                          100_000, MAX_EDGES)
-    assert len(new_terms) == n + 1 and len(new_ends) == 1
+    assert len(new_terms) == n + 1 and len(new_ends) == 1  # live and correct, not merged
+    assert sorted(len(row) for row in new_terms) == [0] + [1] * (n - 2) + [3, n - 2]
     # ... and with a smaller chain, the same shape merges
     eps, terms, calls, start, ends, productive, n = twin_chains(1_000)
     terms = terms + [[(2, t, 0) for t in range(2, n)]]
