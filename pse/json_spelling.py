@@ -505,12 +505,13 @@ class KeyStates:
         trie, is_name: the spelling trie (see `_spelling_trie`).
     """
 
-    __slots__ = ("residual", "derived", "trie", "is_name", "_ends")
+    __slots__ = ("residual", "derived", "trie", "is_name", "_ends", "_without_empty")
 
     def __init__(self, residual: dict[int, Hashable], derived: dict[int, tuple[int, int, bool]],
                  trie: list[dict[int, int]], is_name: list[bool]) -> None:
         self.residual, self.derived, self.trie, self.is_name = residual, derived, trie, is_name
         self._ends: dict[int, tuple[bytes, ...] | None] = {}
+        self._without_empty: tuple[int, KeyStates] | None = None  # (n_states, it)
 
     def derivation(self, state: int) -> tuple[int, tuple[bytes, ...]] | None:
         """(twin, the texts after which `state` may not end), or None: walk its mask. The
@@ -529,7 +530,11 @@ class KeyStates:
         """The same for the automaton the compiler runs when the empty key is allowed (the
         empty match becomes an edge of its own, see compiler._without_empty): the start
         moves to number `n_states` (the automaton's size), and the new start is the old one
-        unable to end at once."""
+        unable to end at once. Made once per size (structures sharing the key automaton
+        share it)."""
+        if self._without_empty is not None and self._without_empty[0] == n_states:
+            return self._without_empty[1]
+
         def moved(s: int) -> int:
             return s or n_states
 
@@ -541,7 +546,9 @@ class KeyStates:
             derived[0] = (moved(twin), node, True)
         else:  # the start is a plain key state: its twin is itself
             derived[0] = (n_states, -1, True)
-        return KeyStates(residual, derived, self.trie, self.is_name)
+        moved_states = KeyStates(residual, derived, self.trie, self.is_name)
+        self._without_empty = (n_states, moved_states)
+        return moved_states
 
 
 def _name_ends(trie: list[dict[int, int]], is_name: list[bool], node: int

@@ -27,15 +27,16 @@ TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
 
 def _stale_extensions() -> list[str]:
     """Modules of this source tree's pse, when it is the one tested (an editable install),
-    whose compiled extension is older than their .py source (see setup.py): the tests would
-    run the old code. (An installed copy's file times say nothing.)"""
+    whose compiled extension is older than their source (.py, .pyx, or the .pxd Cython reads
+    beside it; see setup.py): the tests would run the old code. (An installed copy's file
+    times say nothing.)"""
     import pse
 
     package = Path(pse.__file__).resolve().parent
     if package != REPO_ROOT / "pse":
         return []
     stale = []
-    for source in package.rglob("*.py"):
+    for source in [p for suffix in ("py", "pyx", "pxd") for p in package.rglob(f"*.{suffix}")]:
         for built in source.parent.glob(f"{source.stem}.*.so"):
             if built.stat().st_mtime < source.stat().st_mtime:
                 stale.append(source.name)

@@ -106,3 +106,25 @@ def test_keys_without_names_is_the_difference(names, others, pattern):
             assert direct.matches(data) == generic.matches(data), (names, spelled)
         if text in names:
             assert not direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
+
+
+def test_key_states_without_empty_made_once_per_size():
+    """The key states of an automaton that accepts the empty key, moved for the compiler
+    (KeyStates.without_empty), are made once per size and shared by every structure using
+    that automaton; another size gets its own, equal to one made fresh."""
+    from pse.json_spelling import KeyStates, without_names_states
+
+    keys = compile_regex("(?s).*", 0, search=True, char_class=json_char_class, ecma=True)
+    _, states = without_names_states(keys, ["alpha", "beta"])
+    n = 7
+
+    def fresh(size: int) -> KeyStates:
+        return KeyStates(states.residual, states.derived, states.trie,
+                         states.is_name).without_empty(size)
+
+    moved = states.without_empty(n)
+    assert states.without_empty(n) is moved
+    for size in (n, n + 3):
+        got, want = states.without_empty(size), fresh(size)
+        assert (got.residual, got.derived) == (want.residual, want.derived)
+        assert got.residual != states.residual or got.derived != states.derived
