@@ -43,7 +43,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
     """The BNF rules and terminals of the Lark grammar `text`.
 
     Raises:
-        GrammarError: lark cannot read the grammar (its message), or `start` is not a rule.
+        GrammarError: lark cannot read the grammar (its message), an `%import`ed file cannot
+            be read, or `start` is not a rule.
     """
     from lark.exceptions import LarkError
 
@@ -54,6 +55,9 @@ def read_lark(text: str, start: str, import_paths: list[str],
         rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
+    except OSError as e:  # (lark opens an %import's file itself)
+        raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
+                           f"{e.filename!r} (import_paths: {import_paths})") from None
     if start not in rules:
         raise GrammarError(f"{where}: the start rule {start!r} is not defined")
     files = tuple(sorted((path, digest) for path, digest in used.items()

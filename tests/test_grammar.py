@@ -318,6 +318,19 @@ def test_from_file_and_relative_import(tmp_path):
     assert not grammar.matches("x,,y")
 
 
+def test_missing_import_is_a_grammar_error(tmp_path):
+    """An %import whose file is not there is pse's typed error naming the file (lark opens
+    it itself, and raised FileNotFoundError through pse)."""
+    (tmp_path / "main.lark").write_text('start: item\n%import .absent (item)\n')
+    with pytest.raises(GrammarError, match=r"%import cannot be read.*absent\.lark"):
+        Grammar.from_file(tmp_path / "main.lark")
+    with pytest.raises(GrammarError, match=r"%import cannot be read.*missing/x\.lark"):
+        Grammar.from_lark('start: a\n%import missing.x (a)\n')
+    with pytest.raises(GrammarError, match=r"%import cannot be read.*elsewhere\.lark.*"
+                                           r"import_paths: \['/nowhere'\]"):
+        Grammar('start: a\n%import elsewhere (a)\n', import_paths=["/nowhere"])
+
+
 def test_left_recursive_list_keeps_one_state():
     """`1+2+...` runs as a loop: the live states stay few however long the sum."""
     from pse._core.stepper import consume_tokens
