@@ -472,6 +472,29 @@ def test_unions_that_multiply_out_are_refused_clearly(monkeypatch):
     JsonSchema({"allOf": schema["allOf"][:8]})  # 256 combinations: within the limit
 
 
+def test_retried_compile_shares_the_first_attempts_budget(monkeypatch):
+    """A schema compiled again with oneOf as anyOf (it multiplied out) runs the retry within
+    the budget the first attempt started (pse.limits.COMPILE_SECONDS for both together)."""
+    from pse import limits
+
+    kinds = [{"type": "object", "properties": {"kind": {"const": name}, "options": {
+        "type": "object", "properties": {f"o{i}": {"type": "integer"}}}}}
+        for i, name in enumerate(["a", "b", "c", "d", "e", "f"])]
+    monkeypatch.setattr(pse.json_schema.compile, "MAX_SCHEMA_NODES", 300)
+    started = []
+    real = limits._Budget.__init__
+
+    def counted(self, *args):
+        started.append(args)
+        real(self, *args)
+
+    monkeypatch.setattr(limits._Budget, "__init__", counted)
+    with pytest.warns(UserWarning, match="every oneOf is taken as anyOf"):
+        machine = JsonSchema({"oneOf": kinds}, strict=False)
+    assert not machine._one_of_apart  # (retried)
+    assert len(started) == 1, started
+
+
 def test_one_of_that_multiplies_out_is_any_of_without_strict(monkeypatch):
     # six builders that do not require their "builder" key: an object without it must match
     # exactly one builder's options, and each branch carries the others' opposites, which

@@ -93,18 +93,21 @@ class JsonSchema(StateMachine):
     def _build(self, quiet: bool) -> None:
         """The machine tree (`quiet`: its warnings were given already)."""
         schema = self.schema if self._frozen is None else self._frozen
-        try:
-            root, warned = self._compile_tree(schema, self._one_of_apart, quiet)
-        except MultipliedOut as e:
-            if not e.retried:
-                raise
-            # approximated: every oneOf as anyOf (the opposites its branches carry to keep
-            # them apart are what multiplied out)
-            self._one_of_apart = False
-            root, warned = self._compile_tree(schema, False, quiet)
-            text = (f"{e}; every oneOf is taken as anyOf instead (approximated, "
-                    f"strict=False): a value may match more than one branch")
-            warned = [text, *warned[0]], [f"pse: {text}", *warned[1]]
+        # one budget (pse.limits.COMPILE_SECONDS) for both attempts: the retry gets what the
+        # first left
+        with limits.compile_budget("a JSON Schema"):
+            try:
+                root, warned = self._compile_tree(schema, self._one_of_apart, quiet)
+            except MultipliedOut as e:
+                if not e.retried:
+                    raise
+                # approximated: every oneOf as anyOf (the opposites its branches carry to
+                # keep them apart are what multiplied out)
+                self._one_of_apart = False
+                root, warned = self._compile_tree(schema, False, quiet)
+                text = (f"{e}; every oneOf is taken as anyOf instead (approximated, "
+                        f"strict=False): a value may match more than one branch")
+                warned = [text, *warned[0]], [f"pse: {text}", *warned[1]]
         if not quiet:
             self.warnings, self._shown = warned
             for text in self._shown:  # (compiled: no frame of pse's own in between)
