@@ -188,7 +188,19 @@ class StructuringEngine:
         return True
 
     def consume_tokens(self, token_ids: Iterable[int]) -> int:
-        """Commit tokens in order, stopping at the first one refused; how many were committed."""
+        """Commit tokens in order, stopping at the first one refused; how many were committed.
+
+        Raises:
+            ValueError: some id is not an id of the vocabulary (checked before any token is
+                committed: the state is then unchanged).
+        """
+        token_ids = list(token_ids)
+        for token_id in token_ids:
+            if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
+                raise ValueError(f"a token id is an int, got {type(token_id).__name__}")
+            if not 0 <= token_id < self.vocab.size:
+                raise ValueError(f"token id {token_id} is out of range "
+                                 f"(0 <= id < {self.vocab.size})")
         n = 0
         for token_id in token_ids:
             if not self.consume_token(token_id):
@@ -257,7 +269,11 @@ class StructuringEngine:
         """The parsed values of the structured parts completed so far, in order, as
         (name, value) pairs: for `ToolCalls`, (tool name, arguments dict) per call; for a
         JSON Schema, `Json` or pydantic part, (its name, the parsed value). Free text has
-        none (see `StateMachine.structured_outputs`)."""
+        none (see `StateMachine.structured_outputs`).
+
+        Raises:
+            ValueError: a JSON value nests deeper than Python's json module can read back.
+        """
         if self.structure is None:
             raise RuntimeError("the engine has no structure: call engine.configure(...) first")
         vocab = self.vocab
@@ -470,8 +486,12 @@ def fill_next_token_bitmask_par(engines: Sequence[StructuringEngine], bitmask: A
         n_threads: threads to spread the walks over.
 
     Raises:
+        TypeError: something in `engines` is not a StructuringEngine.
         ValueError: the bitmask has fewer rows than there are engines, or the wrong layout.
     """
+    for e in engines:
+        if not isinstance(e, StructuringEngine):
+            raise TypeError(f"engines holds a {type(e).__name__}, not a StructuringEngine")
     matchers = [e.matcher for e in engines]
     threads = n_threads or os.cpu_count() or 1
     host, copy_back = _host_bitmask(bitmask)

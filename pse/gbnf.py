@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pse.cfg import Alternative
+from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
 from pse.lark_reader import BnfBuilder, BnfGrammar
 from pse.lark_terminals import terminal_dfa
@@ -83,9 +84,12 @@ def to_bnf(text: str) -> tuple[BnfGrammar, dict[str, int | str]]:
         TypeError: `text` is not a str.
         GrammarError: a syntax error, a rule defined twice, an undefined rule, no `root`
             rule, or a negated token (`!<...>`, which pse does not read); the message names
-            the line and column.
+            the line and column. Groups nested too deeply to read are one too.
     """
-    return _BnfWriter(_read(text)).write()
+    try:
+        return _BnfWriter(_read(text)).write()
+    except RecursionError:  # (the reader and writer recurse per nested group)
+        raise GrammarError("GBNF: groups nest too deeply to read") from None
 
 
 def _read(text: str) -> dict[str, Alternatives]:
@@ -231,6 +235,9 @@ class _Reader:
             high = low if comma is None else int(high_text) if high_text else None
             if high is not None and high < low:
                 raise self.error(f"{{{low},{high}}}: the most is below the least", start)
+            if max(low, high or 0) > MAX_NODES:  # (each repeat: a parser node or a state)
+                raise self.error(f"a count above {MAX_NODES:,} (pse.compiler.MAX_NODES)",
+                                 start)
         return ("rep", item, low, high)
 
     def token(self) -> Item:

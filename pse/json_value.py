@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from typing import Any, Callable, Hashable
 
 from pse import automaton
@@ -137,6 +138,21 @@ def whitespace_bound(whitespace: int | str | None) -> int:
     return _count(whitespace, "whitespace")
 
 
+
+def read_json(text: str) -> Any:
+    """The Python value of a complete JSON text (what `Json` and `JsonSchema` give back).
+
+    Raises:
+        ValueError: the text nests deeper than Python's json module can read (about 1,000
+            levels: its reader recurses per level), though it is valid JSON.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON value nests deeper than Python's json module can read "
+                         f"(sys.getrecursionlimit() {sys.getrecursionlimit()})") from None
+
+
 class Json(StateMachine):
     """Any JSON value: object, array, string (every escape and `\\uXXXX`), number, true,
     false or null.
@@ -177,13 +193,13 @@ class Json(StateMachine):
 
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
-        return json.loads(text)
+        return read_json(text)
 
     def value_parser(self) -> Callable[[str], Any]:
-        return json.loads
+        return read_json
 
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
-        return [(self.name, json.loads(text))] if complete else []
+        return [(self.name, read_json(text))] if complete else []
 
     def cache_key(self) -> str | None:
         """The whitespace bound (None for a subclass): see `StateMachine.cache_key`."""

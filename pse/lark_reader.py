@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pse.cfg import Alternative, Symbol
+from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
 
 
@@ -55,6 +56,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
         rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
+    except RecursionError:  # (lark's parser and passes recurse per nested group)
+        raise GrammarError(f"{where}: the grammar nests too deeply to read") from None
     except OSError as e:  # (lark opens an %import's file itself)
         raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
                            f"{e.filename!r} (import_paths: {import_paths})") from None
@@ -185,6 +188,9 @@ class BnfBuilder:
         """`low` to `high` (None: any number of) texts of `alts`, one after the other."""
         if high is not None and high < low:
             raise GrammarError(f"rule {self.current}: bad range {low}..{high}")
+        if max(low, high or 0) > MAX_NODES:  # (each repeat: a parser node at least)
+            raise GrammarError(f"rule {self.current}: a count above {MAX_NODES:,} "
+                               "(pse.compiler.MAX_NODES)")
         if (low, high) == (0, 1):
             return alts + [()]
         if high is not None:
@@ -262,7 +268,12 @@ class _LarkTrees(BnfBuilder):
         if data == "value":
             return self.alternatives(node.children[0])
         if data in ("literal", "range"):  # a string, regex or range: its terminal
-            (pattern,) = getattr(self.literals, data)(*node.children).children
+            try:
+                (pattern,) = getattr(self.literals, data)(*node.children).children
+            except AssertionError:  # (lark's check of a range's ends)
+                raise GrammarError(f"rule {self.current}: the ends of a range must be single "
+                                   f"characters: {' .. '.join(map(str, node.children))}"
+                                   ) from None
             return self.alternatives(self.anonymous.pattern(pattern))
         if data == "expansion":
             return self.expansion([self.alternatives(child) for child in node.children])

@@ -307,7 +307,7 @@ def search_for_all(patterns: Sequence[str]) -> str | None:
     for pattern in patterns:
         try:
             items = list(_parser.parse(pattern))
-        except re.error:
+        except (re.error, OverflowError, RecursionError):
             return None
         # (a pattern every alternative of which is anchored starts where the text does:
         # written as it is, so that lookaheads at its start stay at the start)
@@ -318,7 +318,7 @@ def search_for_all(patterns: Sequence[str]) -> str | None:
     both = "^" + "".join(f"(?={p})" for p in parts[:-1]) + parts[-1]
     try:
         re.compile(both)
-    except re.error:
+    except (re.error, OverflowError, RecursionError):
         return None
     return both
 
@@ -373,6 +373,10 @@ def _parse(pattern: str, flags: int):
         return _parser.parse(pattern, flags)
     except re.error as e:
         raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
+    except OverflowError as e:  # (a repeat count past what Python's re takes)
+        raise GrammarError(f"regex {pattern[:60]!r}: {e}") from None
+    except RecursionError:  # (Python's re parser recurses per group)
+        raise GrammarError(f"regex {pattern[:60]!r}: groups nest too deeply to read") from None
 
 
 @contextmanager

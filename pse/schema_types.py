@@ -8,6 +8,7 @@ of the JSON Schema specification (drafts 4 to 2020-12, where drafts differ both 
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from pse.errors import SchemaError
@@ -20,7 +21,9 @@ def _is_schema(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A JSON number: not a boolean, nor NaN or an infinity (Python's json reads those)."""
+    return (isinstance(v, int) and not isinstance(v, bool)) or (
+        isinstance(v, float) and math.isfinite(v))
 
 
 def _is_count(v: Any) -> bool:
@@ -32,7 +35,8 @@ def _is_str_list(v: Any) -> bool:
 
 
 def _is_schema_map(v: Any) -> bool:
-    return isinstance(v, dict) and all(_is_schema(x) for x in v.values())
+    return isinstance(v, dict) and all(isinstance(k, str) and _is_schema(x)
+                                       for k, x in v.items())
 
 
 def _is_schema_list(v: Any) -> bool:
@@ -52,12 +56,12 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "$defs": (_is_schema_map, "an object of schemas"),
     "definitions": (_is_schema_map, "an object of schemas"),
     "dependentSchemas": (_is_schema_map, "an object of schemas"),
-    "dependentRequired": (lambda v: isinstance(v, dict) and all(_is_str_list(x)
-                                                                 for x in v.values()),
-                          "an object of string arrays"),
-    "dependencies": (lambda v: isinstance(v, dict) and all(_is_schema(x) or _is_str_list(x)
-                                                            for x in v.values()),
-                     "an object of schemas or string arrays"),
+    "dependentRequired": (lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and _is_str_list(x) for k, x in v.items()),
+        "an object of string arrays"),
+    "dependencies": (lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and (_is_schema(x) or _is_str_list(x)) for k, x in v.items()),
+        "an object of schemas or string arrays"),
     "required": (_is_str_list, "an array of strings"),
     "items": (lambda v: _is_schema(v) or _is_schema_list(v), "a schema or an array of schemas"),
     "prefixItems": (_is_schema_list, "an array of schemas"),
@@ -65,13 +69,13 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "anyOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
     "oneOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
     "enum": (lambda v: isinstance(v, list), "an array"),
-    "minimum": (_is_number, "a number"),
-    "maximum": (_is_number, "a number"),
-    "multipleOf": (lambda v: _is_number(v) and v > 0, "a number above 0"),
+    "minimum": (_is_number, "a (finite) number"),
+    "maximum": (_is_number, "a (finite) number"),
+    "multipleOf": (lambda v: _is_number(v) and v > 0, "a (finite) number above 0"),
     "exclusiveMinimum": (lambda v: _is_number(v) or isinstance(v, bool),
-                         "a number (a boolean in draft 4)"),
+                         "a (finite) number (a boolean in draft 4)"),
     "exclusiveMaximum": (lambda v: _is_number(v) or isinstance(v, bool),
-                         "a number (a boolean in draft 4)"),
+                         "a (finite) number (a boolean in draft 4)"),
     "pattern": (lambda v: isinstance(v, str), "a string"),
     "format": (lambda v: isinstance(v, str), "a string"),
     "$ref": (lambda v: isinstance(v, str), "a string"),

@@ -108,6 +108,9 @@ class Vocabulary:
                 raise VocabularyError(
                     f"n_vocab={n_vocab!r} is smaller than the tokenizer ({highest} ids); it must "
                     "be an int >= the highest id + 1 (the width of the model's logits)")
+            if n_vocab > MAX_TOKEN_ID + 1:
+                raise VocabularyError(f"n_vocab={n_vocab} is above {MAX_TOKEN_ID + 1} "
+                                      "(pse.vocabulary.MAX_TOKEN_ID + 1)")
         self.size: int = max(highest, n_vocab or 0)
         self.special_token_ids: frozenset[int] = frozenset(self._check_ids(special_token_ids))
         self.eos_token_ids: tuple[int, ...] = tuple(self._check_ids(eos_token_ids))
@@ -644,6 +647,8 @@ def _tokens_from_tokenizer_json(data: Any, where: str):
     model = data["model"]
     vocab = model.get("vocab")
     if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        if not all(isinstance(e, list) and e and isinstance(e[0], str) for e in vocab):
+            raise VocabularyError(f"{where}: a Unigram vocabulary is a list of [piece, score]")
         pieces = {entry[0]: i for i, entry in enumerate(vocab)}
     elif isinstance(vocab, dict):
         pieces = vocab
@@ -656,8 +661,18 @@ def _tokens_from_tokenizer_json(data: Any, where: str):
             f"{where}: cannot tell how pieces map to bytes (decoder "
             f"{json.dumps(data.get('decoder'))[:120]}); supported: byte-level BPE (ByteLevel) "
             "and SentencePiece-style pieces (Metaspace, or Replace '▁' with ByteFallback)")
-    added = {t["content"]: t["id"] for t in data.get("added_tokens") or []}
-    special = {t["id"] for t in data.get("added_tokens") or [] if t.get("special")}
+    added_tokens = data.get("added_tokens") or []
+    for t in added_tokens:
+        if not (isinstance(t, dict) and isinstance(t.get("content"), str)
+                and _is_token_id(t.get("id"))):
+            raise VocabularyError(f"{where}: an added token is not {{'id': an int from 0 to "
+                                  f"{MAX_TOKEN_ID}, 'content': a str}}: {str(t)[:80]}")
+    for piece, i in pieces.items():
+        if not _is_token_id(i):
+            raise VocabularyError(f"{where}: the id of piece {piece!r} is not an int from 0 to "
+                                  f"{MAX_TOKEN_ID} (MAX_TOKEN_ID): {i!r}")
+    added = {t["content"]: t["id"] for t in added_tokens}
+    special = {t["id"] for t in added_tokens if t.get("special")}
     ids = list(pieces.values())
     highest = max(ids + list(added.values()) + [-1])
     tokens: list[bytes | None] = [None] * (highest + 1)
@@ -667,10 +682,20 @@ def _tokens_from_tokenizer_json(data: Any, where: str):
     else:
         for piece, i in pieces.items():
             tokens[i] = _sentencepiece_bytes(piece)
-    for t in data.get("added_tokens") or []:
+    for t in added_tokens:
         # added tokens are stored as plain text, not in the model's piece alphabet
         tokens[t["id"]] = t["content"].encode("utf-8")
     return tokens, special, added
+
+
+# The highest token id a vocabulary may have: every id costs a slot (and a bit per mask row),
+# so an id past it in a tokenizer file is refused rather than allocated (the largest
+# vocabularies in use have a few hundred thousand ids).
+MAX_TOKEN_ID = (1 << 24) - 1
+
+
+def _is_token_id(i: Any) -> bool:
+    return isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_TOKEN_ID
 
 
 def _piece_style(data: dict) -> str | None:

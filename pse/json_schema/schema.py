@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from pse import compile_cache, limits
 from pse.errors import GrammarError, MultipliedOut, SchemaError
-from pse.json_value import whitespace_bound
+from pse.json_value import read_json, whitespace_bound
 from pse.machines import StateMachine
 from pse.json_schema.compile import _Compiler
 
@@ -56,6 +56,8 @@ class JsonSchema(StateMachine):
                 schema = json.loads(schema)
             except json.JSONDecodeError as e:
                 raise SchemaError(f"the schema is not valid JSON: {e}") from None
+            except RecursionError:
+                raise SchemaError("the schema's JSON text nests too deeply to read") from None
         if not isinstance(schema, (dict, bool)):
             raise SchemaError(f"a schema is an object or a boolean, got {type(schema).__name__}")
         if property_order not in ("schema", "any"):
@@ -185,13 +187,13 @@ class JsonSchema(StateMachine):
 
     def parse_value(self, text: str) -> Any:
         """The Python value of a complete JSON text."""
-        return json.loads(text)
+        return read_json(text)
 
     def value_parser(self) -> Callable[[str], Any]:
-        return json.loads
+        return read_json
 
     def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
-        return [(self.name, json.loads(text))] if complete else []
+        return [(self.name, read_json(text))] if complete else []
 
     def __repr__(self) -> str:
         # a bounded summary: a schema shared in many places can dump exponentially long

@@ -1,0 +1,129 @@
+"""Bad input to the front ends, the engine and the vocabulary readers: each a typed error
+with a clear message (PSEError's subclasses, or TypeError / ValueError for wrong arguments),
+never an error of Python's or lark's own, a hang, or an allocation of its size."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import pse
+from pse import GrammarError, SchemaError, VocabularyError
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pse.Regex("a{99999999999999999999}"),
+    lambda: pse.JsonSchema({"type": "string", "pattern": "^a{1,99999999999999999999}$"}),
+    lambda: pse.Grammar.from_gbnf('root ::= "a"{99999999999999999999}'),
+    lambda: pse.Grammar.from_gbnf('root ::= "a"{1000000}'),
+    lambda: pse.Grammar.from_lark('start: "x" ~ 1000000'),
+    lambda: pse.Grammar.from_lark('start: "x" ~ 2..1000000'),
+], ids=["regex", "pattern", "gbnf-huge", "gbnf-million", "lark-million", "lark-range"])
+def test_huge_repeat_counts_are_refused_at_once(make):
+    """Counts past what compiles (Python's re limit, or MAX_NODES: every repeat is a parser
+    node or an automaton state) are refused as they are read, not after minutes."""
+    with pytest.raises(GrammarError, match="repetition number is too large|MAX_NODES"):
+        make().compile()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pse.Regex("(" * 500 + "a" + ")" * 500),
+    lambda: pse.Grammar.from_gbnf("root ::= " + "(" * 400 + '"a"' + ")" * 400),
+    lambda: pse.Grammar.from_lark("start: " + "(" * 300 + '"a"' + ")" * 300),
+    lambda: pse.JsonSchema("[" * 1000 + "]" * 1000),
+], ids=["regex", "gbnf", "lark", "schema-text"])
+def test_deep_nesting_is_a_typed_error(make):
+    with pytest.raises(GrammarError, match="too deeply"):
+        make().compile()
+
+
+def test_lark_range_of_strings_is_a_grammar_error():
+    with pytest.raises(GrammarError, match="single characters"):
+        pse.Grammar.from_lark('start: "ab".."z"')
+    assert pse.Grammar.from_lark('start: "a".."c"').matches("b")
+
+
+@pytest.mark.parametrize("schema, where", [
+    ({"type": "number", "minimum": float("nan")}, "#/minimum"),
+    ({"type": "integer", "minimum": float("nan")}, "#/minimum"),
+    ('{"type": "number", "minimum": Infinity}', "#/minimum"),
+    ({"type": "integer", "maximum": float("-inf")}, "#/maximum"),
+    ({"type": "number", "multipleOf": float("inf")}, "#/multipleOf"),
+    ({"type": "number", "exclusiveMaximum": float("nan")}, "#/exclusiveMaximum"),
+    ({"maxLength": float("inf")}, "#/maxLength"),
+    ({"type": "object", "properties": {1: {"type": "integer"}}}, "#/properties"),
+    ({"type": "object", "dependentRequired": {1: ["a"]}}, "#/dependentRequired"),
+    ({"type": "object", "dependencies": {1: ["a"]}}, "#/dependencies"),
+    ({"$defs": {2: {}}, "type": "null"}, "#/\\$defs"),
+])
+def test_non_json_keyword_values_are_schema_errors(schema, where):
+    """NaN and the infinities (Python's json reads them) and keys that are not strings are
+    not JSON: the keyword's pointer is named."""
+    with pytest.raises(SchemaError, match=f"^{where}: "):
+        pse.JsonSchema(schema)
+
+
+def test_values_too_deep_for_python_json_are_a_value_error():
+    """A JSON value the engine accepted but Python's json module cannot read back (it
+    recurses per level) is a ValueError saying so, not a RecursionError."""
+    vocab = pse.Vocabulary.from_tokens(["[", "]", "<eos>"], eos_token_ids=[2],
+                                       special_token_ids=[2])
+    engine = pse.StructuringEngine(vocab)
+    engine.configure(pse.Json())
+    depth = 5000
+    assert engine.consume_tokens([0] * depth + [1] * depth) == 2 * depth
+    with pytest.raises(ValueError, match="nests deeper than Python's json"):
+        engine.structured_outputs()
+    engine.rollback(2 * depth - 2)
+    assert engine.consume_tokens([1, 1]) == 2
+    assert engine.structured_outputs() == [("json", [[]])]
+
+
+def test_consume_tokens_checks_every_id_first():
+    vocab = pse.Vocabulary.from_tokens(["a", "b"])
+    engine = pse.StructuringEngine(vocab)
+    engine.configure(pse.Regex("ab"))
+    for bad in ([0, 99], [0, -1], [0, 1.0], [0, True]):
+        with pytest.raises(ValueError):
+            engine.consume_tokens(bad)
+        assert list(engine.allowed_token_ids()) == [0]  # nothing was committed
+    assert engine.consume_tokens([0, 1, 1]) == 2
+
+
+def test_fill_par_refuses_what_is_not_an_engine():
+    with pytest.raises(TypeError, match="NoneType"):
+        pse.fill_next_token_bitmask_par([None], np.zeros((1, 1), np.int32))
+
+
+_BYTE_LEVEL = {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []},
+               "decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"}}
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"added_tokens": [{"content": "<x>", "special": True}]}, "an added token"),
+    ({"added_tokens": [{"id": -5, "content": "<x>", "special": True}]}, "an added token"),
+    ({"added_tokens": [{"id": "x", "content": "<x>"}]}, "an added token"),
+    ({"added_tokens": [{"id": 3, "content": 7}]}, "an added token"),
+    ({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}}, "piece 'a'"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0.5}, "merges": []}}, "piece 'a'"),
+    ({"model": {"type": "BPE", "vocab": {"a": 0, "b": 3_000_000_000}, "merges": []}},
+     "MAX_TOKEN_ID"),
+    ({"model": {"type": "Unigram", "vocab": [["a", 0.0], 5]}}, "Unigram"),
+])
+def test_malformed_tokenizer_json_is_a_vocabulary_error(tmp_path, change, says):
+    """Ids that are not ints from 0 to MAX_TOKEN_ID are refused (a huge one would be a slot
+    per id up to it)."""
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({**_BYTE_LEVEL, **change}))
+    with pytest.raises(VocabularyError, match=re.escape(says)):
+        pse.Vocabulary.from_file(path)
+    path.write_text(json.dumps(_BYTE_LEVEL))
+    assert pse.Vocabulary.from_file(path).size == 2
+
+
+def test_n_vocab_past_the_largest_id_is_refused():
+    with pytest.raises(VocabularyError, match="MAX_TOKEN_ID"):
+        pse.Vocabulary.from_tokens(["a", "b"], n_vocab=10**12)
