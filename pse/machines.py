@@ -8,6 +8,7 @@ once (on first use) into tables run by the Cython core.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
 from pse import automaton, counted_lengths
@@ -529,15 +530,55 @@ def _code_point(x: str | int) -> int:
     raise GrammarError(f"charset bound must be one character or a code point, got {x!r}")
 
 
-def _add_case_variants(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _add_case_variants(ranges: list[tuple[int, int]], ascii_only: bool = False,
+                       extras: bool = True) -> list[tuple[int, int]]:
+    """`ranges` with every other case of their characters, as Python's `re` folds case under
+    IGNORECASE: a character matches those with the same simple lowercase and (`extras`; re
+    leaves them out for categories such as \\w) those its few extra equivalences list
+    (`re._casefix`: the Kelvin sign, dotless i, final sigma, long s ...); with ASCII, only
+    ASCII letters fold."""
     extra = []
+    if ascii_only:
+        for lo, hi in ranges:
+            for cp in range(max(lo, 0x41), min(hi, 0x7A) + 1):
+                if 0x41 <= cp <= 0x5A or 0x61 <= cp <= 0x7A:
+                    extra.append((cp ^ 0x20, cp ^ 0x20))
+        return ranges + extra
+    lowered_from, equivalent = _case_tables()
     for lo, hi in ranges:
         for cp in range(lo, hi + 1):
-            ch = chr(cp)
-            for variant in (ch.lower(), ch.upper(), ch.casefold(), ch.swapcase()):
-                if len(variant) == 1 and variant != ch:
-                    extra.append((ord(variant), ord(variant)))
+            low = _to_lower(cp)
+            for folded in (low, *equivalent.get(low, ())) if extras else (low,):
+                extra.append((folded, folded))
+                extra.extend((x, x) for x in lowered_from.get(folded, ()))
     return ranges + extra
+
+
+# Python's re folds case by each code point's simple lowercase; every cased character lies
+# below this (Unicode 15's last: Adlam, U+1E943)
+_CASED_END = 0x1E950
+
+
+def _to_lower(cp: int) -> int:
+    import _sre  # (re's own engine: its simple case mapping)
+
+    return _sre.unicode_tolower(cp)
+
+
+@functools.lru_cache(maxsize=1)
+def _case_tables() -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+    """Per simple lowercase, the code points that lower to it; and re's extra equivalences
+    (by lowercase), built once."""
+    lowered_from: dict[int, list[int]] = {}
+    for cp in range(_CASED_END):
+        low = _to_lower(cp)
+        if low != cp:
+            lowered_from.setdefault(low, []).append(cp)
+    try:
+        from re._casefix import _EXTRA_CASES as equivalent  # Python 3.11+
+    except ImportError:  # Python 3.10
+        from sre_compile import _ignorecase_fixes as equivalent  # type: ignore
+    return {k: tuple(v) for k, v in lowered_from.items()}, dict(equivalent)
 
 
 class Whitespace(Character):

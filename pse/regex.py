@@ -103,7 +103,7 @@ class _Builder:
     def chars(self, ranges: Sequence[tuple[int, int]], flags: int) -> automaton.Fragment:
         ranges = list(ranges)
         if flags & _IGNORECASE:
-            ranges = _add_case_variants(ranges)
+            ranges = _add_case_variants(ranges, bool(flags & _ASCII))
         self.check_size()
         return self.char_class(self.nfa, automaton.normalize_ranges(ranges))
 
@@ -173,6 +173,7 @@ class _Builder:
 
     def char_set(self, items, flags: int, ascii_only: bool) -> automaton.Fragment:
         ranges: list[tuple[int, int]] = []
+        categories: list[tuple[int, int]] = []  # (folded without re's extra equivalences)
         negate = False
         for op, av in items:
             if op is _c.NEGATE:
@@ -182,11 +183,14 @@ class _Builder:
             elif op is _c.RANGE:
                 ranges.append(av)
             elif op is _c.CATEGORY:
-                ranges.extend(_category(av, ascii_only, self.ecma))
+                categories.extend(_category(av, ascii_only, self.ecma))
             else:
                 raise GrammarError(f"regex {self.pattern!r}: unsupported class item {op}")
         if flags & _IGNORECASE:
-            ranges = _add_case_variants(ranges)
+            ranges = _add_case_variants(ranges, ascii_only) + _add_case_variants(
+                categories, ascii_only, extras=False)
+        else:
+            ranges += categories
         if negate:
             ranges = automaton.complement(ranges)
         return self.chars(ranges, 0)
@@ -220,7 +224,7 @@ class _Builder:
 
 def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
     ranges = [(cp, cp)]
-    return _add_case_variants(ranges) if flags & _IGNORECASE else ranges
+    return _add_case_variants(ranges, bool(flags & _ASCII)) if flags & _IGNORECASE else ranges
 
 
 # Alternatives a pattern may be split into so that its anchors come to its ends.

@@ -51,6 +51,31 @@ def test_ascii_flag():
     assert Regex(r"\d", re.ASCII).matches("3")
 
 
+@pytest.mark.parametrize("flags", [re.IGNORECASE, re.IGNORECASE | re.ASCII])
+@pytest.mark.parametrize("pattern", [
+    "k", "S", "i", "\u0130", "\u0131", "\u03c3", "\u00df", "\u1e9e", "\u00b5", "\u017f",
+    "\u01c5", "\u2126", "[a-z]", "[^k]", "[\u03b1-\u03c9]", r"\w", r"[\W\d]", r"[^\w]"])
+def test_ignorecase_folds_as_re_does(pattern, flags):
+    """Every character up to U+1FFFF (surrogates aside) matches the pattern's one-character
+    automaton under IGNORECASE exactly when re's does: Python's simple lowercase, its extra
+    equivalences (the Kelvin sign for k, long s, final sigma, dotless i...) but not for
+    categories, and only ASCII letters under ASCII."""
+    from pse.regex import compile_regex
+
+    dfa = compile_regex(pattern, flags, search=False)
+    oracle = re.compile(pattern, flags)
+    wrong = [hex(x) for x in range(0x20000) if not 0xD800 <= x <= 0xDFFF
+             and dfa.matches(chr(x).encode()) != (oracle.fullmatch(chr(x)) is not None)]
+    assert not wrong, wrong[:10]
+
+
+def test_ignorecase_words():
+    for text in ["STRASSE", "straẞe", "STRAßE", "Straße", "\u212aelvin"]:
+        for pattern in ["straße", "kelvin"]:
+            assert Regex(pattern, re.IGNORECASE).matches(text) == bool(
+                re.fullmatch(pattern, text, re.IGNORECASE)), (pattern, text)
+
+
 def test_boundaries_and_unicode_bytes():
     r = Regex(r"[éあ🎉]+x?")
     for text in ["éあ🎉x", "🎉", "x"]:
