@@ -327,7 +327,7 @@ class StructuringEngine:
         Raises:
             ValueError: max_bytes is negative.
         """
-        return forced_bytes(self.matcher, _max_bytes(max_bytes))
+        return _forced_bytes(self.matcher, _max_bytes(max_bytes))
 
     def compute_ff_tokens(self, max_bytes: int = MAX_FF_BYTES) -> list[int]:
         """The forced tokens: canonical tokens for the forced bytes, which a caller can append
@@ -355,7 +355,7 @@ class StructuringEngine:
     def _forced_tokens(self, max_bytes: int, specials: int) -> list[int]:
         """compute_ff_tokens, with at most `specials` special tokens."""
         matcher = self.matcher
-        data = forced_bytes(matcher, max_bytes)
+        data = _forced_bytes(matcher, max_bytes)
         body = data[:utf8_complete_length(data)]
         if not body:
             return self._forced_special(max_bytes, specials)
@@ -415,6 +415,21 @@ def _as_structure(structure: Any) -> StateMachine:
         return JsonSchema(structure.model_json_schema())
     raise TypeError(f"configure() takes a StateMachine, a JSON Schema (dict or JSON text) or a "
                     f"pydantic model class, not {type(structure).__name__}")
+
+
+# forced_bytes fills a buffer of the size it is given: a first look at this many bytes, then
+# sixteen times more while the forced bytes fill it (not a buffer of max_bytes at once)
+FORCED_CHUNK = 4096
+
+
+def _forced_bytes(matcher: Matcher, max_bytes: int) -> bytes:
+    """forced_bytes(matcher, max_bytes), in buffers that grow only as the bytes need."""
+    size = min(max_bytes, FORCED_CHUNK)
+    while True:
+        data = forced_bytes(matcher, size)
+        if len(data) < size or size == max_bytes:
+            return data
+        size = min(max_bytes, size * 16)
 
 
 def _max_bytes(max_bytes: Any) -> int:

@@ -110,7 +110,7 @@ class _Builder:
     def check_size(self) -> None:
         limits.check_budget()
         if len(self.nfa.edges) > MAX_NFA_STATES:
-            raise GrammarError(f"regex {self.pattern!r} is too large: more than "
+            raise GrammarError(f"regex {_shown(self.pattern)} is too large: more than "
                                f"{MAX_NFA_STATES} automaton states (MAX_NFA_STATES)")
 
     def sequence(self, items, flags: int) -> automaton.Fragment:
@@ -144,20 +144,20 @@ class _Builder:
         if op in (_c.ASSERT, _c.ASSERT_NOT):
             raise self.lookaround_refused()
         if op in (_c.GROUPREF, _c.GROUPREF_EXISTS):
-            raise GrammarError(f"regex {self.pattern!r}: backreferences cannot be compiled to "
+            raise GrammarError(f"regex {_shown(self.pattern)}: backreferences cannot be compiled to "
                                "an automaton")
-        raise GrammarError(f"regex {self.pattern!r}: unsupported construct {op}")
+        raise GrammarError(f"regex {_shown(self.pattern)}: unsupported construct {op}")
 
     def lookaround_refused(self) -> GrammarError:
         where = ("only lookaheads at the start of a pattern anchored there can"
                  if self.assertions else "not in a terminal: they would look past its text")
-        return GrammarError(f"regex {self.pattern!r}: lookaround assertions cannot be "
+        return GrammarError(f"regex {_shown(self.pattern)}: lookaround assertions cannot be "
                             f"compiled to an automaton here ({where})")
 
     def anchor(self, at, flags: int) -> automaton.Fragment:
         """^ or $ inside the pattern: an edge taken only at the start or end of the text."""
         if at in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
-            raise GrammarError(f"regex {self.pattern!r}: word boundaries (\\b, \\B) are not "
+            raise GrammarError(f"regex {_shown(self.pattern)}: word boundaries (\\b, \\B) are not "
                                "supported: they read the characters on both sides")
         start = at in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
         # (Python's $ also matches before a final newline: a lookahead, not an edge)
@@ -165,7 +165,7 @@ class _Builder:
             not flags & _MULTILINE and (start or self.ecma))
         if not self.assertions or not exact or at not in (
                 _c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING):
-            raise GrammarError(f"regex {self.pattern!r}: an anchor ({at}) is supported only at "
+            raise GrammarError(f"regex {_shown(self.pattern)}: an anchor ({at}) is supported only at "
                                "the start or end of the pattern or of an alternative")
         a, b = self.nfa.add_state(), self.nfa.add_state()
         self.nfa.add_anchor(a, b, at_end=not start)
@@ -185,7 +185,7 @@ class _Builder:
             elif op is _c.CATEGORY:
                 categories.extend(_category(av, ascii_only, self.ecma))
             else:
-                raise GrammarError(f"regex {self.pattern!r}: unsupported class item {op}")
+                raise GrammarError(f"regex {_shown(self.pattern)}: unsupported class item {op}")
         if flags & _IGNORECASE:
             ranges = _add_case_variants(ranges, ascii_only) + _add_case_variants(
                 categories, ascii_only, extras=False)
@@ -376,11 +376,11 @@ def _parse(pattern: str, flags: int):
     try:
         return _parser.parse(pattern, flags)
     except re.error as e:
-        raise GrammarError(f"regex {pattern!r} is malformed: {e}") from None
+        raise GrammarError(f"regex {_shown(pattern)} is malformed: {e}") from None
     except OverflowError as e:  # (a repeat count past what Python's re takes)
-        raise GrammarError(f"regex {pattern[:60]!r}: {e}") from None
+        raise GrammarError(f"regex {_shown(pattern)}: {e}") from None
     except RecursionError:  # (Python's re parser recurses per group)
-        raise GrammarError(f"regex {pattern[:60]!r}: groups nest too deeply to read") from None
+        raise GrammarError(f"regex {_shown(pattern)}: groups nest too deeply to read") from None
 
 
 @contextmanager
@@ -389,9 +389,17 @@ def _naming(pattern: str) -> Iterator[None]:
     try:
         yield
     except GrammarError as e:
-        if str(e).startswith(f"regex {pattern!r}"):
+        if str(e).startswith(f"regex {_shown(pattern)}"):
             raise
-        raise GrammarError(f"regex {pattern!r}: {e}") from None
+        raise GrammarError(f"regex {_shown(pattern)}: {e}") from None
+
+
+def _shown(pattern: str) -> str:
+    """The pattern as errors quote it: whole up to 200 characters (a schema's generated
+    patterns run to thousands)."""
+    if len(pattern) <= 200:
+        return repr(pattern)
+    return f"{pattern[:200]!r}... ({len(pattern)} characters)"
 
 
 @lru_cache(maxsize=256)
@@ -505,6 +513,10 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
     return frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
 
 
+# the flags Regex takes (re.VERBOSE and re.UNICODE change only how re reads the pattern)
+_READ_FLAGS = int(re.IGNORECASE | re.DOTALL | re.ASCII | re.MULTILINE | re.VERBOSE | re.UNICODE)
+
+
 class Regex(Terminal):
     """Text matching a regular expression in Python `re` syntax, as a whole (`re.fullmatch`).
 
@@ -513,20 +525,27 @@ class Regex(Terminal):
             language is the same), groups, alternation, `.`, `^` and `\\A` anywhere, `$` at
             the ends (of alternatives too; `\\Z` anywhere: inside, Python's `$` also
             matches before a final newline), lookaheads at the start (`(?!if$)\\w+`).
-        flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII` (inline `(?i)` works too).
+        flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII`, `re.MULTILINE` (inline `(?i)`
+            works too), `re.VERBOSE`.
 
     Raises:
+        TypeError: `flags` is not an int.
         GrammarError: a malformed pattern, lookaround other than lookaheads at its start,
-            backreferences, one too large, or one that matches no text.
+            backreferences, one too large, one that matches no text, or other flags.
     """
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         super().__init__()
+        if isinstance(flags, bool) or not isinstance(flags, int):
+            raise TypeError(f"flags are re's flags (an int), got {type(flags).__name__}")
+        if flags & ~_READ_FLAGS:
+            raise GrammarError(f"regex flags {flags:#x}: only re.IGNORECASE, re.DOTALL, "
+                               "re.ASCII, re.MULTILINE, re.VERBOSE and re.UNICODE are read")
         self.pattern = pattern
         self.flags = int(flags)
         self._dfa = compile_regex(pattern, self.flags)
         if not any(self._dfa.accept):  # (`a^`: anchors can leave nothing)
-            raise GrammarError(f"regex {pattern!r} matches no text")
+            raise GrammarError(f"regex {_shown(pattern)} matches no text")
         if self._dfa.accept[0]:
             self.min_count = 0  # matches the empty string: the compiler adds the empty path
 
@@ -543,4 +562,4 @@ class Regex(Terminal):
         return json.dumps(["Regex", self.pattern, self.flags])
 
     def __repr__(self) -> str:
-        return f"Regex({self.pattern!r})"
+        return f"Regex({_shown(self.pattern)})"

@@ -26,6 +26,23 @@ def _is_number(v: Any) -> bool:
         isinstance(v, float) and math.isfinite(v))
 
 
+def _is_json(v: Any) -> bool:
+    """A JSON value: null, booleans, strings, finite numbers, arrays and objects with string
+    keys of them (walked without recursion: values nest as deep as a document can)."""
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            if not all(isinstance(k, str) for k in x):
+                return False
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+        elif not (x is None or isinstance(x, (str, bool)) or _is_number(x)):
+            return False
+    return True
+
+
 def _is_count(v: Any) -> bool:
     return _is_number(v) and v >= 0 and float(v).is_integer()
 
@@ -68,7 +85,8 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "allOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
     "anyOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
     "oneOf": (_is_nonempty_schema_list, "a non-empty array of schemas"),
-    "enum": (lambda v: isinstance(v, list), "an array"),
+    "enum": (lambda v: isinstance(v, list) and _is_json(v), "an array of JSON values"),
+    "const": (_is_json, "a JSON value (string keys, finite numbers)"),
     "minimum": (_is_number, "a (finite) number"),
     "maximum": (_is_number, "a (finite) number"),
     "multipleOf": (lambda v: _is_number(v) and v > 0, "a (finite) number above 0"),

@@ -58,12 +58,23 @@ def test_lark_range_of_strings_is_a_grammar_error():
     ({"type": "object", "dependentRequired": {1: ["a"]}}, "#/dependentRequired"),
     ({"type": "object", "dependencies": {1: ["a"]}}, "#/dependencies"),
     ({"$defs": {2: {}}, "type": "null"}, "#/\\$defs"),
+    ({"enum": [{1: 2}]}, "#/enum"),
+    ({"enum": ["a", float("inf")]}, "#/enum"),
+    ({"const": float("nan")}, "#/const"),
+    ({"const": {"a": [1, {"b": {2}}]}}, "#/const"),
 ])
 def test_non_json_keyword_values_are_schema_errors(schema, where):
     """NaN and the infinities (Python's json reads them) and keys that are not strings are
     not JSON: the keyword's pointer is named."""
     with pytest.raises(SchemaError, match=f"^{where}: "):
         pse.JsonSchema(schema)
+
+
+def test_json_literals_still_compile():
+    schema = {"enum": [1, "x", None, True, 2.5, [1, {"a": []}], {"b": {"c": [None]}}]}
+    for value in schema["enum"]:
+        assert pse.JsonSchema(schema).matches(json.dumps(value, separators=(",", ":")))
+    assert pse.JsonSchema({"const": {"a": [1, {"b": None}]}}).matches('{"a":[1,{"b":null}]}')
 
 
 def test_values_too_deep_for_python_json_are_a_value_error():
@@ -127,3 +138,33 @@ def test_malformed_tokenizer_json_is_a_vocabulary_error(tmp_path, change, says):
 def test_n_vocab_past_the_largest_id_is_refused():
     with pytest.raises(VocabularyError, match="MAX_TOKEN_ID"):
         pse.Vocabulary.from_tokens(["a", "b"], n_vocab=10**12)
+
+
+def test_forced_bytes_do_not_allocate_max_bytes():
+    """compute_ff_bytes's buffer grows with the forced bytes (max_bytes=10**12 raised
+    MemoryError); what it returns is the same at any size that holds them."""
+    vocab = pse.Vocabulary.from_tokens([chr(c) for c in range(97, 123)])
+    engine = pse.StructuringEngine(vocab)
+    text = "abcdefghij" * 1000  # 10,000 forced bytes: past the first buffer
+    engine.configure(pse.Chain(pse.Phrase(text), pse.Regex("[a-z]")))
+    assert engine.compute_ff_bytes(max_bytes=10**12) == text.encode()
+    assert engine.compute_ff_bytes(max_bytes=5000) == text.encode()[:5000]
+    assert engine.compute_ff_bytes(max_bytes=4096) == text.encode()[:4096]
+    assert engine.compute_ff_bytes(max_bytes=0) == b""
+
+
+def test_regex_flags_are_checked():
+    with pytest.raises(TypeError, match="flags"):
+        pse.Regex("a", "i")
+    for flags in (-1, re.DEBUG, 1 << 12):
+        with pytest.raises(GrammarError, match="only re.IGNORECASE"):
+            pse.Regex("a", flags)
+    assert pse.Regex("a # the letter", re.IGNORECASE | re.VERBOSE).matches("A")
+
+
+def test_errors_quote_long_patterns_in_part():
+    """A generated pattern of thousands of characters (a number bound's) is quoted up to 200
+    of them, with its length."""
+    with pytest.raises(GrammarError) as info:
+        pse.Regex("(?:" + "|".join(f"a{i}b" for i in range(3000)) + ")(?<=x)")
+    assert len(str(info.value)) < 600 and "characters)" in str(info.value)
