@@ -26,7 +26,7 @@ from pse.bounded_cache import BoundedCache
 from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
-from pse.machines import Forward, StateMachine, Terminal, use_compiler
+from pse.machines import DfaTerminal, Forward, StateMachine, Terminal, use_compiler
 from pse.json_spelling import string_values
 from pse.registers import Guard, Guarded, Scope
 
@@ -197,6 +197,8 @@ class _Compiler:
                 if node[state] != b:
                     rule.eps[node[state]].append(b)
             for state, edges in graph.items():
+                if len(edges) > MERGE_TERMINALS:
+                    edges = _merged_terminals(edges, graph, ends)
                 for sub, target in edges:
                     if target not in node:
                         node[target] = rule.new_node(path)
@@ -801,6 +803,55 @@ def _tables(machine: StateMachine) -> tuple[dict, int]:
 
 
 use_compiler(compile_machine)
+
+
+# Plain terminals from one state to one target past this many become one terminal, the union
+# of their automata: each would otherwise be a live parser state of its own wherever their
+# texts share a prefix (an AnyOf of a thousand words passed max_live_states at its first
+# byte). Few, they stay apart: most structures' tables do not change.
+MERGE_TERMINALS = 32
+_UNIONS = BoundedCache(256)
+_LAST = object()  # (the place of the end states that no edge leaves)
+
+
+def _merged_terminals(edges: list, graph: dict, ends: Any) -> list:
+    """`edges` with each group of more than MERGE_TERMINALS plain terminals (one match of a
+    DFA: no guard, label, count, special token or key states) into one target as one
+    terminal (end states that no edge leaves are one target: `inline_machine` makes them
+    one node); a group whose union is past the automaton limits stays as it is."""
+    def place(target: Hashable) -> Hashable:
+        return _LAST if target in ends and not graph.get(target) else target
+
+    groups: dict[Hashable, list[Terminal]] = {}
+    first: dict[Hashable, Hashable] = {}  # a group's place -> the first target named
+    for sub, target in edges:
+        if (isinstance(sub, Terminal) and not sub.repeats_unit and not sub.label
+                and sub.min_count == 1 and sub.max_count == 1
+                and not getattr(sub, "counts_steps", False)
+                and getattr(sub, "special_token", None) is None
+                and getattr(sub, "states", None) is None):
+            groups.setdefault(place(target), []).append(sub)
+            first.setdefault(place(target), target)
+    merged: dict[Hashable, Terminal] = {}
+    for at, subs in groups.items():
+        if len(subs) <= MERGE_TERMINALS:
+            continue
+        key = ("union", tuple(sub.terminal_key() for sub in subs))
+        union = _UNIONS.get(key)
+        if union is None:
+            try:
+                dfa = automaton.minimize(automaton.union([sub.unit_dfa() for sub in subs]))
+            except GrammarError:  # (past MAX_DFA_STATES: the terminals stay apart)
+                continue
+            union = DfaTerminal(dfa, f"any of {len(subs)} terminals", key=key)
+            _UNIONS.put(key, union)
+        merged[at] = union
+    if not merged:
+        return edges
+    taken = {id(sub) for at in merged for sub in groups[at]}
+    return [(union, first[at]) for at, union in merged.items()] + [
+        (sub, target) for sub, target in edges
+        if not (id(sub) in taken and place(target) in merged)]
 
 
 def _check_depth(depth: int, rule: _Rule, m: StateMachine) -> None:
