@@ -198,7 +198,7 @@ class _Compiler:
                     rule.eps[node[state]].append(b)
             for state, edges in graph.items():
                 if len(edges) > MERGE_TERMINALS:
-                    edges = _merged_terminals(edges, graph, ends)
+                    edges = _merged_terminals(edges, graph, start, ends)
                 for sub, target in edges:
                     if target not in node:
                         node[target] = rule.new_node(path)
@@ -814,13 +814,15 @@ _UNIONS = BoundedCache(256)
 _LAST = object()  # (the place of the end states that no edge leaves)
 
 
-def _merged_terminals(edges: list, graph: dict, ends: Any) -> list:
+def _merged_terminals(edges: list, graph: dict, start: Hashable, ends: Any) -> list:
     """`edges` with each group of more than MERGE_TERMINALS plain terminals (one match of a
     DFA: no guard, label, count, special token or key states) into one target as one
-    terminal (end states that no edge leaves are one target: `inline_machine` makes them
-    one node); a group whose union is past the automaton limits stays as it is."""
+    terminal (end states other than the start that no edge leaves are one target:
+    `inline_machine` makes them one node); a group whose union is past the automaton limits
+    stays as it is."""
     def place(target: Hashable) -> Hashable:
-        return _LAST if target in ends and not graph.get(target) else target
+        return _LAST if target != start and target in ends and not graph.get(target) \
+            else target
 
     groups: dict[Hashable, list[Terminal]] = {}
     first: dict[Hashable, Hashable] = {}  # a group's place -> the first target named

@@ -144,8 +144,8 @@ class _Builder:
         if op in (_c.ASSERT, _c.ASSERT_NOT):
             raise self.lookaround_refused()
         if op in (_c.GROUPREF, _c.GROUPREF_EXISTS):
-            raise GrammarError(f"regex {_shown(self.pattern)}: backreferences cannot be compiled to "
-                               "an automaton")
+            raise GrammarError(f"regex {_shown(self.pattern)}: backreferences cannot be "
+                               "compiled to an automaton")
         raise GrammarError(f"regex {_shown(self.pattern)}: unsupported construct {op}")
 
     def lookaround_refused(self) -> GrammarError:
@@ -165,8 +165,8 @@ class _Builder:
             not flags & _MULTILINE and (start or self.ecma))
         if not self.assertions or not exact or at not in (
                 _c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING):
-            raise GrammarError(f"regex {_shown(self.pattern)}: an anchor ({at}) is supported only at "
-                               "the start or end of the pattern or of an alternative")
+            raise GrammarError(f"regex {_shown(self.pattern)}: an anchor ({at}) is supported "
+                               "only at the start or end of the pattern or of an alternative")
         a, b = self.nfa.add_state(), self.nfa.add_state()
         self.nfa.add_anchor(a, b, at_end=not start)
         return a, b
