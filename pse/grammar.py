@@ -307,9 +307,19 @@ class _Builder:
                               for kind, s in alt if kind != "t"}) for name in self.alts}
         self.recursive = {name for comp in cycles(refs) for name in comp}
         # each rule built after the rules it uses, a recursive one as a Forward whose body is
-        # set once every rule exists: no Python recursion follows a chain of rules
+        # set once every rule exists: no Python recursion follows a chain of rules. A rule
+        # that would nest more than MAX_INLINED_RULES rules inside it (`x ~ 1..5000` is a
+        # chain of 5,000) is called rather than inlined: the compiler refuses machines
+        # nested past its MAX_DEPTH
         self.bodies_pending: list[str] = []
+        self.called: set[str] = set()
+        nesting: dict[str, int] = {}
         for name in post_order(refs, start):
+            inside = [nesting.get(r, 0) for r in refs[name] if r not in self.recursive]
+            nesting[name] = 1 + max(inside, default=0)
+            if nesting[name] > MAX_INLINED_RULES and name not in self.recursive:
+                self.called.add(name)
+                nesting[name] = 0
             self.nonterminal(name)
         for name in self.bodies_pending:
             self.machines[name].set(self.labeled(name, self.rule_body(name)))
@@ -333,7 +343,10 @@ class _Builder:
             self.bodies_pending.append(name)
             forward = self.machines[name] = Forward(name=f"rule {name}")
             return forward
-        machine = self.machines[name] = self.labeled(name, self.rule_body(name))
+        machine = self.labeled(name, self.rule_body(name))
+        if name in self.called:
+            machine = Forward(name=f"rule {name}").set(machine)
+        self.machines[name] = machine
         return machine
 
     @staticmethod
@@ -381,6 +394,10 @@ class _Builder:
             return Optional(self.nonterminal(name))
         return self.tail_loop(name)
 
+
+# Rules nested inside one another (each inlined into the one using it) before the next is
+# called instead: the compiler's MAX_DEPTH (400 machines) holds about three machines per rule
+MAX_INLINED_RULES = 64
 
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
 # the text lark is given for a special token's terminal: only a terminal that holds one has it
