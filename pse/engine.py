@@ -198,15 +198,18 @@ class StructuringEngine:
         for token_id in token_ids:
             if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
                 raise ValueError(f"a token id is an int, got {type(token_id).__name__}")
-            if not 0 <= token_id < self.vocab.size:
-                raise ValueError(f"token id {token_id} is out of range "
-                                 f"(0 <= id < {self.vocab.size})")
+            self._check_in_range(int(token_id))
         n = 0
         for token_id in token_ids:
             if not self.consume_token(token_id):
                 break
             n += 1
         return n
+
+    def _check_in_range(self, token_id: int) -> None:
+        if not 0 <= token_id < self.vocab.size:
+            raise ValueError(f"token id {token_id} is out of range "
+                             f"(0 <= id < {self.vocab.size})")
 
     def consume(self, token: int | str | bytes, heal: bool = True) -> int | None:
         """Commit a token that may come from outside the mask (a draft model, user text).
@@ -222,9 +225,7 @@ class StructuringEngine:
         matcher = self.matcher
         if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
             token_id = int(token)
-            if not 0 <= token_id < self.vocab.size:
-                raise ValueError(f"token id {token_id} is out of range "
-                                 f"(0 <= id < {self.vocab.size})")
+            self._check_in_range(token_id)
             if not self.vocab.has_token(token_id) or token_id in self.vocab.special_token_ids:
                 return token_id if self.consume_token(token_id) else None
             data = self.vocab.token_bytes(token_id)

@@ -9,6 +9,7 @@ once (on first use) into tables run by the Cython core.
 from __future__ import annotations
 
 import functools
+from _sre import unicode_tolower  # (re's own simple case mapping)
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
 from pse import automaton, counted_lengths
@@ -547,7 +548,7 @@ def _add_case_variants(ranges: list[tuple[int, int]], ascii_only: bool = False,
     lowered_from, equivalent = _case_tables()
     for lo, hi in ranges:
         for cp in range(lo, hi + 1):
-            low = _to_lower(cp)
+            low = unicode_tolower(cp)
             for folded in (low, *equivalent.get(low, ())) if extras else (low,):
                 extra.append((folded, folded))
                 extra.extend((x, x) for x in lowered_from.get(folded, ()))
@@ -559,19 +560,13 @@ def _add_case_variants(ranges: list[tuple[int, int]], ascii_only: bool = False,
 _CASED_END = 0x1E950
 
 
-def _to_lower(cp: int) -> int:
-    import _sre  # (re's own engine: its simple case mapping)
-
-    return _sre.unicode_tolower(cp)
-
-
 @functools.lru_cache(maxsize=1)
 def _case_tables() -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
     """Per simple lowercase, the code points that lower to it; and re's extra equivalences
     (by lowercase), built once."""
     lowered_from: dict[int, list[int]] = {}
     for cp in range(_CASED_END):
-        low = _to_lower(cp)
+        low = unicode_tolower(cp)
         if low != cp:
             lowered_from.setdefault(low, []).append(cp)
     try:
