@@ -507,7 +507,8 @@ class _Entries:
     def first(self, rid: int) -> list[tuple[int, int, tuple[int, ...], int]]:
         """The entries at the start of rule `rid`."""
         if rid not in self.first_of_rule:
-            name = self.rules[rid].name
+            rule = self.rules[rid]
+            name = rule.base[0] if rule.base else rule.name  # (a grammar rule's, a $ref's name)
             if rid in self.in_progress:
                 raise GrammarError(f"left recursion through {name}: a rule can reach itself "
                                    "without consuming input")
@@ -515,7 +516,7 @@ class _Entries:
                 raise GrammarError(f"{name}: its first terminal is reached through more than "
                                    f"{MAX_LEFT_CALLS} nested rules (MAX_LEFT_CALLS)")
             self.in_progress.add(rid)
-            self.first_of_rule[rid] = self.at(rid, self.rules[rid].start)
+            self.first_of_rule[rid] = self.at(rid, rule.start)
             self.in_progress.discard(rid)
         return self.first_of_rule[rid]
 

@@ -142,6 +142,15 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
         anonymous.rule_options = (RuleOptions(keep_all_tokens=True)
                                   if options and options.keep_all_tokens else None)
         bnf.rule(str(name), prepare.transform(tree) if prepare else tree)
+    # (lark's builder takes `%import common.NUMBER -> number` as a terminal spelled in lower
+    # case, which no rule may use; lark refuses it only when it builds its parser)
+    defined = {str(t.name) for t in terminals}
+    for name, alts in bnf.rules.items():
+        for symbol in {symbol for alt in alts for kind, symbol in alt if kind == "n"}:
+            if symbol not in bnf.rules:
+                also = " (a terminal has that name: rules use it as a terminal only)" \
+                    if symbol in defined else ""
+                raise GrammarError(f"rule {name}: uses the undefined rule {symbol!r}{also}")
     return bnf.rules
 
 

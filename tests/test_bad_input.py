@@ -153,6 +153,25 @@ def test_forced_bytes_do_not_allocate_max_bytes():
     assert engine.compute_ff_bytes(max_bytes=0) == b""
 
 
+def test_terminals_imported_under_rule_names_are_refused():
+    """lark's reader takes `%import common.NUMBER -> x` as a terminal named in lower case,
+    which lark refuses only when it builds its parser; the alternative using it was dropped."""
+    for text in ("%import common.NUMBER -> x\nstart: x",
+                 '%import common.NUMBER -> x\nstart: x | "a"'):
+        with pytest.raises(GrammarError, match="undefined rule 'x' .a terminal has that name"):
+            pse.Grammar.from_lark(text).compile()
+    assert pse.Grammar.from_lark("%import common.NUMBER -> X\nstart: X").matches("12")
+
+
+def test_schemas_referring_only_to_themselves_name_the_place():
+    with pytest.raises(SchemaError, match="#: the schema refers only to itself"):
+        pse.JsonSchema({"$ref": "#"}).compile()
+    with pytest.raises(SchemaError, match="#/\\$ref: #/\\$defs/a refers only to itself"):
+        pse.JsonSchema({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}).compile()
+    with pytest.raises(GrammarError, match="left recursion through schema at #:"):
+        pse.JsonSchema({"anyOf": [{"$ref": "#"}, {"type": "integer"}]}).compile()
+
+
 def test_regex_flags_are_checked():
     with pytest.raises(TypeError, match="flags"):
         pse.Regex("a", "i")

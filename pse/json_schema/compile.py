@@ -23,7 +23,8 @@ from pse.json_schema.names import _Names
 from pse.json_schema.negation import _Negation
 from pse.json_schema.numbers import _Numbers
 from pse.json_schema.objects import _Objects
-from pse.json_schema.refs import _Refs, _SCHEMA_MAPS, _SUBSCHEMAS, _draft, _subschemas
+from pse.json_schema.refs import (_Refs, _SCHEMA_MAPS, _SUBSCHEMAS, _draft, _subschemas,
+                                  leads_only_to)
 from pse.json_schema.string_sets import _StringSets, only_strings
 from pse.json_schema.strings import _Strings
 
@@ -445,6 +446,8 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _StringSets, _Number
                 if machine is None:
                     raise SchemaError(f"{pointer}: the schema refers to itself and allows "
                                       "nothing")
+                if leads_only_to(machine, forward):  # ({"$ref": "#"})
+                    raise SchemaError(f"{pointer}: the schema refers only to itself")
                 machine = forward.set(machine)
             self.compiled[key] = (node, machine)  # the node is kept so its id stays its own
             if made is not None and len(self.warnings) == warned:  # (each place warns)

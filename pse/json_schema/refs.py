@@ -49,6 +49,17 @@ def _draft(root: Any) -> int:
     return 2020
 
 
+def leads_only_to(machine: StateMachine, forward: Forward) -> bool:
+    """Whether `machine` is `forward`, or references (Forwards) that lead only back to it."""
+    seen = set()
+    while isinstance(machine, Forward) and id(machine) not in seen:
+        if machine is forward:
+            return True
+        seen.add(id(machine))
+        machine = machine.target
+    return False
+
+
 class _Refs:
     """The _Compiler methods for `$ref`, `$dynamicRef`, `$recursiveRef`, anchors and ids (a mixin
     of compile._Compiler)."""
@@ -181,11 +192,8 @@ class _Refs:
                                   "nothing")
             self.refs[key] = None
             return None
-        chained = machine
-        while isinstance(chained, Forward):  # references that lead only back here
-            if chained is forward:
-                raise SchemaError(f"{pointer}/$ref: {ref} refers only to itself")
-            chained = chained.target
+        if leads_only_to(machine, forward):
+            raise SchemaError(f"{pointer}/$ref: {ref} refers only to itself")
         forward.set(machine)
         return forward
 
