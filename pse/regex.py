@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Callable, Hashable, Iterator, Sequence
 
+import numpy as np
+
 from pse import automaton, limits, products
 from pse.errors import GrammarError
 from pse.machines import Terminal, _add_case_variants
@@ -46,19 +48,15 @@ CharClass = Callable[[automaton.NFA, Sequence[tuple[int, int]]], automaton.Fragm
 @lru_cache(maxsize=None)
 def _unicode_category(name: str) -> tuple[tuple[int, int], ...]:
     """Code point ranges of `re`'s Unicode \\d, \\w or \\s (str.isdecimal, isalnum or '_',
-    isspace), computed once."""
-    test = {"digit": str.isdecimal, "space": str.isspace,
-            "word": lambda ch: ch.isalnum() or ch == "_"}[name]
-    ranges: list[tuple[int, int]] = []
-    start = None
-    for cp in range(automaton.MAX_CODE_POINT + 2):
-        inside = cp <= automaton.MAX_CODE_POINT and test(chr(cp))
-        if inside and start is None:
-            start = cp
-        elif not inside and start is not None:
-            ranges.append((start, cp - 1))
-            start = None
-    return tuple(ranges)
+    isspace), computed once, over every code point at once (numpy's string tests are
+    Python's; a loop over 1.1 million code points took 50-70 ms)."""
+    test = {"digit": np.char.isdecimal, "space": np.char.isspace, "word": np.char.isalnum}[name]
+    # each code point as a one-character string (0 reads as "", which no class holds)
+    inside = test(np.arange(automaton.MAX_CODE_POINT + 1, dtype=np.uint32).view("U1"))
+    if name == "word":
+        inside[ord("_")] = True
+    edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
+    return tuple(zip(edges[0::2].tolist(), (edges[1::2] - 1).tolist()))
 
 
 _ASCII_CATEGORY = {

@@ -51,6 +51,16 @@ def test_ascii_flag():
     assert Regex(r"\d", re.ASCII).matches("3")
 
 
+@pytest.mark.parametrize("category", ["d", "s", "w"])
+def test_unicode_categories_are_re_s(category):
+    """\\d, \\s and \\w hold the code points re's do, each of the 1.1 million."""
+    from pse.regex import _unicode_category
+
+    every = "".join(map(chr, range(0x110000)))
+    ranges = [(m.start(), m.end() - 1) for m in re.finditer(rf"\{category}+", every)]
+    assert list(_unicode_category({"d": "digit", "s": "space", "w": "word"}[category])) == ranges
+
+
 @pytest.mark.parametrize("flags", [re.IGNORECASE, re.IGNORECASE | re.ASCII])
 @pytest.mark.parametrize("pattern", [
     "k", "S", "i", "\u0130", "\u0131", "\u03c3", "\u00df", "\u1e9e", "\u00b5", "\u017f",
