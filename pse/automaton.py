@@ -9,13 +9,14 @@ Nothing here runs per token. Their products (intersections, differences) are in
 from __future__ import annotations
 
 import functools
+import gc
 from itertools import chain
 from typing import Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from pse import limits
-from pse._core.frozen import frozen_rows
+from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic
 from pse._core.structure import class_cuts
 from pse._core.automata import refine, subsets
 
@@ -173,10 +174,14 @@ class DFA:
         # frozen as tuples the garbage collector does not track: cached automata (thousands,
         # each range a tuple) would otherwise make collections slow
         self.trans = frozen_rows(trans)
-        self.accept = tuple(accept)
+        self.accept = frozen_flags(accept)
         self._dense = dense
         self._cuts: np.ndarray | None = None
         self._key: ContentKey | None = None  # (see key())
+        # nor the automaton, which then holds only those tuples, arrays and its key (the
+        # caches' tuples holding it can be untracked too: bounded_cache)
+        if not (gc.is_tracked(self.trans) or gc.is_tracked(self.accept)):
+            untrack_acyclic(self)
 
     def dense(self) -> np.ndarray:
         """The transitions as a read-only (n_states, 256) int32 array (-1: no edge), built
@@ -225,6 +230,8 @@ class DFA:
         automata come from caches, and hashing all transitions is not cheap."""
         if self._key is None:
             self._key = ContentKey(("dfa", self.trans, self.accept))
+            if not gc.is_tracked(self):  # (its parts are untracked: so is the key)
+                untrack_acyclic(self._key)
         return self._key
 
     @property

@@ -8,6 +8,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Hashable
 
+from pse._core.frozen import untrack_if_settled
+
 _MISSING = object()
 
 
@@ -36,6 +38,9 @@ class BoundedCache:
 
     def put(self, key: Hashable, value: Any) -> None:
         """Stores `value` under `key`, dropping the least recently used entry past `size`."""
+        # (entries of immutable parts need no garbage collection: see untrack_if_settled)
+        untrack_if_settled(key)
+        untrack_if_settled(value)
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)

@@ -187,6 +187,32 @@ def test_transitions_are_not_tracked_by_the_garbage_collector():
     odd = automaton.DFA([[(97, 98, 1)], [(1, 2, [3])]], [False, True])  # (not a real DFA)
     assert gc.is_tracked(odd.trans) and gc.is_tracked(odd.trans[1])
     assert gc.is_tracked(odd.trans[1][0]) and not gc.is_tracked(odd.trans[0])
+    # nor are the automaton, its acceptance and its key, which then hold only such tuples;
+    # one holding a tracked row stays tracked
+    assert not any(gc.is_tracked(x) for x in (dfa, dfa.accept, dfa.key()))
+    assert gc.is_tracked(odd) and gc.is_tracked(odd.key())
+
+
+def test_cache_entries_of_untracked_parts_are_untracked():
+    """A cache's key and value tuples holding only untracked objects (automata, frozen rows,
+    strings) need no collection; one holding a dict (which the collector may track again) or
+    a tracked object stays tracked, as do the objects themselves."""
+    from pse.bounded_cache import BoundedCache
+
+    class Tracked:  # (hashable, and tracked by the collector)
+        pass
+
+    dfa = automaton.DFA([[(97, 97, 1)], []], [False, True])
+    other = Tracked()
+    cache = BoundedCache(8)
+    entries = {("a", (dfa.key(), 1)): (dfa, None), ("b",): (dfa, {}), ("c",): (dfa, [1]),
+               ("d", other): (1, 2)}
+    for key, value in entries.items():
+        cache.put(key, value)
+    tracked = {key: (gc.is_tracked(key), gc.is_tracked(value)) for key, value in entries.items()}
+    assert tracked == {("a", (dfa.key(), 1)): (False, False), ("b",): (False, True),
+                       ("c",): (False, True), ("d", other): (True, False)}
+    assert cache.get(("a", (dfa.key(), 1)))[0] is dfa
 
 
 @given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))

@@ -1,10 +1,13 @@
 # cython: boundscheck=False, wraparound=False
-"""Transition rows frozen as tuples the garbage collector does not track.
+"""Objects the garbage collector need not track: transition rows frozen as tuples, automata
+and the caches' entries made of them.
 
 CPython stops tracking a tuple of plain values only when a collection first scans it, so a
 compile's automata (a row per state, a (lo, hi, target) per range: a thousand tuples for a
 median schema) are all scanned by the first collection after the compile. They cannot be part
-of a reference cycle; untracked as they are made, no collection looks at them.
+of a reference cycle; untracked as they are made, no collection looks at them. It never stops
+tracking other objects (an automaton) or tuples holding them (a cache's entries), which every
+full collection then scans: thousands in a process that compiled many structures.
 """
 
 from cpython.object cimport PyObject
@@ -13,13 +16,15 @@ from cpython.object cimport PyObject
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
     int PyObject_GC_IsTracked(object op)
+    int PyObject_IS_GC(object op)
 
 
 cdef inline bint _untrack_if_plain(tuple t):
-    """Untrack `t` if it holds only ints and untracked tuples; whether it is untracked now."""
+    """Untrack `t` if it holds only ints (bools too) and untracked tuples; whether it is
+    untracked now."""
     cdef object x
     for x in t:
-        if type(x) is int:
+        if type(x) is int or type(x) is bool:
             continue
         if type(x) is tuple and not PyObject_GC_IsTracked(x):
             continue
@@ -45,3 +50,36 @@ def frozen_rows(rows) -> tuple:
     cdef tuple frozen = tuple(out)
     _untrack_if_plain(frozen)
     return frozen
+
+
+def frozen_flags(values) -> tuple:
+    """`values` (ints or bools) as a tuple the garbage collector does not track."""
+    cdef tuple t = tuple(values)
+    _untrack_if_plain(t)
+    return t
+
+
+def untrack_acyclic(obj):
+    """Stop the garbage collector tracking `obj`, which cannot be part of a reference cycle:
+    everything it refers to (now and later) is untracked or cannot refer to other objects.
+    Returns `obj`."""
+    if PyObject_GC_IsTracked(obj):
+        PyObject_GC_UnTrack(<PyObject *>obj)
+    return obj
+
+
+def untrack_if_settled(obj):
+    """Stop the garbage collector tracking `obj` if it is a tuple of objects it does not track
+    and never will (ints, strings, untracked tuples, our automata): such a tuple cannot be
+    part of a reference cycle. The collector does this itself for tuples of plain values,
+    but not for tuples holding an object of a class of ours, tracked or not (a cache's
+    entries). A dict is tracked again once it holds a container, so one keeps `obj` tracked
+    (as the collector's own rule)."""
+    if type(obj) is not tuple or not PyObject_GC_IsTracked(obj):
+        return
+    for x in <tuple>obj:
+        if type(x) is tuple:
+            untrack_if_settled(x)
+        if PyObject_IS_GC(x) and (PyObject_GC_IsTracked(x) or type(x) is dict):
+            return
+    PyObject_GC_UnTrack(<PyObject *>obj)
