@@ -9,7 +9,10 @@ p50 / p90 / p99 / mean over the schemas; `--out F` writes the per-schema times, 
 `--against F` (a file written by another build, say a `git worktree` of the commit before)
 prints each schema's time here over its time there: median, p10 and p90. `--compare
 llguidance` (or xgrammar) compiles the same schemas with that engine in the same processes,
-after pse's, and prints the ratios over the schemas both compile.
+after pse's, and prints the ratios over the schemas both compile. After pse's compiles in the
+last round it also prints how many more objects the process's garbage collector then tracks
+than before them (what pse's caches of automata leave for every full collection to scan) and
+how long a full collection takes (the schemas' data included).
 
 These are compiles in a warm process (one after the other, nothing in between).
 bench/maskbench.py's `--compile-only` collects garbage after every file, which leaves the
@@ -23,6 +26,7 @@ Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--again
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import multiprocessing
@@ -43,12 +47,16 @@ TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
 
 
 def one_round(limit: int, seed: int, other: str | None
-              ) -> tuple[int, dict[str, float], dict[str, float]]:
+              ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """In a fresh process: each schema compiled once, in turn (seconds per schema that
-    compiles), then the same with engine `other` (if any), and how many files there were."""
+    compiles), then the same with engine `other` (if any), how many files there were, and
+    after pse's compiles the objects the garbage collector tracks beyond those it tracked
+    before them (the schemas' data included) and a full collection's seconds."""
     warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     files = list(maskbench_files(limit, seed))
+    gc.collect()
+    tracked_before = len(gc.get_objects())
     times: dict[str, float] = {}
     for name, data in files:
         started = time.perf_counter()
@@ -58,6 +66,11 @@ def one_round(limit: int, seed: int, other: str | None
         except pse.PSEError:
             continue
         times[name] = time.perf_counter() - started
+    engine = None
+    gc.collect()  # (the compiles' garbage gone: what the process keeps)
+    started = time.perf_counter()
+    gc.collect()
+    heap = (len(gc.get_objects()) - tracked_before, time.perf_counter() - started)
     other_times: dict[str, float] = {}
     if other:
         engine = make_engine(other, vocab, TOKENIZER, 0)
@@ -68,29 +81,29 @@ def one_round(limit: int, seed: int, other: str | None
             except Exception:  # (that engine's own compile errors)
                 continue
             other_times[name] = time.perf_counter() - started
-    return len(files), times, other_times
+    return len(files), times, other_times, heap
 
 
 def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = None
-                     ) -> tuple[int, dict[str, float], dict[str, float]]:
+                     ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """Per schema that compiles, its fastest time over `repeat` rounds, each round in a
     process of its own (a schema's first compile in a process, after the schemas before it:
     what a server pays for a new schema; the caches of later compiles of the same schema in
     one process would hide changes to the work done once per automaton); the same for
-    engine `other`."""
+    engine `other`; the last round's garbage collector figures (see one_round)."""
     best: dict[str, float] = {}
     other_best: dict[str, float] = {}
     n_files = 0
     context = multiprocessing.get_context("spawn")
     for k in range(repeat):
         with context.Pool(1) as pool:
-            n_files, times, other_times = pool.apply(one_round, (limit, seed, other))
+            n_files, times, other_times, heap = pool.apply(one_round, (limit, seed, other))
         for found, into in ((times, best), (other_times, other_best)):
             for name, t in found.items():
                 into[name] = min(into.get(name, t), t)
         print(f"\rround {k + 1}/{repeat}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    return n_files, best, other_best
+    return n_files, best, other_best, heap
 
 
 def main() -> None:
@@ -109,12 +122,15 @@ def main() -> None:
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
     if args.compare and importlib.util.find_spec(args.compare) is None:
         sys.exit(f"--compare {args.compare}: not installed (pip install \".[bench]\")")
-    n_files, best, other = fastest_compiles(args.limit, args.seed, args.repeat, args.compare)
+    n_files, best, other, heap = fastest_compiles(args.limit, args.seed, args.repeat,
+                                                  args.compare)
     ms = np.array(list(best.values())) * 1e3
     print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
           f"schemas compile; fastest of {args.repeat}, ms: p50 {np.percentile(ms, 50):.2f}, "
           f"p90 {np.percentile(ms, 90):.2f}, p99 {np.percentile(ms, 99):.1f}, "
           f"mean {ms.mean():.2f}")
+    print(f"after pse's compiles: {heap[0]:,} more objects tracked by the garbage collector "
+          f"than before them, a full collection {heap[1] * 1e3:.1f} ms")
     if args.compare:
         both = sorted(set(best) & set(other))
         ours = np.array([best[n] for n in both]) * 1e3

@@ -244,11 +244,11 @@ def test_bounded_other_keys_beside_listed_names_mask_exactly(llama):
 
 
 def test_item_counts_in_the_register_mask_exactly(llama, monkeypatch):
-    """Arrays whose item bounds are counted in the register (forced here with the unroll
-    limit at 0): masks equal brute force up to the maximum, where only "]" may follow."""
+    """Arrays whose item bounds are counted in the register (forced here with COUNTED_ITEMS
+    at 0): masks equal brute force up to the maximum, where only "]" may follow."""
     import pse.json_schema.arrays as arrays
 
-    monkeypatch.setattr(arrays, "MAX_UNROLLED_ITEMS", 0)
+    monkeypatch.setattr(arrays, "COUNTED_ITEMS", 0)
     engine = StructuringEngine(llama)
     engine.configure({"type": "array", "items": {"type": "integer"}, "minItems": 2,
                       "maxItems": 3})

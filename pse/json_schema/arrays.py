@@ -25,8 +25,12 @@ from pse.json_schema.numbers import integer_bounds
 
 # A binding of the dynamic scope no anchor has: inside a unique array (see whole_strings).
 WHOLE_STRINGS = "pse:whole strings"
-# minItems/maxItems are unrolled, one parser state per item, up to this bound; larger bounds
-# are counted in the register for items of one kind, and refused beside prefixItems.
+# minItems/maxItems past this, for items of one kind, are counted in the register
+# (counted_items); up to it they are unrolled, one parser state per item, which masks need not
+# check against a count (but a maxItems of 100 unrolled was 100 copies of the array's states
+# for the compiler to build and reduce: a third of some schemas' compile).
+COUNTED_ITEMS = 16
+# Beside prefixItems bounds are unrolled up to this, and refused past it.
 MAX_UNROLLED_ITEMS = 256
 # States of an array with `contains`: (matches needed + 1) x (items counted + 1).
 MAX_CONTAINS_STATES = 4096
@@ -149,7 +153,7 @@ class _Arrays:
             hi = len(machines) if hi is None else min(hi, len(machines))
         if hi is not None and lo > hi:
             return None
-        if max(lo, hi or 0) > MAX_UNROLLED_ITEMS and not machines and rest_m is not None:
+        if max(lo, hi or 0) > COUNTED_ITEMS and not machines and rest_m is not None:
             return self.counted_items(rest_m, lo, hi, unique)
         if max(lo, hi or 0) > MAX_UNROLLED_ITEMS:
             if lo > MAX_UNROLLED_ITEMS:
