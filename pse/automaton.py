@@ -179,8 +179,9 @@ class DFA:
         self._cuts: np.ndarray | None = None
         self._key: ContentKey | None = None  # (see key())
         # nor the automaton, which then holds only those tuples, arrays and its key (the
-        # caches' tuples holding it can be untracked too: bounded_cache)
-        if not (gc.is_tracked(self.trans) or gc.is_tracked(self.accept)):
+        # caches' tuples holding it can be untracked too: bounded_cache); not a subclass's,
+        # whose other attributes could close a cycle
+        if type(self) is DFA and not (gc.is_tracked(self.trans) or gc.is_tracked(self.accept)):
             untrack_acyclic(self)
 
     def dense(self) -> np.ndarray:

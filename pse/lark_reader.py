@@ -146,11 +146,12 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     # case, which no rule may use; lark refuses it only when it builds its parser)
     defined = {str(t.name) for t in terminals}
     for name, alts in bnf.rules.items():
-        for symbol in {symbol for alt in alts for kind, symbol in alt if kind == "n"}:
+        for symbol in sorted({symbol for alt in alts for kind, symbol in alt if kind == "n"}):
             if symbol not in bnf.rules:
-                also = " (a terminal has that name: rules use it as a terminal only)" \
-                    if symbol in defined else ""
-                raise GrammarError(f"rule {name}: uses the undefined rule {symbol!r}{also}")
+                hint = (f" (a terminal has that name: import it under an upper-case one, "
+                        f"-> {symbol.upper()})" if symbol in defined else "")
+                raise GrammarError(f"rule {bnf.owner.get(name, name)}: uses the undefined "
+                                   f"rule {symbol!r}{hint}")
     return bnf.rules
 
 
@@ -168,6 +169,7 @@ class BnfBuilder:
         self.rules: dict[str, list[Alternative]] = {}
         self.parts: dict[tuple, str] = {}  # (kind, alternatives) -> the rule made for them
         self.current = ""  # the rule being read: parts are named after it
+        self.owner: dict[str, str] = {}  # a part's rule -> the rule it was made in
 
     def expansion(self, options: list[list[Alternative]]) -> list[Alternative]:
         """A sequence of parts, each given by its alternatives, spelled out; while that makes
@@ -238,6 +240,7 @@ class BnfBuilder:
             while name in self.rules:
                 name += "_"
             self.rules[name] = alts
+            self.owner[name] = self.current
             if key:
                 self.parts[key] = name
         return ("n", name)

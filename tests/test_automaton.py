@@ -215,6 +215,42 @@ def test_cache_entries_of_untracked_parts_are_untracked():
     assert cache.get(("a", (dfa.key(), 1)))[0] is dfa
 
 
+def test_untracking_leaks_no_cycle():
+    """Only objects that stay untracked let a cache's tuple go untracked: a running frame is
+    untracked until it returns (a cycle through the tuple would never be collected), and a
+    subclass of DFA may hold anything, so it stays tracked."""
+    import sys
+    import weakref
+
+    from pse.bounded_cache import BoundedCache
+
+    class Canary:
+        pass
+
+    def put_frame(cache):
+        canary = Canary()
+        cache.put(("k", sys._getframe()), 1)  # frame -> canary; the tuple -> frame
+        return weakref.ref(canary)
+
+    cache = BoundedCache(1)
+    canary = put_frame(cache)
+    cache.put("other", 2)  # the tuple, the frame and the canary are garbage: a cycle
+    gc.collect()
+    assert canary() is None
+
+    class Sub(automaton.DFA):
+        pass
+
+    sub = Sub([[(97, 97, 1)], []], [False, True])
+    assert gc.is_tracked(sub)
+    other = Canary()
+    sub.extra, other.back = other, sub
+    other = weakref.ref(other)
+    del sub
+    gc.collect()
+    assert other() is None
+
+
 @given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))
 def test_then_literal_against_brute_force(dfa, data):
     """`then_literal` accepts exactly a word of `dfa` followed by `data` (every split of every

@@ -59,27 +59,34 @@ def frozen_flags(values) -> tuple:
     return t
 
 
+# the classes whose instances untrack_acyclic untracked: they stay untracked for good (an
+# untracked object of another class may be tracked again: a dict given a container, a frame
+# once it returns)
+cdef set _settled_classes = set()
+
+
 def untrack_acyclic(obj):
     """Stop the garbage collector tracking `obj`, which cannot be part of a reference cycle:
     everything it refers to (now and later) is untracked or cannot refer to other objects.
     Returns `obj`."""
     if PyObject_GC_IsTracked(obj):
+        _settled_classes.add(type(obj))
         PyObject_GC_UnTrack(<PyObject *>obj)
     return obj
 
 
 def untrack_if_settled(obj):
     """Stop the garbage collector tracking `obj` if it is a tuple of objects it does not track
-    and never will (ints, strings, untracked tuples, our automata): such a tuple cannot be
-    part of a reference cycle. The collector does this itself for tuples of plain values,
-    but not for tuples holding an object of a class of ours, tracked or not (a cache's
-    entries). A dict is tracked again once it holds a container, so one keeps `obj` tracked
-    (as the collector's own rule)."""
+    and never will (ints, strings, untracked tuples, what untrack_acyclic untracked): such a
+    tuple cannot be part of a reference cycle. The collector does this itself for tuples of
+    plain values, but not for tuples holding an object of a class of ours, tracked or not (a
+    cache's entries). Any other object it may track keeps `obj` tracked."""
     if type(obj) is not tuple or not PyObject_GC_IsTracked(obj):
         return
     for x in <tuple>obj:
         if type(x) is tuple:
             untrack_if_settled(x)
-        if PyObject_IS_GC(x) and (PyObject_GC_IsTracked(x) or type(x) is dict):
+        if PyObject_IS_GC(x) and (PyObject_GC_IsTracked(x) or (
+                type(x) is not tuple and type(x) not in _settled_classes)):
             return
     PyObject_GC_UnTrack(<PyObject *>obj)
