@@ -138,7 +138,6 @@ def whitespace_bound(whitespace: int | str | None) -> int:
     return _count(whitespace, "whitespace")
 
 
-
 def read_json(text: str) -> Any:
     """The Python value of a complete JSON text (what `Json` and `JsonSchema` give back).
 
