@@ -364,6 +364,8 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     """
     parsed = _parse(pattern, flags)
     b = _Builder(pattern, parsed.state.flags, char_class, ecma, assertions)
+    if _refused_lookaround(list(parsed), search, assertions):
+        raise b.lookaround_refused()  # before building what precedes it (it may be large)
     with _naming(pattern):
         return automaton.determinize(b.nfa, _language(b, list(parsed), b.flags, search, search))
 
@@ -465,6 +467,36 @@ def _counted_repeat(items: list) -> tuple | None:
     if any(_assertion_inside(branch) for branch in _alternatives(items)):
         return None  # an anchor kept as an edge: a mark would move where the text starts
     return max(candidates, key=lambda av: av[1])
+
+
+def _refused_lookaround(items: list, open_start: bool, assertions: bool) -> bool:
+    """Whether `_language` would refuse a lookaround of `items` (one not at the start of an
+    alternative anchored there), found before anything is built."""
+    for branch in _alternatives(items):
+        rest, checks, start = _leading_lookaheads(branch)
+        rest, start_, _ = _strip_anchors(rest)
+        if checks and (open_start and not (start or start_) or not assertions):
+            return True
+        if _has_lookaround(rest) or any(_refused_lookaround(sub, False, assertions)
+                                        for _, sub in checks):
+            return True
+    return False
+
+
+def _has_lookaround(seq) -> bool:
+    """Whether a lookaround sits anywhere in `seq` that is built (not in a repeat of at most
+    zero iterations)."""
+    for op, av in seq:
+        if op in (_c.ASSERT, _c.ASSERT_NOT):
+            return True
+        if op is _c.BRANCH and any(_has_lookaround(b) for b in av[1]):
+            return True
+        if op is _c.SUBPATTERN and _has_lookaround(av[3]):
+            return True
+        if (op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT") \
+                and av[1] > 0 and _has_lookaround(av[2]):
+            return True
+    return False
 
 
 def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: bool

@@ -516,3 +516,16 @@ def test_utf8_reader():
             want = sum(1 << u for u in range(8)
                        if _utf8_next(u, b) >= 0 and (below >> _utf8_next(u, b)) & 1)
             assert _reader_states_ok(b, below) == want, (b, below)
+
+
+@pytest.mark.parametrize("name, value", [("entry_term", 2 ** 31), ("node_end", 256),
+                                         ("term_first", -1), ("guard_forbid", -1)])
+def test_table_values_past_their_type_are_refused(name, value):
+    """The compiler's tables go into typed memory: a value its type cannot hold is an error,
+    not a number cut down to fit."""
+    from pse._core.structure import CompiledStructure
+    from pse.compiler import _tables
+    tables, n_rules = _tables(Chain(Phrase("ab"), Phrase("cd")))
+    tables[name] = [value] + list(tables[name])[1:]
+    with pytest.raises(OverflowError):
+        CompiledStructure(None, tables, n_rules)

@@ -3,6 +3,7 @@
 
 from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcmp, memset, memcpy
+from libc.stdint cimport uintptr_t
 
 from pse._core.canonical cimport canonical, string_prefix
 
@@ -1291,20 +1292,90 @@ cdef node_special_table(const Tables* t):
 
 
 cdef void* _ptr(dict bufs, str name):
-    cdef cnp.ndarray arr = bufs[name]
-    return cnp.PyArray_DATA(arr)
+    """The memory of table `name`: its array's, or its place in the packed tables (an int)."""
+    cdef object where = bufs[name]
+    if type(where) is int:
+        return <void*><uintptr_t>where
+    return cnp.PyArray_DATA(<cnp.ndarray>where)
 
 
-cdef bint _any_set(dict bufs, str name):
-    """Whether a uint8 table holds a nonzero byte (np.any costs more than a short table's
-    loop)."""
-    cdef cnp.ndarray arr = bufs[name]
-    cdef const uint8_t* p = <const uint8_t*>cnp.PyArray_DATA(arr)
+cdef bint _any_set(const uint8_t* p, Py_ssize_t n):
+    """Whether a uint8 table of `n` bytes holds a nonzero one (np.any costs more than a short
+    table's loop)."""
     cdef Py_ssize_t i
-    for i in range(cnp.PyArray_SIZE(arr)):
+    for i in range(n):
         if p[i]:
             return True
     return False
+
+
+# the element types of the tables, as _pack_tables writes them
+cdef enum:
+    _U8, _I32, _U32, _I64, _U64
+
+cdef dict _KIND_OF = {np.uint8: _U8, np.int32: _I32, np.uint32: _U32, np.int64: _I64,
+                      np.uint64: _U64}
+cdef int[5] _SIZE_OF = [1, 4, 4, 8, 8]
+
+
+cdef _pack_tables(dict tables, dict bufs):
+    """Every table written one after another into one array (each 8-aligned, with a zero
+    after it): bufs[name] is then its address. Returns the array, which owns them. (One
+    array filled in C instead of an array per table: most tables are short, and numpy's
+    per-call cost was most of a small structure's.)"""
+    cdef Py_ssize_t total = 0, at, i, n
+    cdef int kind
+    cdef list value
+    cdef cnp.ndarray arr
+    cdef dict places = {}
+    cdef dict arrays = {}
+    for name, dtype in _TABLE_FIELDS.items():
+        kind = _KIND_OF[dtype]
+        total = (total + 7) & ~7
+        places[name] = (total, kind)
+        if type(tables[name]) is list:
+            n = len(<list>tables[name])
+        else:  # an array (from the compiler, or a cache file)
+            arr = arrays[name] = np.ascontiguousarray(tables[name], dtype=dtype)
+            if arr.ndim != 1:
+                raise ValueError(f"table {name} has {arr.ndim} dimensions, not one")
+            n = cnp.PyArray_SIZE(arr)
+        total += (n + 1) * _SIZE_OF[kind]
+    pack = np.zeros(total + 8, dtype=np.uint8)
+    cdef char* base = <char*>cnp.PyArray_DATA(<cnp.ndarray>pack)
+    cdef char* p
+    cdef long long v
+    for name, (at, kind) in places.items():
+        p = base + at
+        bufs[name] = <uintptr_t>p
+        if name in arrays:
+            arr = arrays[name]
+            memcpy(p, cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr))
+            continue
+        value = tables[name]
+        n = len(value)
+        if kind == _U64:
+            for i in range(n):
+                (<uint64_t*>p)[i] = <uint64_t>value[i]
+        elif kind == _I64:
+            for i in range(n):
+                (<int64_t*>p)[i] = <int64_t>value[i]
+        else:
+            for i in range(n):
+                v = value[i]
+                if kind == _I32:
+                    if not -2147483648 <= v <= 2147483647:
+                        raise OverflowError(f"table {name}: {v} is not an int32")
+                    (<int32_t*>p)[i] = <int32_t>v
+                elif kind == _U32:
+                    if not 0 <= v <= 4294967295:
+                        raise OverflowError(f"table {name}: {v} is not a uint32")
+                    (<uint32_t*>p)[i] = <uint32_t>v
+                else:
+                    if not 0 <= v <= 255:
+                        raise OverflowError(f"table {name}: {v} is not a uint8")
+                    (<uint8_t*>p)[i] = <uint8_t>v
+    return pack
 
 
 cdef class CompiledStructure:
@@ -1323,18 +1394,9 @@ cdef class CompiledStructure:
         cdef dict bufs = {}
         cdef int i
         cdef Py_ssize_t n
-        for name, dtype in _TABLE_FIELDS.items():
-            # one extra element keeps empty tables addressable
-            value = tables[name]
-            if type(value) is list:  # (numpy reads a list faster whole than into a slice)
-                arr = np.array(value + [0], dtype=dtype)
-            else:
-                n = len(value)
-                arr = np.empty(n + 1, dtype=dtype)
-                arr[:n] = value
-                arr[n] = 0
-            bufs[name] = arr
-        self._buffers = bufs
+        # (the zero after each table keeps an empty one addressable)
+        bufs["(packed)"] = _pack_tables(tables, bufs)
+        self._buffers = bufs  # (it owns the memory of the tables)
         # (not the machine itself: it holds this structure, and a cycle would leave both to
         # the garbage collector)
         self.parse_value = parse_value
@@ -1368,7 +1430,7 @@ cdef class CompiledStructure:
         self.t.term_max = <int32_t*>_ptr(bufs, "term_max")
         self.t.term_first = <uint32_t*>_ptr(bufs, "term_first")
         self.t.term_special = <uint8_t*>_ptr(bufs, "term_special")
-        self.t.has_special = _any_set(bufs, "term_special")
+        self.t.has_special = _any_set(self.t.term_special, len(tables["term_special"]))
         self.t.node_entry_off = <int32_t*>_ptr(bufs, "node_entry_off")
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
         self.t.node_collapse = <uint8_t*>_ptr(bufs, "node_collapse")
@@ -1392,7 +1454,7 @@ cdef class CompiledStructure:
         self.t.clause_if = <uint64_t*>_ptr(bufs, "clause_if")
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
-        self.t.has_unique = _any_set(bufs, "guard_item")
+        self.t.has_unique = _any_set(self.t.guard_item, len(tables["guard_item"]))
         bufs["node_first"] = node_first_table(&self.t)
         self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         bufs["node_special"] = node_special_table(&self.t)
