@@ -138,6 +138,9 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
         i += 1
         if params:  # a template: only its instances are rules
             continue
+        if tree is None:  # (lark's builder crashes on it later)
+            raise GrammarError(f"grammar: rule {name} is declared with %declare but has no "
+                               "definition: only terminals can be declared")
         # (as lark: `!rule` keeps its anonymous terminals in the parse tree)
         anonymous.rule_options = (RuleOptions(keep_all_tokens=True)
                                   if options and options.keep_all_tokens else None)

@@ -165,6 +165,16 @@ def test_terminals_imported_under_rule_names_are_refused():
     assert pse.Grammar.from_lark("%import common.NUMBER -> X\nstart: X").matches("12")
 
 
+def test_declared_rules_are_refused():
+    """`%declare` names terminals a parser is given from outside; a rule declared so has no
+    definition (it crashed the reader with an AttributeError)."""
+    with pytest.raises(GrammarError, match="rule y is declared with %declare but has no "
+                       "definition"):
+        pse.Grammar.from_lark('start: "a" y\n%declare y').compile()
+    with pytest.raises(GrammarError, match="terminal Y .* has no pattern"):
+        pse.Grammar.from_lark('start: "a" Y\n%declare Y').compile()
+
+
 def test_schemas_referring_only_to_themselves_name_the_place():
     with pytest.raises(SchemaError, match="#: the schema refers only to itself"):
         pse.JsonSchema({"$ref": "#"}).compile()
