@@ -19,8 +19,10 @@ bench/maskbench.py's `--compile-only` collects garbage after every file, which l
 CPU's caches cold for the next compile: the median compile of either engine takes about twice
 as long there.
 
+`--collect` runs a full collection before each compile (not timed), as maskbench does.
+
 Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--against F]
-     [--compare llguidance]
+     [--compare llguidance] [--collect]
 """
 
 from __future__ import annotations
@@ -46,12 +48,13 @@ from maskbench_files import SHARED, maskbench_files  # noqa: E402
 TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
 
 
-def one_round(limit: int, seed: int, other: str | None
+def one_round(limit: int, seed: int, other: str | None, collect: bool = False
               ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """In a fresh process: each schema compiled once, in turn (seconds per schema that
     compiles), then the same with engine `other` (if any), how many files there were, and
     after pse's compiles the objects the garbage collector tracks beyond those it tracked
-    before them (the schemas' data included) and a full collection's seconds."""
+    before them (the schemas' data included) and a full collection's seconds. `collect`: a
+    full collection before each compile (not timed), as bench/maskbench.py runs one."""
     warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     files = list(maskbench_files(limit, seed))
@@ -59,6 +62,9 @@ def one_round(limit: int, seed: int, other: str | None
     tracked_before = len(gc.get_objects())
     times: dict[str, float] = {}
     for name, data in files:
+        engine = None
+        if collect:
+            gc.collect()
         started = time.perf_counter()
         try:
             engine = pse.StructuringEngine(vocab)
@@ -75,6 +81,8 @@ def one_round(limit: int, seed: int, other: str | None
     if other:
         engine = make_engine(other, vocab, TOKENIZER, 0)
         for name, data in files:
+            if collect:
+                gc.collect()
             started = time.perf_counter()
             try:
                 engine.compile("schema", data["schema"])
@@ -84,7 +92,8 @@ def one_round(limit: int, seed: int, other: str | None
     return len(files), times, other_times, heap
 
 
-def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = None
+def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = None,
+                     collect: bool = False
                      ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """Per schema that compiles, its fastest time over `repeat` rounds, each round in a
     process of its own (a schema's first compile in a process, after the schemas before it:
@@ -97,7 +106,7 @@ def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = Non
     context = multiprocessing.get_context("spawn")
     for k in range(repeat):
         with context.Pool(1) as pool:
-            n_files, times, other_times, heap = pool.apply(one_round, (limit, seed, other))
+            n_files, times, other_times, heap = pool.apply(one_round, (limit, seed, other, collect))
         for found, into in ((times, best), (other_times, other_best)):
             for name, t in found.items():
                 into[name] = min(into.get(name, t), t)
@@ -115,6 +124,9 @@ def main() -> None:
     ap.add_argument("--against", help="a file --out wrote for another build: compare")
     ap.add_argument("--compare", choices=["llguidance", "xgrammar"],
                     help="also compile the schemas with this engine, in the same processes")
+    ap.add_argument("--collect", action="store_true",
+                    help="a full garbage collection before each compile (not timed), as "
+                         "bench/maskbench.py runs one before each file")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -123,7 +135,7 @@ def main() -> None:
     if args.compare and importlib.util.find_spec(args.compare) is None:
         sys.exit(f"--compare {args.compare}: not installed (pip install \".[bench]\")")
     n_files, best, other, heap = fastest_compiles(args.limit, args.seed, args.repeat,
-                                                  args.compare)
+                                                  args.compare, args.collect)
     ms = np.array(list(best.values())) * 1e3
     print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
           f"schemas compile; fastest of {args.repeat}, ms: p50 {np.percentile(ms, 50):.2f}, "

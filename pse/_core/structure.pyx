@@ -1189,16 +1189,23 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
     cdef int64_t s, off = 0, total = 0, at
     cdef int32_t target
     cdef tuple states, row, edge, accept
-    cdef const uint8_t[::1] cut
+    cdef cnp.ndarray cut
+    cdef const uint8_t* cp
     memset(starts, 0, 257)
     for k in range(n_terms):
         total += len(rows[k])
-        cut = cuts[k].view(np.uint8)
+        # (raw pointers, not typed memoryviews: acquiring one costs more than a small
+        # terminal's loop)
+        cut = cuts[k]
+        if (cnp.PyArray_SIZE(cut) != 256 or cnp.PyArray_ITEMSIZE(cut) != 1
+                or not cnp.PyArray_IS_C_CONTIGUOUS(cut)):
+            raise ValueError("a terminal's cuts are 256 one-byte flags")
+        cp = <const uint8_t*>cnp.PyArray_DATA(cut)
         for b in range(256):
-            starts[b] |= cut[b]
+            starts[b] |= cp[b]
     starts[0] = 1
     byte_class = np.empty(256, dtype=np.uint8)
-    cdef uint8_t[::1] bc = byte_class
+    cdef uint8_t* bc = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>byte_class)
     for b in range(256):
         n_classes += starts[b]
         bc[b] = n_classes - 1
@@ -1207,10 +1214,11 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
     final = np.empty(total, dtype=np.uint8)
     term_start = np.empty(n_terms, dtype=np.int32)
     term_first = np.zeros(8 * n_terms, dtype=np.uint32)
-    cdef int32_t[::1] tr = trans
-    cdef uint8_t[::1] acc = accept_out, fin = final
-    cdef int32_t[::1] ts = term_start
-    cdef uint32_t[::1] tf = term_first
+    cdef int32_t* tr = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>trans)
+    cdef uint8_t* acc = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>accept_out)
+    cdef uint8_t* fin = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>final)
+    cdef int32_t* ts = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>term_start)
+    cdef uint32_t* tf = <uint32_t*>cnp.PyArray_DATA(<cnp.ndarray>term_first)
     for k in range(n_terms):
         states = rows[k]
         accept = tuple(accepts[k])
@@ -1240,7 +1248,7 @@ cdef dfa_forced_table(const Tables* t, bint needed):
     forced = np.full(t.n_dfa_states + 1, -1, dtype=np.int32)
     if not needed:
         return forced
-    cdef int32_t[::1] out = forced
+    cdef int32_t* out = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>forced)
     cdef int32_t class_size[256]
     cdef int32_t class_first[256]
     cdef int32_t s, c, only, count
@@ -1270,7 +1278,7 @@ cdef dfa_forced_table(const Tables* t, bint needed):
 cdef node_first_table(const Tables* t):
     """Per node, 8 words: the union of its entries' first bytes."""
     out = np.zeros(8 * t.n_nodes + 8, dtype=np.uint32)
-    cdef uint32_t[::1] o = out
+    cdef uint32_t* o = <uint32_t*>cnp.PyArray_DATA(<cnp.ndarray>out)  # (see pack_dfas)
     cdef int32_t node, e, k
     for node in range(t.n_nodes):
         for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
@@ -1282,7 +1290,7 @@ cdef node_first_table(const Tables* t):
 cdef node_special_table(const Tables* t):
     """Per node, whether one of its entries is a special token's terminal."""
     out = np.zeros(t.n_nodes + 1, dtype=np.uint8)
-    cdef uint8_t[::1] o = out
+    cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>out)
     cdef int32_t node, e
     for node in range(t.n_nodes):
         for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
