@@ -106,7 +106,8 @@ def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = Non
     context = multiprocessing.get_context("spawn")
     for k in range(repeat):
         with context.Pool(1) as pool:
-            n_files, times, other_times, heap = pool.apply(one_round, (limit, seed, other, collect))
+            n_files, times, other_times, heap = pool.apply(one_round,
+                                                           (limit, seed, other, collect))
         for found, into in ((times, best), (other_times, other_best)):
             for name, t in found.items():
                 into[name] = min(into.get(name, t), t)

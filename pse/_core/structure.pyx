@@ -1401,7 +1401,6 @@ cdef class CompiledStructure:
     def __init__(self, parse_value, dict tables, int n_rules):
         cdef dict bufs = {}
         cdef int i
-        cdef Py_ssize_t n
         # (the zero after each table keeps an empty one addressable)
         bufs["(packed)"] = _pack_tables(tables, bufs)
         self._buffers = bufs  # (it owns the memory of the tables)
