@@ -2,8 +2,10 @@
 
 1. Replays the instances (valid and invalid) of maskbench schemas with the Llama 3 tokenizer
    under `pse.limits.set_max_live_states(--bound)` and lists the schemas that exceed it.
-2. Times masks of a structure whose live states double with every byte
-   (S -> "a" S "b" | "a" S "c" | ""), until the default bound stops it.
+2. Times masks after n a's of S -> "a" S "b" | "a" S "c" | "" (combinators: the frames its two
+   branches push merge, a few live states) and of the same language through two Lark rules
+   (s: "a" s "b" | "a" t | ""; t: s "c": its stacks differ below their tops and do not merge,
+   the live states double with every a until the default bound stops them).
 
 Run: python bench/live_states.py [--files 341] [--bound 128]
 """
@@ -60,19 +62,25 @@ def ambiguous(vocab: pse.Vocabulary) -> None:
     s = pse.Forward()
     s.set(pse.Optional(pse.AnyOf(pse.Chain(pse.Phrase("a"), s, pse.Phrase("b")),
                                  pse.Chain(pse.Phrase("a"), s, pse.Phrase("c")))))
-    engine = pse.StructuringEngine(vocab, mask_memo=0)
-    engine.configure(s)
+    two_rules = pse.Grammar.from_lark('start: s\ns: "a" s "b" | "a" t | \nt: s "c"\n')
     a = vocab.lookup("a")
-    print(f"live states double per 'a' (bound {pse.limits.max_live_states()}):")
-    for i in range(16):
-        t0 = time.perf_counter()
-        try:
-            engine.compute_mask()
-        except pse.GrammarError as exc:
-            print(f"  after {i} a's: {exc}")
-            return
-        print(f"  after {i} a's: mask {1e3 * (time.perf_counter() - t0):.2f} ms")
-        engine.consume_token(a)
+    for name, structure in [("S -> 'a' S 'b' | 'a' S 'c' | '' (its frames merge)", s),
+                            ('s: "a" s "b" | "a" t | ""; t: s "c" (frames of two rules)',
+                             two_rules)]:
+        engine = pse.StructuringEngine(vocab, mask_memo=0)
+        engine.configure(structure)
+        print(f"{name}, bound {pse.limits.max_live_states()}:")
+        for i in range(257):
+            t0 = time.perf_counter()
+            try:
+                engine.compute_mask()
+            except pse.GrammarError as exc:
+                print(f"  after {i} a's: {exc}")
+                break
+            if i <= 10 or i in (16, 64, 256):
+                print(f"  after {i} a's: {len(engine.matcher.steppers())} live states, mask "
+                      f"{1e3 * (time.perf_counter() - t0):.2f} ms")
+            engine.consume_token(a)
 
 
 def main() -> None:

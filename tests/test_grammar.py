@@ -11,7 +11,8 @@ import lark
 import pytest
 from hypothesis import given, reject, settings, strategies as st
 
-from pse import Grammar, GrammarError
+from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, Optional, Phrase,
+                 StructuringEngine, Vocabulary)
 from pse._core.stepper import consume_tokens
 
 
@@ -405,6 +406,83 @@ def test_right_recursive_ambiguity_is_not_exponential():
         assert len(live) <= n + 1
     assert any(s.has_reached_accept_state() for s in live)
     assert not grammar.matches("a" * 300 + "b")
+
+
+# S -> 'a' S 'b' | 'a' S 'c' | '' as combinators (AnyOf of two Chains, each calling S from
+# its own place) holds 2^n stacks after n a's, one per order of the b's and c's to come, and
+# was "too ambiguous" at the 10th a. The frames pushed from one place over one stack merge
+# into one state whose frame is a union of the stacks, and a pop tries each member once. The
+# language, a^n then n (with Optional ends: at most n) of b and c, has an oracle. (A Lark rule
+# `s: "a" s "b" | "a" s "c"` is one branch up to the call: one stack, nothing to merge.)
+def stacked(optional_b: bool, optional_c: bool):
+    s = Forward()
+    b, c = Phrase("b"), Phrase("c")
+    s.set(Optional(AnyOf(Chain(Phrase("a"), s, Optional(b) if optional_b else b),
+                         Chain(Phrase("a"), s, Optional(c) if optional_c else c))))
+    return s
+
+
+# name -> (which ends are optional, whether a^i then j of b and c is complete); with one end
+# optional, a member of each union can end and the other cannot (either order of the two)
+STACKED = {"exact": ((False, False), lambda i, j: j == i),
+           "optional": ((True, True), lambda i, j: True),
+           "optional b": ((True, False), lambda i, j: True),
+           "optional c": ((False, True), lambda i, j: True)}
+
+
+def stacked_counts(text: str) -> tuple[int, int] | None:
+    """(a's, then b's and c's) of a text a^i [bc]^j with j <= i, or None."""
+    m = re.fullmatch(r"(a*)([bc]*)", text)
+    return (len(m[1]), len(m[2])) if m and len(m[2]) <= len(m[1]) else None
+
+
+@pytest.mark.parametrize("name", sorted(STACKED))
+def test_stacks_differing_in_their_tops_merge(name):
+    ends, complete = STACKED[name]
+    machine = stacked(*ends)
+    rng = random.Random(7)
+    for n in (0, 1, 2, 3, 5, 8, 12, 40, 300):
+        text = "a" * n + "".join(rng.choice("bc") for _ in range(n))
+        live = machine.get_steppers()
+        for k in range(0, len(text), 7):
+            live = consume_tokens(live, [text[k:k + 7].encode()])
+            # (with Optional ends, a b or c may close any pending call: a state per depth)
+            assert 0 < len(live) <= (n + 2 if any(ends) else 4), (k, len(live))
+        assert any(s.has_reached_accept_state() for s in live)
+        for sample in [text, text[:-1], text + "b", text[:n] + "a" + text[n:], text[:n + 5],
+                       text.replace("b", "c", 1), "b" + text]:
+            counts = stacked_counts(sample)
+            assert machine.matches(sample) == (counts is not None and complete(*counts)), sample
+
+
+@pytest.mark.parametrize("name", sorted(STACKED))
+def test_masks_through_merged_stacks_equal_the_oracle(name):
+    """Every mask along random texts (tokens of many a's, b's and c's): exactly the tokens
+    after which the text is still a prefix of the language, and EOS where it is complete."""
+    ends, complete = STACKED[name]
+    tokens = ["a", "aa", "aaaa", "a" * 8, "b", "c", "bc", "cb", "bb", "ccc", "bcbcb", "ab", "ac",
+              "abc", "ba", "ca"]
+    vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
+                                   special_token_ids=[len(tokens)])
+    rng = random.Random(3)
+    for _ in range(12):
+        engine = StructuringEngine(vocab)
+        engine.configure(stacked(*ends))
+        text = ""
+        for step in range(40):
+            expected = {i for i, t in enumerate(tokens) if stacked_counts(text + t)}
+            if complete(*stacked_counts(text)):
+                expected.add(len(tokens))
+            got = set(engine.allowed_token_ids().tolist())
+            assert got == expected, (text, step)
+            choices = sorted(got - {len(tokens)})
+            if not choices:
+                break
+            # a's first (mostly), then b's and c's, so that texts grow long
+            tid = rng.choice([i for i in choices if "a" in tokens[i]] or choices
+                             if step < 15 else choices)
+            assert engine.consume_token(tid)
+            text += tokens[tid]
 
 
 def test_optional_parts_are_not_multiplied_out():

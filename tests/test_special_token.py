@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Freeform, Grammar, GrammarError, JsonSchema, Loop, Optional,
-                 Phrase, SpecialToken, StructuringEngine, Vocabulary, VocabularyError)
+from pse import (AnyOf, Chain, Forward, Freeform, Grammar, GrammarError, JsonSchema, Loop,
+                 Optional, Phrase, SpecialToken, StructuringEngine, Vocabulary,
+                 VocabularyError)
 from test_engine import small_vocab
 from test_properties import trees
 
@@ -72,6 +73,23 @@ def test_special_token_by_id_and_text():
         assert engine.consume_token(sid) and engine.is_accepting()
         engine.rollback(1)
         assert not engine.is_accepting() and engine.consume_token(sid)
+
+
+def test_special_token_after_merged_stacks():
+    """S -> 'a' S <|s|>? | 'a' S '-' | '': the frames each branch pushes merge into one
+    state whose stack is a union (see tests/test_grammar.py); whether the special token may
+    come next is asked through each member."""
+    def shape(end, first):
+        s = Forward()
+        branches = [Chain(Phrase("a"), s, Optional(end)), Chain(Phrase("a"), s, Phrase("-"))]
+        s.set(Optional(AnyOf(*(branches if first else branches[::-1]))))
+        return s
+    with_special, with_text, sid = vocab_pair()
+    for seed in range(16):
+        a, b = StructuringEngine(with_special), StructuringEngine(with_text)
+        a.configure(shape(SpecialToken("<|s|>"), seed % 2))
+        b.configure(shape(Phrase(MARK), seed % 2))
+        masks_agree_along(a, b, random.Random(seed), steps=30)
 
 
 def test_special_tokens_stop_forced_bytes():

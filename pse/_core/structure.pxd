@@ -12,6 +12,10 @@
 # order refuses a repeated key and requires its required ones without enumerating orders.
 # A call starts the callee with an empty register; the caller's is saved in the frame.
 #
+# States equal but for the top frames of their stacks, pushed over one stack, are merged into
+# one whose frame is a union of the stacks (see merge_stacks): an ambiguity that differs only
+# in what was just called for keeps one state, not one per stack.
+#
 # An array with uniqueItems keeps, in its register, the items it has seen (an id into a store
 # of their canonical texts) and where the open item started; guards on its "[", "," and "]"
 # open and close items, and a closed item equal to a seen one ends the parse. The text an
@@ -22,6 +26,14 @@ from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 
 cdef enum:
     NO_FRAME = -1
+    UNION_NODE = -2               # a frame with this node is a cell of a union of stacks: its
+                                  # parent is a member stack (never empty, never a union), its
+                                  # `seen` the next cell (NO_FRAME: the last)
+    MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
+    WALK_MERGE_FROM = 16          # many on (in a mask walk, where it runs at every trie node:
+                                  # from this many)
+    MAX_UNION = 256               # member stacks of one union
+    NOT_MERGED = -5               # merge_stacks: a state whose stack is empty
     SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
     CHUNK_BITS = 12
     CHUNK_SIZE = 4096             # frames in the arena's first chunk; chunk k holds CHUNK_SIZE << k
@@ -63,7 +75,7 @@ ctypedef struct Frame:
     int32_t node      # where to continue after the called rule ends
     int32_t parent
     int32_t props     # the caller's register, restored on return
-    int32_t seen
+    int32_t seen      # (a union cell: the next cell)
     int32_t item
     uint32_t stack    # a hash of this frame's content and its parent's `stack`: frames
                       # holding equal stacks have equal ones (see same_stack)

@@ -117,10 +117,10 @@ cdef inline bint same_state(Ctx* c, const PState* q, const PState* p) noexcept n
             and (q.frame == p.frame or same_stack(c, q.frame, p.frame)))
 
 
-cdef inline uint64_t state_hash(Ctx* c, const PState* p) noexcept nogil:
+cdef inline uint64_t state_hash(Ctx* c, const PState* p, bint with_stack=True) noexcept nogil:
     """Equal for states same_state calls equal (a frame's `stack` hashes its whole stack)."""
     cdef const uint32_t* w = <const uint32_t*>&p.node
-    cdef uint64_t h = 0 if p.frame == NO_FRAME else get_frame(c, p.frame).stack
+    cdef uint64_t h = 0 if p.frame == NO_FRAME or not with_stack else get_frame(c, p.frame).stack
     cdef int k
     for k in range((sizeof(PState) - sizeof(int32_t)) // sizeof(uint32_t)):
         h = (h ^ w[k]) * <uint64_t>0x9E3779B97F4A7C15u
@@ -355,6 +355,221 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
     to.keys = src.keys
     to.seen = src.seen
     to.item = src.item
+
+
+# --- unions of stacks -------------------------------------------------------------------------
+# States equal but for the top frames of their stacks, pushed over one stack, become one state
+# whose frame holds all their stacks: a list of cells (frames whose node is UNION_NODE), each
+# with one member stack as its parent and the next cell as its `seen`, the members in the
+# order of their ids, so that the arena interns a union as it interns any frame. Popping a
+# union pops each member in turn, so the merged state parses exactly what the states did, and
+# a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
+# that each call S, holds 2^n stacks after n a's: two states of two members each). Not in
+# structures with unique arrays: their items read the registers down the stack.
+
+cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
+    return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
+
+
+# The members a walk down the stacks has popped: unions share their members' stacks, so the
+# paths through them multiply; each member is popped once (its frame decides all that follows).
+ctypedef struct IdSet:
+    int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
+    int64_t mask              # `few`, until it holds too many)
+    int32_t n
+    int32_t few[16]
+
+
+cdef inline void idset_free(IdSet* s) noexcept nogil:
+    if s.slots != s.few:
+        free(s.slots)
+
+
+cdef int32_t* no_ids(int64_t size) noexcept nogil:
+    """`size` empty id slots (-1), or NULL when out of memory."""
+    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    if slots != NULL:
+        memset(slots, 0xFF, size * sizeof(int32_t))
+    return slots
+
+
+cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
+    """True when `id` is new to `s` (and now in it), False when it was there. Out of memory,
+    an id not there is new every time: the walk is then slower, never wrong."""
+    cdef int64_t h, i, size
+    cdef int32_t* grown
+    if s.slots == NULL:
+        s.slots = s.few
+        memset(s.few, 0xFF, sizeof(s.few))
+        s.mask = 15
+        s.n = 0
+    h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+    while s.slots[h] != -1:  # (at most half full: an empty slot ends the search)
+        if s.slots[h] == id:
+            return False
+        h = (h + 1) & s.mask
+    if 2 * (s.n + 1) > s.mask + 1:
+        size = 2 * (s.mask + 1)
+        grown = no_ids(size)
+        if grown == NULL:
+            return True
+        for i in range(s.mask + 1):
+            if s.slots[i] != -1:
+                h = (<uint32_t>s.slots[i] * 0x9E3779B1u) & (size - 1)
+                while grown[h] != -1:
+                    h = (h + 1) & (size - 1)
+                grown[h] = s.slots[i]
+        idset_free(s)
+        s.slots = grown
+        s.mask = size - 1
+        h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+        while s.slots[h] != -1:
+            h = (h + 1) & s.mask
+    s.slots[h] = id
+    s.n += 1
+    return True
+
+
+cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept nogil:
+    """Append the member stacks of frame f (itself, unless a union) to out[n:]; the new count,
+    or -1 past MAX_UNION."""
+    cdef Frame* cell
+    if not is_union(c, f):
+        if n == MAX_UNION:
+            return -1
+        out[n] = f
+        return n + 1
+    while f != NO_FRAME:
+        if n == MAX_UNION:
+            return -1
+        cell = get_frame(c, f)
+        out[n] = cell.parent
+        n += 1
+        f = cell.seen
+    return n
+
+
+cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
+    """The frame holding the stacks members[:n] (n >= 1; reordered in place)."""
+    cdef int32_t i, j, m, kept, cell
+    cdef PState reg
+    for i in range(1, n):  # (insertion sort: a union has a few members)
+        m = members[i]
+        j = i - 1
+        while j >= 0 and members[j] > m:
+            members[j + 1] = members[j]
+            j -= 1
+        members[j + 1] = m
+    kept = 1
+    for i in range(1, n):
+        if members[i] != members[kept - 1]:
+            members[kept] = members[i]
+            kept += 1
+    if kept == 1:
+        return members[0]
+    reg = ZERO_REG
+    cell = NO_FRAME
+    for i in range(kept - 1, -1, -1):
+        reg.seen = cell
+        cell = push_frame(c, UNION_NODE, members[i], &reg)
+    return cell
+
+
+cdef inline int32_t stack_below(Ctx* c, int32_t f) noexcept nogil:
+    """The stack under frame f's top (of a union: under its members' tops, which they share);
+    NOT_MERGED for the empty stack."""
+    cdef Frame* fr
+    if f == NO_FRAME:
+        return NOT_MERGED
+    fr = get_frame(c, f)
+    if fr.node == UNION_NODE:
+        fr = get_frame(c, fr.parent)
+    return fr.parent
+
+
+cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
+    """Make the states of `s` equal but for the top of their stacks one state each, whose frame
+    holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place.
+    Only tops over one stack merge: pushed from one place, their pops lead back to one place,
+    so a union's members never overlap (stacks of different depths keep a state each)."""
+    cdef int32_t i, j, k, n = s.n, kept = 0, n_members
+    cdef int64_t size = 1, h
+    cdef int32_t members[MAX_UNION]
+    cdef int32_t few[3 * INDEX_FROM]
+    cdef int32_t* slots = NULL
+    cdef int32_t* group = few    # per state: the first state it merges with (-1: merged)
+    cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
+    cdef int32_t* below = NULL   # ... and the stack under its frame's top
+    cdef PState* items = s.items
+    cdef bint grouped = False
+    try:
+        if n > INDEX_FROM:
+            group = <int32_t*>malloc(3 * n * sizeof(int32_t))
+            if group == NULL:
+                with gil:
+                    raise MemoryError()
+        next = group + n
+        below = group + 2 * n
+        if n >= INDEX_FROM:  # (a hash of all but the frame; below, a linear search)
+            while size < 2 * n:
+                size *= 2
+            slots = empty_slots(size)
+        for i in range(n):
+            group[i] = i
+            next[i] = -1
+            below[i] = stack_below(c, items[i].frame)
+            if below[i] == NOT_MERGED:
+                continue
+            if slots == NULL:
+                for j in range(i):
+                    if (group[j] == j and below[j] == below[i]
+                            and memcmp(&items[j].node, &items[i].node,
+                                       sizeof(PState) - sizeof(int32_t)) == 0):
+                        group[i] = j
+                        break
+            else:
+                h = <int64_t>(state_hash(c, &items[i], False) & <uint64_t>(size - 1))
+                while slots[h] >= 0:
+                    j = slots[h]
+                    if below[j] == below[i] and memcmp(&items[j].node, &items[i].node,
+                                                       sizeof(PState) - sizeof(int32_t)) == 0:
+                        group[i] = j
+                        break
+                    h = (h + 1) & (size - 1)
+                if group[i] == i:
+                    slots[h] = i
+            if group[i] != i:  # chained after its first
+                j = group[i]
+                next[i] = next[j]
+                next[j] = i
+                grouped = True
+        if not grouped:
+            return 0
+        for i in range(n):
+            if group[i] != i or next[i] < 0:
+                continue
+            n_members = add_members(c, items[i].frame, members, 0)
+            k = next[i]
+            while k >= 0 and n_members >= 0:
+                n_members = add_members(c, items[k].frame, members, n_members)
+                k = next[k]
+            if n_members < 0:
+                continue  # too many stacks: the group stays apart
+            items[i].frame = union_of(c, members, n_members)
+            k = next[i]
+            while k >= 0:
+                group[k] = -1
+                k = next[k]
+        for i in range(n):
+            if group[i] >= 0:
+                items[kept] = items[i]
+                kept += 1
+    finally:
+        free(slots)
+        if group != few:
+            free(group)
+    stateset_cut(s, kept)
+    return 0
 
 
 # --- unique items -----------------------------------------------------------------------------
@@ -877,6 +1092,12 @@ cdef inline bint repeats_frame(Ctx* c, int32_t f, int32_t node, const PState* re
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
+    return expand_from(c, at, b, out, NULL)
+
+
+cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
+                     ) except -1 nogil:
+    """expand(), where union members in `popped` (NULL: none yet) are popped already."""
     cdef const Tables* t = c.t
     cdef int32_t e, p, f, r, term, g, first
     cdef int32_t node = at.node, frame = at.frame
@@ -926,6 +1147,8 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                 produced += 1
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
+            if fr.node == UNION_NODE:
+                return produced + expand_members(c, frame, b, out, popped)
             node = fr.node
             frame = fr.parent
             load_register(&reg, fr)
@@ -934,6 +1157,34 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
                 return produced
             continue
         return produced
+
+
+cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
+                        ) except -1 nogil:
+    """expand() past the end of a rule whose caller is a union: from each member's return."""
+    cdef int produced = 0
+    cdef int32_t member
+    cdef Frame* fr
+    cdef PState at
+    cdef IdSet own
+    if popped == NULL:
+        own.slots = NULL
+        try:
+            return expand_members(c, cell, b, out, &own)
+        finally:
+            idset_free(&own)
+    while cell != NO_FRAME:
+        fr = get_frame(c, cell)
+        member = fr.parent
+        cell = fr.seen  # (read first: the scratch may move as expand pushes)
+        if not add_id(popped, member):
+            continue  # popped already
+        fr = get_frame(c, member)
+        at.node = fr.node
+        at.frame = fr.parent
+        load_register(&at, fr)
+        produced += expand_from(c, &at, b, out, popped)
+    return produced
 
 
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil:
@@ -955,11 +1206,14 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
 
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
     """Add the successors of every state of `cur` on byte b (at c.pos) to `out`, emptied
-    first."""
+    first; states equal but for their stacks are merged (once there are a few)."""
     cdef int32_t i
     stateset_clear(out)
     for i in range(cur.n):
         step_state(c, &cur.items[i], b, out)
+    if (out.n >= (MERGE_FROM if c.scratch == NULL else WALK_MERGE_FROM)
+            and not c.t.has_unique):
+        merge_stacks(c, out)
     return out.n
 
 
@@ -981,15 +1235,36 @@ cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py
 
 
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
-    cdef int32_t node = s.node
-    cdef int32_t frame = s.frame
-    cdef Frame* fr
+    cdef IdSet popped
+    cdef bint found
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
+    popped.slots = NULL
+    found = ends_from(c, s.node, s.frame, &popped)
+    idset_free(&popped)
+    return found
+
+
+cdef bint ends_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexcept nogil:
+    """Whether every rule can end from `node` under `frame`, down to the empty stack (through
+    some member of each union, those in `popped` tried already)."""
+    cdef Frame* fr
+    cdef int32_t member
     while c.t.node_end[node]:
         if frame == NO_FRAME:
             return True
         fr = get_frame(c, frame)
+        if fr.node == UNION_NODE:
+            while frame != NO_FRAME:
+                fr = get_frame(c, frame)
+                frame = fr.seen
+                member = fr.parent
+                if not add_id(popped, member):
+                    continue
+                fr = get_frame(c, member)
+                if ends_from(c, fr.node, fr.parent, popped):
+                    return True
+            return False
         node = fr.node
         frame = fr.parent
     return False
@@ -1046,22 +1321,54 @@ cdef bint special_next(Ctx* c, const PState* s) noexcept nogil:
     """Whether a special token may come next at `s` (guards not checked: it may be refused)."""
     cdef int32_t node = s.node, frame = s.frame
     cdef Frame* fr
+    cdef IdSet popped
+    cdef bint found
     if not c.t.has_special:
         return False
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
+    popped.slots = NULL
+    found = special_from(c, node, frame, &popped)
+    idset_free(&popped)
+    return found
+
+
+cdef bint special_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexcept nogil:
+    """special_next from `node` under `frame` (through the members of a union not in
+    `popped`)."""
+    cdef Frame* fr
+    cdef int32_t member
     while True:
         if c.t.node_special[node]:
             return True
         if not c.t.node_end[node] or frame == NO_FRAME:
             return False
         fr = get_frame(c, frame)
+        if fr.node == UNION_NODE:
+            while frame != NO_FRAME:
+                fr = get_frame(c, frame)
+                frame = fr.seen
+                member = fr.parent
+                if add_id(popped, member):
+                    fr = get_frame(c, member)
+                    if special_from(c, fr.node, fr.parent, popped):
+                        return True
+            return False
         node = fr.node
         frame = fr.parent
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
     """The bytes that can start something at `at`'s node (popping where rules end), ORed in."""
+    cdef IdSet popped
+    popped.slots = NULL
+    exit_bytes_from(c, at, out8, &popped)
+    idset_free(&popped)
+
+
+cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* popped
+                          ) noexcept nogil:
+    """exit_bytes(), through the members of a union not in `popped`."""
     cdef const Tables* t = c.t
     cdef int k
     cdef int32_t e, g, node = at.node, frame = at.frame
@@ -1081,6 +1388,17 @@ cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
                     out8[k] |= t.term_first[8 * t.entry_term[e] + k]
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
+            if fr.node == UNION_NODE:
+                while frame != NO_FRAME:  # each member's return
+                    fr = get_frame(c, frame)
+                    frame = fr.seen
+                    if add_id(popped, fr.parent):
+                        fr = get_frame(c, fr.parent)
+                        reg.node = fr.node
+                        reg.frame = fr.parent
+                        load_register(&reg, fr)
+                        exit_bytes_from(c, &reg, out8, popped)
+                return
             node = fr.node
             frame = fr.parent
             load_register(&reg, fr)
@@ -1492,7 +1810,8 @@ cdef class CompiledStructure:
     def rules_of(self, int32_t frame, int32_t node, int32_t term=-1) -> list:
         """The labels of the machines (grammar rules, named Forwards) a parser state
         (`Stepper.state_key()`'s frame, node and terminal) is inside, outermost first, a
-        label repeated in a row once."""
+        label repeated in a row once (of a state whose stacks were merged: the first
+        stack's)."""
         cdef Ctx c
         cdef Frame* f
         self.ctx(&c)
@@ -1501,6 +1820,9 @@ cdef class CompiledStructure:
         nodes = [node]
         while frame != NO_FRAME and not frame & SCRATCH_BIT and frame < self.arena.n_frames:
             f = get_frame(&c, frame)
+            if f.node == UNION_NODE:  # stacks merged: the first one's
+                frame = f.parent
+                continue
             nodes.append(f.node)
             frame = f.parent
         labels = []
@@ -1534,3 +1856,4 @@ cdef class CompiledStructure:
     def __repr__(self):
         return (f"<CompiledStructure rules={self.n_rules} nodes={self.t.n_nodes} "
                 f"terminals={self.t.n_terms} dfa_states={self.t.n_dfa_states}>")
+
