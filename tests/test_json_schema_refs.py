@@ -130,6 +130,34 @@ def test_references_leading_only_to_themselves_are_refused():
             JsonSchema({"$defs": defs, "properties": {"a": {"$ref": "#/$defs/p"}}})
 
 
+def test_references_circling_through_unions_are_refused_by_name():
+    """A reference that reaches itself through anyOf or oneOf alone (a validator recurses
+    without end) was expanded inline until MAX_SCHEMA_DEPTH, with a pointer of hundreds of
+    characters: now a SchemaError that names it, as short as the schema's own pointers."""
+    for x in ({"anyOf": [{"$ref": "#/$defs/x"}]},
+              {"anyOf": [{"$ref": "#/$defs/x"}], "type": "string"},
+              {"oneOf": [{"$ref": "#/$defs/y"}], "minLength": 1},
+              {"anyOf": [{"allOf": [{"$ref": "#/$defs/x"}]}], "type": "string"}):
+        schema = {"$defs": {"x": x, "y": {"anyOf": [{"$ref": "#/$defs/x"}], "maxLength": 3}},
+                  "anyOf": [{"$ref": "#/$defs/x"}]}
+        with pytest.raises(SchemaError, match="#/\\$defs/x") as e:
+            JsonSchema(schema)
+        assert "MAX_SCHEMA_DEPTH" not in str(e.value) and len(str(e.value)) < 200, e.value
+
+
+def test_recursion_through_a_union_beside_other_keywords_compiles():
+    """The check above follows applicators only: a reference back through items (a value
+    read between) is recursion, and agrees with jsonschema."""
+    schema = {"$defs": {"x": {"anyOf": [{"type": "integer"},
+                                         {"type": "array", "items": {"$ref": "#/$defs/x"}}],
+                              "description": "a nested list of integers"}},
+              "title": "nested", "anyOf": [{"$ref": "#/$defs/x"}], "maxItems": 2}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in (1, [1, [2, [3]]], [1, 2, 3], [[1, "a"]], "a", [[[[]]]]):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_property_names_referring_to_themselves_are_refused():
     for names in ({"$ref": "#/$defs/p"}, {"anyOf": [{"$ref": "#/$defs/p"}, {"const": "a"}]}):
         schema = {"$defs": {"p": names}, "propertyNames": {"$ref": "#/$defs/p"}}

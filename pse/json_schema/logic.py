@@ -13,6 +13,11 @@ from pse.json_schema.common import (_ALL_TYPES, _distinct, _escape, _json_key, _
                                     _types, _validating)
 from pse.json_schema.merge import _all_of, _merge
 
+# Keywords beside a union that neither validate nor resolve references.
+_INERT = frozenset(("$defs", "definitions", "$comment", "title", "description", "default",
+                    "examples", "example", "deprecated", "readOnly", "writeOnly", "$schema"))
+
+
 def _reads_evaluation(node: Any) -> bool:
     return isinstance(node, dict) and any(
         node.get(k, True) is not True and node.get(k) != {}
@@ -240,7 +245,9 @@ class _Logic:
         return merged
 
     def union(self, node: dict, key: str, pointer: str) -> StateMachine | None:
-        rest = {k: v for k, v in node.items() if k != key}
+        # (keywords that neither validate nor resolve are not merged into each branch: a
+        # branch that is a lone $ref then compiles as a reference)
+        rest = {k: v for k, v in node.items() if k != key and k not in _INERT}
         branches = node[key]
         self.check_evaluation(rest, branches, key, pointer)
         if key == "oneOf" and len(branches) > 1 and self.one_of_apart:
@@ -251,6 +258,8 @@ class _Logic:
         machines = []
         for i, sub in _literals_together(branches):
             if rest and sub is not False:
+                if isinstance(sub, dict):
+                    self.check_not_circular(sub, f"{pointer}/{key}/{i}")
                 sub = {**rest, "allOf": [*rest.get("allOf", ()), sub]} if sub is not True \
                     else rest
             m = self.compile(sub, f"{pointer}/{key}/{i}")
@@ -259,6 +268,43 @@ class _Logic:
         if not machines:
             return None
         return machines[0] if len(machines) == 1 else AnyOf(*machines)
+
+    def check_not_circular(self, branch: dict, pointer: str) -> None:
+        """A union's branch beside other keywords is merged with them, its references
+        inlined: refused (SchemaError) when a reference it reaches leads back to itself
+        through anyOf, oneOf, allOf and $ref alone (no value read between), where inlining
+        has no end (and a validator recurses without end too)."""
+        done: set[str] = set()
+        for start in self.applied_refs(branch):
+            path, iters = [start], [iter(self.applied_refs(self.resolve(start, pointer)))]
+            while iters:
+                ref = next(iters[-1], None)
+                if ref is None:
+                    done.add(path.pop())
+                    iters.pop()
+                elif ref in path:
+                    raise SchemaError(f"{pointer}: $ref {ref} leads back to itself through "
+                                      "anyOf, oneOf, allOf or $ref alone, with no value read "
+                                      "between: it cannot be expanded")
+                elif ref not in done:
+                    path.append(ref)
+                    iters.append(iter(self.applied_refs(self.resolve(ref, pointer))))
+
+    def applied_refs(self, node: Any) -> list[str]:
+        """The references `node` applies to its own value: its $ref and those of its anyOf,
+        oneOf and allOf branches, theirs, and so on (not those of its values' parts)."""
+        out, seen, todo = [], set(), [node]
+        while todo:
+            node = todo.pop()
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node.get("$ref"), str):
+                out.append(self.absolute(node, node["$ref"]))
+            for key in ("anyOf", "oneOf", "allOf"):
+                if isinstance(node.get(key), list):
+                    todo.extend(node[key])
+        return out
 
     def check_evaluation(self, rest: dict, branches: list, key: str, pointer: str) -> None:
         """Each branch is compiled with the keywords beside the union, unevaluated ones too:
