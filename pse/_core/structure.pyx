@@ -1856,4 +1856,3 @@ cdef class CompiledStructure:
     def __repr__(self):
         return (f"<CompiledStructure rules={self.n_rules} nodes={self.t.n_nodes} "
                 f"terminals={self.t.n_terms} dfa_states={self.t.n_dfa_states}>")
-
