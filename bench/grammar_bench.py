@@ -24,9 +24,10 @@ over every stream up to the token an engine refuses. Compile: from the grammar's
 matcher ready for its first mask, the median of `--repeat` runs and the first alone. The
 engines take turns grammar by grammar.
 
-With `--long N`, one text of N operands of `ambiguous` and one of N a's of `right ambiguous`
-(`s: "a" s | "a" s s | "a"`: a live state per a read) are timed by quarters as well: whether
-an engine's time per token grows with the text.
+With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right ambiguous`
+(`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
+`stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) are timed by
+quarters as well: whether an engine's time per token grows with the text.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
@@ -97,6 +98,8 @@ def sql_text(rng: random.Random) -> str:
 AMBIGUOUS = ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | NUMBER\n'
              'NUMBER: /[0-9]+/\n')
 RIGHT_AMBIGUOUS = 'start: s\ns: "a" s | "a" s s | "a"\n'
+# 2^n stacks after n a's (one per order of the b's and c's to come) in a stack parser
+STACKED = 'start: s\ns: "a" s "b" | "a" t | \nt: s "c"\n'
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -308,13 +311,16 @@ def report(results: dict, all_cases: list[Case]) -> None:
 
 def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
-    `operands` numbers, seeded) and of RIGHT_AMBIGUOUS (`operands` a's): whether an engine's
-    cost grows with the text."""
+    `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's) and of STACKED
+    (`operands` a's, then as many b's and c's, seeded): whether an engine's cost grows with
+    the text."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
+    closes = "".join(rng.choice("bc") for _ in range(operands))
     for name, source, text in [("ambiguous", AMBIGUOUS, sums),
-                               ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands)]:
+                               ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands),
+                               ("stacked", STACKED, "a" * operands + closes)]:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "
@@ -340,8 +346,8 @@ def main() -> None:
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
     ap.add_argument("--engines", default=",".join(installed()))
     ap.add_argument("--long", type=int, default=0, metavar="N",
-                    help="also time one text of N operands of `ambiguous` and of "
-                         "`right ambiguous`, by quarters")
+                    help="also time one text of N operands of `ambiguous`, `right "
+                         "ambiguous` and `stacked`, by quarters")
     args = ap.parse_args()
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")

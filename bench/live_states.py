@@ -2,10 +2,9 @@
 
 1. Replays the instances (valid and invalid) of maskbench schemas with the Llama 3 tokenizer
    under `pse.limits.set_max_live_states(--bound)` and lists the schemas that exceed it.
-2. Times masks after n a's of S -> "a" S "b" | "a" S "c" | "" (combinators: the frames its two
-   branches push merge, a few live states) and of the same language through two Lark rules
-   (s: "a" s "b" | "a" t | ""; t: s "c": its stacks differ below their tops and do not merge,
-   the live states double with every a until the default bound stops them).
+2. Times masks after n a's of S -> "a" S "b" | "a" S "c" | "" (combinators) and of the same
+   language through two Lark rules (s: "a" s "b" | "a" t | ""; t: s "c"): 2^n stacks after n
+   a's, which pse merges into two live states (their stacks agree below their tops).
 
 Run: python bench/live_states.py [--files 341] [--bound 128]
 """
@@ -64,9 +63,8 @@ def ambiguous(vocab: pse.Vocabulary) -> None:
                                  pse.Chain(pse.Phrase("a"), s, pse.Phrase("c")))))
     two_rules = pse.Grammar.from_lark('start: s\ns: "a" s "b" | "a" t | \nt: s "c"\n')
     a = vocab.lookup("a")
-    for name, structure in [("S -> 'a' S 'b' | 'a' S 'c' | '' (its frames merge)", s),
-                            ('s: "a" s "b" | "a" t | ""; t: s "c" (frames of two rules)',
-                             two_rules)]:
+    for name, structure in [("S -> 'a' S 'b' | 'a' S 'c' | '' (combinators)", s),
+                            ('s: "a" s "b" | "a" t | ""; t: s "c" (Lark)', two_rules)]:
         engine = pse.StructuringEngine(vocab, mask_memo=0)
         engine.configure(structure)
         print(f"{name}, bound {pse.limits.max_live_states()}:")

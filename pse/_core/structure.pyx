@@ -364,8 +364,12 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
 # order of their ids, so that the arena interns a union as it interns any frame. Popping a
 # union pops each member in turn, so the merged state parses exactly what the states did, and
 # a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
-# that each call S, holds 2^n stacks after n a's: two states of two members each). Not in
-# structures with unique arrays: their items read the registers down the stack.
+# that each call S, holds 2^n stacks after n a's: two states of two members each). "Over one
+# stack" looks past frames that return where their rule only ends (`s: "a" t` calling `t: s
+# "c"`: the pop goes on through them). Stacks of different depths stay apart: merged, their
+# unions would overlap (`s: "a" s | "a" s s | "a"` holds a stack per depth, and its pops would
+# reach the same stacks along many paths). Not in structures with unique arrays: their items
+# read the registers down the stack.
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
     return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
@@ -476,22 +480,33 @@ cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
 
 
 cdef inline int32_t stack_below(Ctx* c, int32_t f) noexcept nogil:
-    """The stack under frame f's top (of a union: under its members' tops, which they share);
-    NOT_MERGED for the empty stack."""
+    """The stack under frame f's top (of a union: under its members' tops, which they share),
+    past frames that return where their rule only ends (a pop goes on through them);
+    NOT_MERGED for the empty stack, and for a top that is such a frame itself."""
     cdef Frame* fr
+    cdef const Tables* t = c.t
     if f == NO_FRAME:
         return NOT_MERGED
     fr = get_frame(c, f)
     if fr.node == UNION_NODE:
         fr = get_frame(c, fr.parent)
-    return fr.parent
+    elif t.node_end[fr.node] and t.node_entry_off[fr.node] == t.node_entry_off[fr.node + 1]:
+        return NOT_MERGED
+    f = fr.parent
+    while f != NO_FRAME:
+        fr = get_frame(c, f)
+        if (fr.node == UNION_NODE or not t.node_end[fr.node]
+                or t.node_entry_off[fr.node] != t.node_entry_off[fr.node + 1]):
+            break
+        f = fr.parent
+    return f
 
 
 cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
     """Make the states of `s` equal but for the top of their stacks one state each, whose frame
     holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place.
-    Only tops over one stack merge: pushed from one place, their pops lead back to one place,
-    so a union's members never overlap (stacks of different depths keep a state each)."""
+    Only tops over one stack merge (see stack_below): their pops lead back to one place, so a
+    union's members do not overlap."""
     cdef int32_t i, j, k, n = s.n, kept = 0, n_members
     cdef int64_t size = 1, h
     cdef int32_t members[MAX_UNION]
