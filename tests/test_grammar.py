@@ -468,6 +468,8 @@ def test_masks_through_merged_stacks_equal_the_oracle(name):
     """Every mask along random texts (tokens of many a's, b's and c's): exactly the tokens
     after which the text is still a prefix of the language, and EOS where it is complete."""
     ends, complete = STACKED[name]
+    # (a mask walk does not merge: inside a token of k a's the states double per byte, so
+    # no token here is longer than Llama 3's longest, eight a's)
     tokens = ["a", "aa", "aaaa", "a" * 8, "b", "c", "bc", "cb", "bb", "ccc", "bcbcb", "ab", "ac",
               "abc", "ba", "ca"]
     vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],

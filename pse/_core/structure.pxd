@@ -30,8 +30,7 @@ cdef enum:
                                   # parent is a member stack (never empty, never a union), its
                                   # `seen` the next cell (NO_FRAME: the last)
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
-    WALK_MERGE_FROM = 16          # many on (in a mask walk, where it runs at every trie node:
-                                  # from this many)
+                                  # many on (as text is consumed)
     MAX_UNION = 256               # member stacks of one union
     NOT_MERGED = -5               # merge_stacks: a state whose stack is empty
     SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
