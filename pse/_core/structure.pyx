@@ -221,13 +221,21 @@ cdef inline void set_frame(Frame* fr, int32_t node, int32_t parent, const PState
     fr.item = reg.item
 
 
-cdef int32_t* empty_slots(int64_t size) except NULL nogil:
-    """An open-addressing table of `size` ids, all empty (-1)."""
+cdef int32_t* no_ids(int64_t size) noexcept nogil:
+    """`size` empty id slots (-1), or NULL when out of memory."""
     cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
+    if slots != NULL:
+        memset(slots, 0xFF, size * sizeof(int32_t))
+    return slots
+
+
+cdef int32_t* empty_slots(int64_t size) except NULL nogil:
+    """An open-addressing table of `size` ids, all empty (-1); MemoryError when out of
+    memory."""
+    cdef int32_t* slots = no_ids(size)
     if slots == NULL:
         with gil:
             raise MemoryError()
-    memset(slots, 0xFF, size * sizeof(int32_t))
     return slots
 
 
@@ -388,14 +396,6 @@ ctypedef struct IdSet:
 cdef inline void idset_free(IdSet* s) noexcept nogil:
     if s.slots != s.few:
         free(s.slots)
-
-
-cdef int32_t* no_ids(int64_t size) noexcept nogil:
-    """`size` empty id slots (-1), or NULL when out of memory."""
-    cdef int32_t* slots = <int32_t*>malloc(size * sizeof(int32_t))
-    if slots != NULL:
-        memset(slots, 0xFF, size * sizeof(int32_t))
-    return slots
 
 
 cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
