@@ -21,9 +21,11 @@ and the structure accepts at the end.
                      is restarted and the run goes on. Peak RSS is reported per engine.
                      --no-isolate runs everything in this process instead.
   --compile-only     compile each schema with each engine and replay nothing: compile times
-                     over every file in minutes (the replay with XGrammar takes hours), and
-                     pse's 20 slowest compiles beside the other engines' times on those
-                     files; its --out files combine into the same.
+                     over every file in minutes (the replay with XGrammar takes hours): each
+                     engine's percentiles over its own compiles (failed ones included), the
+                     ratios over the schemas every engine compiles, and pse's 20 slowest
+                     compiles beside the other engines' times on those files; its --out
+                     files combine into the same.
   --keyword K        only the schemas that use JSON Schema keyword K (e.g. uniqueItems)
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
@@ -192,8 +194,9 @@ def make_engine(name: str, vocab: pse.Vocabulary, tok_path: Path, mask_memo: int
 def new_stats() -> dict:
     # "steps": per file replayed, (its name, the tokens timed per instance), in the order of
     # "times": what same_streams lines up between engines; "compile_files": the file of each
-    # "compile" figure
-    return {"times": [], "steps": [], "compile": [], "compile_files": [], "valid_rejected": 0,
+    # "compile" figure (failed compiles included); "failed_files": those whose compile failed
+    return {"times": [], "steps": [], "compile": [], "compile_files": [], "failed_files": [],
+            "valid_rejected": 0,
             "invalid_accepted": 0, "instances": 0, "errors": {}, "passing": 0, "schemas": 0,
             "crashes": [], "hangs": [], "peak_rss_mb": 0.0, "base_rss_mb": 0.0,
             "runtime_errors": {}}
@@ -267,6 +270,7 @@ def merge(st: dict, res: dict, name: str) -> None:
         st["compile"].append(res["compile"])
         st["compile_files"].append(name)
     if res["error"] is not None:
+        st["failed_files"].append(name)
         st["errors"][res["error"]] = st["errors"].get(res["error"], 0) + 1
     for k in ("instances", "valid_rejected", "invalid_accepted"):
         st[k] += res[k]
@@ -515,7 +519,8 @@ def combine(paths: list[str]) -> None:
     for part in parts:
         for n in names:
             st, add = stats[n], part["stats"][n]
-            for k in ("times", "steps", "compile", "compile_files", "crashes", "hangs"):
+            for k in ("times", "steps", "compile", "compile_files", "failed_files", "crashes",
+                      "hangs"):
                 st[k].extend(add.get(k, []))
             for k in ("valid_rejected", "invalid_accepted", "instances", "passing", "schemas"):
                 st[k] += add[k]
@@ -543,16 +548,24 @@ def report_compile(title: str, names, stats) -> None:
         print(f"| {n} | {stats[n]['schemas']} | {sum(stats[n]['errors'].values())} | "
               f"{np.percentile(c, 50):.2f} | {np.percentile(c, 90):.2f} | "
               f"{np.percentile(c, 99):.1f} | {c.mean():.2f} |")
-    if len(names) > 1:
-        base = np.percentile(stats["pse"]["compile"], 50)
-        for n in names[1:]:
-            print(f"  compile p50, pse / {n}: {base / np.percentile(stats[n]['compile'], 50):.2f}x")
-    report_slowest(names, stats)
-
-
-def report_slowest(names, stats, count: int = 20) -> None:
-    """pse's slowest compiles, each beside the other engines' time on the same file."""
     by_file = {n: dict(zip(stats[n]["compile_files"], stats[n]["compile"])) for n in names}
+    for n in names[1:]:
+        base = np.percentile(stats["pse"]["compile"], 50)
+        print(f"  compile p50, pse / {n}: {base / np.percentile(stats[n]['compile'], 50):.2f}x")
+        failed = set(stats["pse"]["failed_files"]) | set(stats[n]["failed_files"])
+        both = sorted((set(by_file["pse"]) & set(by_file[n])) - failed)
+        if both:  # above, each engine's own compiles, failed ones too; here the same schemas
+            ours = np.array([by_file["pse"][f] for f in both])
+            theirs = np.array([by_file[n][f] for f in both])
+            print(f"  on the {len(both)} schemas both compile, pse / {n}: " + ", ".join(
+                f"p{q} {np.percentile(ours, q) / np.percentile(theirs, q):.2f}x"
+                for q in (50, 90, 99)) + f", mean {ours.mean() / theirs.mean():.2f}x")
+    report_slowest(names, stats, by_file)
+
+
+def report_slowest(names, stats, by_file, count: int = 20) -> None:
+    """pse's slowest compiles, each beside the other engines' time on the same file."""
+
     slowest = sorted(by_file["pse"].items(), key=lambda kv: -kv[1])[:count]
     if not slowest:
         return

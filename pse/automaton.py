@@ -18,7 +18,7 @@ import numpy as np
 from pse import limits
 from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic
 from pse._core.structure import class_cuts
-from pse._core.automata import refine, subsets
+from pse._core.automata import moore_blocks, quotient, refine, subsets, trimmed
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -524,26 +524,16 @@ def live_states(dfa: DFA) -> list[bool]:
 
 
 def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
-    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached.
-    `kept`, when given, receives the old number of each new state."""
-    live = live_states(dfa)
-    alive = {s for s, a in enumerate(live) if a}
-    if 0 not in alive:
+    """Drop states that cannot reach an accepting state (dead ends) or cannot be reached
+    (in C, `_core.automata.trimmed`). `kept`, when given, receives the old number of each new
+    state."""
+    found = trimmed(dfa.trans, dfa.accept)
+    if found is None:
         return DFA([[]], [False])  # the empty language; callers check `accept`
-    order = [0]
-    seen = {0}
-    k = 0
-    while k < len(order):
-        for _, _, t in dfa.trans[order[k]]:
-            if t in alive and t not in seen:
-                seen.add(t)
-                order.append(t)
-        k += 1
-    remap = {s: i for i, s in enumerate(order)}
-    trans = [[(lo, hi, remap[t]) for lo, hi, t in dfa.trans[s] if t in remap] for s in order]
+    trans, accept, order = found
     if kept is not None:
         kept.extend(order)
-    return DFA(trans, [dfa.accept[s] for s in order])
+    return DFA(trans, accept)
 
 
 # Moore rounds tried before Hopcroft's refinement takes over (see `minimize`), and past
@@ -557,69 +547,21 @@ _MOORE_ROUNDS_LARGE = 2
 def minimize(dfa: DFA) -> DFA:
     """The minimal equivalent DFA; state 0 stays the start.
 
-    Moore's refinement (split blocks by the blocks their edges lead to, until stable) is the
-    fastest for the small automata terminals have, but needs one round per state along a chain
-    (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`)
+    Moore's refinement (split blocks by the blocks their edges lead to, until stable; in C,
+    `_core.automata.moore_blocks`) is the fastest for the small automata terminals have, but
+    needs one round per state along a chain (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`)
     Hopcroft's refinement finishes from the partition reached (O(k n log n) over k byte
     classes). The DFA is trimmed, so no state equals the implicit dead state: states with
     edges on different bytes start in different blocks."""
     n = dfa.n_states
     if n == 1:
         return dfa
-    first: dict[tuple, int] = {}
-    one_block = [0] * n  # (the bytes each state has edges on: its row merged into one block)
-    block = [first.setdefault((dfa.accept[s], tuple((lo, hi) for lo, hi, _ in
-                                                     _merge_row(row, one_block))), len(first))
-             for s, row in enumerate(dfa.trans)]
-    n_blocks = len(first)
-    for _ in range(_MOORE_ROUNDS if n <= _MOORE_STATES else _MOORE_ROUNDS_LARGE):
-        limits.check_budget()
-        sig: dict[tuple, int] = {}
-        block = [sig.setdefault((block[s], tuple(_merge_row(row, block))), len(sig))
-                 for s, row in enumerate(dfa.trans)]
-        if len(sig) == n_blocks:
-            break
-        n_blocks = len(sig)
-    else:
+    block, stable = moore_blocks(dfa.trans, dfa.accept,
+                                 _MOORE_ROUNDS if n <= _MOORE_STATES else _MOORE_ROUNDS_LARGE,
+                                 limits.check_budget)
+    if not stable:
         block = refine(dfa.trans, block, limits.check_budget)
-    return _quotient(dfa, block)
-
-
-def _quotient(dfa: DFA, block: list[int]) -> DFA:
-    """The DFA of the blocks of equivalent states, numbered in BFS order from the start's
-    block (for locality)."""
-    order: list[int] = []
-    rep: dict[int, int] = {}
-    for s in range(dfa.n_states):
-        rep.setdefault(block[s], s)
-    todo = [block[0]]
-    seen = {block[0]}
-    k = 0
-    while k < len(todo):
-        b = todo[k]
-        k += 1
-        order.append(b)
-        for _, _, t in dfa.trans[rep[b]]:
-            if block[t] not in seen:
-                seen.add(block[t])
-                todo.append(block[t])
-    remap = {b: i for i, b in enumerate(order)}
-    trans = [
-        [(lo, hi, remap[bt]) for lo, hi, bt in _merge_row(dfa.trans[rep[b]], block)] for b in order
-    ]
-    return DFA(trans, [dfa.accept[rep[b]] for b in order])
-
-
-def _merge_row(row: list[tuple[int, int, int]], block: list[int]) -> list[tuple[int, int, int]]:
-    """Ranges of `row` with targets replaced by their blocks, adjacent equal ranges merged."""
-    out: list[tuple[int, int, int]] = []
-    for lo, hi, t in row:
-        b = block[t]
-        if out and out[-1][2] == b and out[-1][1] == lo - 1:
-            out[-1] = (out[-1][0], hi, b)
-        else:
-            out.append((lo, hi, b))
-    return out
+    return DFA(*quotient(dfa.trans, dfa.accept, block))
 
 
 def peel_order(succ: Sequence[Iterable[int]]) -> list[int]:

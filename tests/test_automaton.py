@@ -84,8 +84,9 @@ def _words(alphabet, max_len):
 
 def _check_minimize(dfa: automaton.DFA, rounds: int, alphabet: range, max_len: int) -> None:
     """`dfa` minimized with `rounds` of Moore's refinement before Hopcroft's: it accepts the
-    same words over `alphabet` (all up to `max_len`) and no two of its states accept the same
-    words (brute force over words up to its size)."""
+    same words over `alphabet` (all up to `max_len`), its rows merge adjacent ranges into one
+    state (a DFA of one state is returned as it is), and no two of its states accept the same words (brute force over words up to its
+    size)."""
     if not dfa.accept[0] and not dfa.trans[0]:
         return  # the empty language
     saved = automaton._MOORE_ROUNDS
@@ -96,6 +97,9 @@ def _check_minimize(dfa: automaton.DFA, rounds: int, alphabet: range, max_len: i
         automaton._MOORE_ROUNDS = saved
     words = _words(alphabet, max_len)
     assert [small.matches(w) for w in words] == [dfa.matches(w) for w in words]
+    for row in small.trans if dfa.n_states > 1 else ():  # (one state: returned as it is)
+        # rows in one form: adjacent ranges into one state are one range
+        assert all(a[2] != b[2] or a[1] + 1 < b[0] for a, b in zip(row, row[1:])), row
 
     def language(s):
         out = []
@@ -120,6 +124,39 @@ def test_minimize_is_minimal_and_keeps_language(graph, rounds):
     table, accept = graph
     trans = [[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table]
     _check_minimize(automaton.trim(automaton.DFA(trans, accept)), rounds, range(3), 7)
+
+
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n))))
+def test_trim_keeps_language_and_only_useful_states(graph):
+    """Random DFAs over bytes 0-2 with dead ends and unreachable states: the trimmed one
+    accepts the same words (all up to length 6), each of its states is reached from the start
+    and reaches an accepting state, `kept` names each one's old state (same acceptance, and
+    the same row up to renumbering), and the states come in BFS order from the start."""
+    table, accept = graph
+    dfa = automaton.DFA([[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table],
+                        accept)
+    kept: list[int] = []
+    small = automaton.trim(dfa, kept)
+    words = _words(range(3), 6)
+    assert [small.matches(w) for w in words] == [dfa.matches(w) for w in words]
+    if not any(small.accept):
+        assert small.n_states == 1 and not small.trans[0]  # the empty language
+        return
+    assert kept[0] == 0 and len(set(kept)) == len(kept) == small.n_states
+    assert all(automaton.live_states(small))
+    order, seen = [0], {0}
+    for s in order:  # BFS from the start reaches every state, in their numbering's order
+        for _, _, t in small.trans[s]:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    assert order == list(range(small.n_states))
+    for s, old in enumerate(kept):
+        assert small.accept[s] == dfa.accept[old]
+        assert [(lo, hi, kept[t]) for lo, hi, t in small.trans[s]] == \
+            [e for e in dfa.trans[old] if e[2] in kept]
 
 
 @st.composite

@@ -1,5 +1,6 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""The subset construction over byte ranges (`automaton.determinize` without anchors), in C.
+"""The subset construction over byte ranges (`automaton.determinize` without anchors) and the
+refinements that minimize a DFA (Moore's rounds, Hopcroft's), in C.
 
 A DFA state is the set of NFA states a text can reach (epsilon closures included), kept as
 the bytes of its sorted int32 ids, so sets are found again through a dict. Each set's row is a
@@ -10,7 +11,7 @@ sweep did at tens of microseconds a set.
 """
 
 from libc.stdint cimport int32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport calloc, free, malloc, qsort
 from libc.string cimport memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
@@ -408,3 +409,181 @@ def refine(object trans, list block_of, object check_budget):
     finally:
         free(pred_at); free(pred); free(pred_mask); free(acc); free(touched); free(elems)
         free(place); free(block); free(first); free(end); free(todo); free(waiting); free(pieces)
+
+
+def moore_blocks(object trans, object accept, int rounds, object check_budget):
+    """Moore's refinement of the states of a trimmed DFA (`trans[s]`: its sorted (lo, hi,
+    target) ranges): first by acceptance and the bytes a state has edges on, then up to
+    `rounds` rounds splitting blocks by the blocks their edges lead to. A state's signature
+    is its block and its row with targets replaced by their blocks (adjacent ranges into one
+    block merged), kept as bytes so that equal signatures meet in a dict; blocks are numbered
+    in the order their first state comes. Returns (the block of each state, whether the
+    partition is stable: the equivalence of the states)."""
+    cdef Py_ssize_t n = len(trans), n_edges = 0, width = 0, s, e, k
+    for row in trans:
+        n_edges += len(row)
+        width = max(width, len(row))
+    cdef int32_t* row_at = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* edges = <int32_t*>malloc((3 * n_edges + 1) * sizeof(int32_t))
+    cdef int32_t* block = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* fresh = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t* sig = <int32_t*>malloc((3 * width + 1) * sizeof(int32_t))
+    cdef int32_t lo, hi, b
+    cdef int round_, n_blocks = -1
+    cdef bint stable = False
+    cdef dict seen
+    try:
+        if row_at == NULL or edges == NULL or block == NULL or fresh == NULL or sig == NULL:
+            raise MemoryError()
+        e = 0
+        for s in range(n):
+            row_at[s] = e
+            for lo, hi, b in trans[s]:
+                edges[3 * e], edges[3 * e + 1], edges[3 * e + 2] = lo, hi, b
+                e += 1
+            block[s] = 1 if accept[s] else 0
+        row_at[n] = e
+        for round_ in range(rounds + 1):  # (round 0: every target in one block)
+            if round_:
+                check_budget()
+            seen = {}
+            for s in range(n):
+                sig[0] = block[s]
+                k = 1
+                for e in range(row_at[s], row_at[s + 1]):
+                    lo, hi = edges[3 * e], edges[3 * e + 1]
+                    b = block[edges[3 * e + 2]] if round_ else 0
+                    if k > 1 and sig[k - 1] == b and sig[k - 2] == lo - 1:
+                        sig[k - 2] = hi
+                    else:
+                        sig[k], sig[k + 1], sig[k + 2] = lo, hi, b
+                        k += 3
+                fresh[s] = seen.setdefault(
+                    PyBytes_FromStringAndSize(<char*>sig, k * sizeof(int32_t)), len(seen))
+            block, fresh = fresh, block
+            if round_ and len(seen) == n_blocks:
+                stable = True
+                break
+            n_blocks = len(seen)
+        return [block[s] for s in range(n)], stable
+    finally:
+        free(row_at)
+        free(edges)
+        free(block)
+        free(fresh)
+        free(sig)
+
+
+def quotient(object trans, object accept, list block):
+    """The DFA of the blocks of states (`block[s]`, from the refinements above) of a trimmed
+    DFA: (rows, accept), the blocks numbered in BFS order from the start's block (for
+    locality), each block's row its first state's with targets replaced by their blocks'
+    numbers and adjacent ranges into one block merged."""
+    cdef Py_ssize_t n = len(trans), n_blocks = max(block) + 1, s, k = 0, count = 1
+    cdef int32_t* first = <int32_t*>malloc(n_blocks * sizeof(int32_t))
+    cdef int32_t* number = <int32_t*>malloc(n_blocks * sizeof(int32_t))
+    cdef int32_t* order = <int32_t*>malloc(n_blocks * sizeof(int32_t))
+    cdef int32_t b, lo, hi, t, run_lo = 0, run_hi = 0, run_to
+    cdef list rows = [], out, accepting = []
+    try:
+        if first == NULL or number == NULL or order == NULL:
+            raise MemoryError()
+        for s in range(n_blocks):
+            first[s] = number[s] = -1
+        for s in range(n - 1, -1, -1):
+            first[<int32_t>block[s]] = s
+        order[0] = block[0]
+        number[order[0]] = 0
+        while k < count:
+            b = order[k]
+            k += 1
+            out = []
+            run_to = -1
+            for lo, hi, t in trans[first[b]]:
+                t = block[t]
+                if number[t] < 0:
+                    number[t] = count
+                    order[count] = t
+                    count += 1
+                t = number[t]
+                if run_to == t and run_hi == lo - 1:
+                    run_hi = hi
+                    continue
+                if run_to >= 0:
+                    out.append((run_lo, run_hi, run_to))
+                run_lo, run_hi, run_to = lo, hi, t
+            if run_to >= 0:
+                out.append((run_lo, run_hi, run_to))
+            rows.append(out)
+            accepting.append(accept[first[b]])
+        return rows, accepting
+    finally:
+        free(first)
+        free(number)
+        free(order)
+
+
+def trimmed(object trans, object accept):
+    """The states of a DFA (`trans[s]`: its (lo, hi, target) ranges) that are reachable from
+    state 0 and can reach an accepting state, in BFS order from 0: (their rows renumbered
+    in that order, edges to other states dropped; their acceptance; their old numbers).
+    None when state 0 reaches no accepting state."""
+    cdef Py_ssize_t n = len(trans), n_edges = 0, s, e, k = 0, count = 1
+    for row in trans:
+        n_edges += len(row)
+    cdef int32_t* rev_at = <int32_t*>calloc(n + 2, sizeof(int32_t))
+    cdef int32_t* rev = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))  # -2 dead, -1 live
+    cdef int32_t* order = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t lo, hi, t
+    cdef list rows = [], out
+    try:
+        if rev_at == NULL or rev == NULL or number == NULL or order == NULL:
+            raise MemoryError()
+        # the edges reversed (by target), then the live states: those an accepting one is
+        # reached from (`order` as the stack)
+        for row in trans:
+            for lo, hi, t in row:
+                rev_at[t + 2] += 1
+        for s in range(2, n + 2):
+            rev_at[s] += rev_at[s - 1]
+        for s in range(n):
+            for lo, hi, t in trans[s]:
+                rev[rev_at[t + 1]] = s
+                rev_at[t + 1] += 1
+        for s in range(n):
+            number[s] = -1 if accept[s] else -2
+            if accept[s]:
+                order[k] = s
+                k += 1
+        while k:
+            k -= 1
+            t = order[k]
+            for e in range(rev_at[t], rev_at[t + 1]):
+                if number[rev[e]] == -2:
+                    number[rev[e]] = -1
+                    order[k] = rev[e]
+                    k += 1
+        if number[0] == -2:
+            return None
+        # the live states reached from 0, numbered in BFS order
+        order[0] = 0
+        number[0] = 0
+        while k < count:
+            out = []
+            for lo, hi, t in trans[order[k]]:
+                if number[t] == -2:
+                    continue
+                if number[t] == -1:
+                    number[t] = count
+                    order[count] = t
+                    count += 1
+                out.append((lo, hi, number[t]))
+            rows.append(out)
+            k += 1
+        return rows, [accept[order[s]] for s in range(count)], [order[s] for s in range(count)]
+    finally:
+        free(rev_at)
+        free(rev)
+        free(number)
+        free(order)
