@@ -9,7 +9,6 @@ come with what their token masks can share with other objects' (`KeyStates`).
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 from typing import Hashable, Iterator
@@ -17,6 +16,7 @@ from typing import Hashable, Iterator
 import numpy as np
 
 from pse import automaton, limits
+from pse._core.automata import punched_row
 from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
 
@@ -407,7 +407,7 @@ def _without_names_states(keys: automaton.DFA, names
             kids.append((b, canon[c]))
             if twinless[c] or (canon[c] < 0 and k_live[pairs[c][1]]):
                 twinless[pid] = True
-        row = _punched(kt.rows[state], kids, first_new)
+        row = punched_row(kt.rows[state], kids, first_new)
         acc = kt.accept[state] and not is_name[node]
         if not row and not acc:
             canon[pid] = -1
@@ -451,45 +451,6 @@ def _without_names_states(keys: automaton.DFA, names
         derived = {new_of[q]: (new_of[twin], node, at) for q, (twin, node, at) in derived.items()
                    if q in new_of and twin in new_of}
     return automaton.DFA(rows, accept), KeyStates(residual, derived, trie, is_name)
-
-
-def _punched(row: tuple, kids: list[tuple[int, int]], n_keys: int) -> tuple:
-    """`row` (sorted byte ranges into `keys`' states, each byte of `kids` inside one) with
-    the bytes of `kids` sent elsewhere (sorted (byte, target), -1: nowhere); neighbouring
-    ranges with one target joined. Most trie nodes have one child: the ranges around it are
-    copied as they are."""
-    if not kids:
-        return row
-    out: list[tuple[int, int, int]] = []
-    i = 0
-    cur = row[0]
-    for c, t in kids:
-        if cur[1] < c:  # copy the ranges before the one holding c
-            if cur[0] <= cur[1]:
-                out.append(cur)
-            j = bisect.bisect_left(row, (c + 1,), i + 1) - 1
-            out.extend(row[i + 1:j])
-            i, cur = j, row[j]
-        lo, hi, target = cur
-        if lo < c:
-            out.append((lo, c - 1, target))
-        if t >= 0:
-            out.append((c, c, t))
-        cur = (c + 1, hi, target)
-    if cur[0] <= cur[1]:
-        out.append(cur)
-    out.extend(row[i + 1:])
-    if len(kids) == 1 and kids[0][1] >= n_keys:
-        # a new state's byte: no neighbour goes where it goes, and the ranges around it are
-        # joined already (as every automaton pse builds keeps them)
-        return tuple(out)
-    joined: list[tuple[int, int, int]] = []
-    for lo, hi, t in out:
-        if joined and joined[-1][2] == t and joined[-1][1] == lo - 1:
-            joined[-1] = (joined[-1][0], hi, t)
-        else:
-            joined.append((lo, hi, t))
-    return tuple(joined)
 
 
 class KeyStates:

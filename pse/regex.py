@@ -370,7 +370,11 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         return automaton.determinize(b.nfa, _language(b, list(parsed), b.flags, search, search))
 
 
+@lru_cache(maxsize=16)
 def _parse(pattern: str, flags: int):
+    """Python's parse of `pattern`, made once for compile_regex and compile_counted_regex
+    (a string's pattern is read by both, one after the other); shared, so never changed.
+    Few are kept: a parse is many objects for the garbage collector to scan."""
     if not isinstance(pattern, str):
         raise GrammarError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     try:

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
+from pse._core.automata import punched_row
 from pse._core.structure import pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
@@ -157,6 +158,50 @@ def test_trim_keeps_language_and_only_useful_states(graph):
         assert small.accept[s] == dfa.accept[old]
         assert [(lo, hi, kept[t]) for lo, hi, t in small.trans[s]] == \
             [e for e in dfa.trans[old] if e[2] in kept]
+
+
+@st.composite
+def _punch_cases(draw):
+    """A row of joined byte ranges over bytes 0-15 and some of the bytes it covers, each sent
+    to a target (-1: nowhere), with the first number of the states new to the row."""
+    cuts = sorted(set(draw(st.lists(st.integers(1, 15), max_size=6))) | {0, 16})
+    row: list[tuple[int, int, int]] = []
+    for lo, nxt in zip(cuts, cuts[1:]):
+        t = draw(st.integers(-1, 3))
+        if t < 0:
+            continue
+        if row and row[-1][2] == t and row[-1][1] == lo - 1:
+            row[-1] = (row[-1][0], nxt - 1, t)
+        else:
+            row.append((lo, nxt - 1, t))
+    covered = [b for lo, hi, _ in row for b in range(lo, hi + 1)]
+    if not covered:
+        return tuple(row), [], 4
+    picked = draw(st.lists(st.sampled_from(covered), min_size=1, max_size=4, unique=True))
+    kids = [(b, draw(st.integers(-1, 6))) for b in sorted(picked)]
+    return tuple(row), kids, draw(st.sampled_from([4, 5, 7]))
+
+
+@given(_punch_cases())
+def test_punched_row_against_a_byte_table(case):
+    """`punched_row` (a key state's row with the bytes of a trie node's children redirected)
+    equals the row read back from a 16-byte table with those bytes rewritten, neighbouring
+    bytes into one target joined into a range."""
+    row, kids, n_keys = case
+    table = [-1] * 16
+    for lo, hi, t in row:
+        table[lo:hi + 1] = [t] * (hi - lo + 1)
+    for b, t in kids:
+        table[b] = t
+    expected: list[tuple[int, int, int]] = []
+    for b, t in enumerate(table):
+        if t < 0:
+            continue
+        if expected and expected[-1][2] == t and expected[-1][1] == b - 1:
+            expected[-1] = (expected[-1][0], b, t)
+        else:
+            expected.append((b, b, t))
+    assert punched_row(row, kids, n_keys) == tuple(expected)
 
 
 @st.composite

@@ -587,3 +587,50 @@ def trimmed(object trans, object accept):
         free(rev)
         free(number)
         free(order)
+
+
+def punched_row(tuple row, list kids, int n_keys):
+    """`row` (sorted (lo, hi, target) ranges, each byte of `kids` inside one) with the bytes
+    of `kids` sent elsewhere (sorted (byte, target); target -1: nowhere), neighbouring ranges
+    into one target joined. Where `kids` is one byte into a state numbered `n_keys` or more
+    (a state no range of `row` leads to), the ranges around it are left as they are: joined
+    already, as in every automaton pse builds. (`json_spelling`'s product of a key automaton
+    with the names' spelling trie makes a row so per trie node.)"""
+    if not kids:
+        return row
+    cdef Py_ssize_t n = len(row), i = 0, j
+    cdef int c, t, lo, hi, target
+    cdef list out = [], joined
+    lo, hi, target = row[0]
+    for c, t in kids:
+        if hi < c:  # copy the ranges before the one holding c
+            if lo <= hi:
+                out.append((lo, hi, target))
+            j = i + 1
+            while j < n and (<tuple>row[j])[0] <= c:
+                j += 1
+            j -= 1
+            out.extend(row[i + 1:j])
+            i = j
+            lo, hi, target = row[j]
+        if lo < c:
+            out.append((lo, c - 1, target))
+        if t >= 0:
+            out.append((c, c, t))
+        lo = c + 1
+    if lo <= hi:
+        out.append((lo, hi, target))
+    out.extend(row[i + 1:])
+    if len(kids) == 1 and (<tuple>kids[0])[1] >= n_keys:
+        return tuple(out)
+    joined = []
+    cdef tuple last
+    for lo, hi, t in out:
+        j = len(joined) - 1  # (no negative indexes here: wraparound is off)
+        if j >= 0:
+            last = joined[j]
+            if last[2] == t and last[1] == lo - 1:
+                joined[j] = (last[0], hi, t)
+                continue
+        joined.append((lo, hi, t))
+    return tuple(joined)

@@ -72,8 +72,10 @@ cdef class SliceCache:
     cdef object _kinds_below       # the trie's kinds of bytes below each node
     cdef object _loop_kinds        # per DFA state: the kinds it loops on (-1: not found yet)
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
-    cdef int32_t recent_keys[4 * RECENT_SLOTS]  # ... the last looked up, by a hash of their key:
-    cdef list recent               # (term, dstate, count class, node) and the entry per slot
+    # ... the last looked up, by a hash of their key: (term, dstate, count class, node) and
+    # the entry per slot; made at the first look-up (64 KiB a structure that may never mask)
+    cdef int32_t* recent_keys
+    cdef list recent
 
     cdef SliceEntry get(self, const PState* s)
     cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls)

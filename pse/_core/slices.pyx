@@ -4,7 +4,7 @@ consumed within the terminal and the trie nodes where a token may leave it (see 
 built by a walk of the vocabulary trie on first use; and the memo of recent whole masks."""
 
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t
-from libc.stdlib cimport realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -176,11 +176,12 @@ cdef class SliceCache:
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
-        memset(self.recent_keys, 0xFF, sizeof(self.recent_keys))  # (term -1: empty)
-        self.recent = [None] * RECENT_SLOTS
         self.horizon = trie.t.max_depth
         self._follow = terminal_follow(t)
         self.follow = <uint32_t*>cnp.PyArray_DATA(self._follow)
+
+    def __dealloc__(self):
+        free(self.recent_keys)
 
     def __len__(self):
         return len(self.entries)
@@ -463,6 +464,12 @@ cdef class SliceCache:
         cdef uint32_t h = ((<uint32_t>s.term * 0x9E3779B1u) ^ (<uint32_t>s.dstate * 0x85EBCA77u)
                            ^ (<uint32_t>cls * 0xC2B2AE3Du) ^ (<uint32_t>node * 0x27D4EB2Fu))
         cdef int32_t slot = (h ^ (h >> 16)) & (RECENT_SLOTS - 1)
+        if self.recent_keys == NULL:
+            self.recent_keys = <int32_t*>malloc(4 * RECENT_SLOTS * sizeof(int32_t))
+            if self.recent_keys == NULL:
+                raise MemoryError()
+            memset(self.recent_keys, 0xFF, 4 * RECENT_SLOTS * sizeof(int32_t))  # (term -1: empty)
+            self.recent = [None] * RECENT_SLOTS
         cdef int32_t* known = &self.recent_keys[4 * slot]
         if known[0] == s.term and known[1] == s.dstate and known[2] == cls and known[3] == node:
             return <SliceEntry>self.recent[slot]
