@@ -549,9 +549,9 @@ def minimize(dfa: DFA) -> DFA:
 
     Moore's refinement (split blocks by the blocks their edges lead to, until stable; in C,
     `_core.automata.moore_blocks`) is the fastest for the small automata terminals have, but
-    needs one round per state along a chain (quadratic for `x{5000}`). So after `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`)
-    Hopcroft's refinement finishes from the partition reached (O(k n log n) over k byte
-    classes). The DFA is trimmed, so no state equals the implicit dead state: states with
+    needs one round per state along a chain (quadratic for `x{5000}`). So after
+    `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`) Hopcroft's refinement finishes from
+    the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no state equals the implicit dead state: states with
     edges on different bytes start in different blocks."""
     n = dfa.n_states
     if n == 1:

@@ -440,3 +440,23 @@ def test_packed_automata_against_their_dense_tables(drawn):
                               bitorder="little").astype(bool)
         assert (first == (dense[0] >= 0)).all()
         off += dfa.n_states
+
+
+def test_c_automaton_helpers_refuse_targets_out_of_range():
+    """The C helpers index arrays by a row's targets, and rows by the bytes punched, without
+    bounds checks: a target past the automaton's states, or a byte in no range of the row, is
+    a ValueError, not a stray read or write."""
+    from pse._core.automata import moore_blocks, quotient, trimmed
+
+    with pytest.raises(ValueError, match="state 5"):
+        trimmed([[(0, 0, 5)]], [True])
+    with pytest.raises(ValueError, match="state -1"):
+        moore_blocks([[(0, 0, -1)], []], [True, False], 3, lambda: None)
+    with pytest.raises(ValueError, match="state 7"):
+        quotient([[(0, 0, 7)], []], [True, False], [0, 1])
+    with pytest.raises(ValueError, match="blocks"):
+        quotient([[(0, 0, 1)], []], [True, False], [0])
+    with pytest.raises(ValueError, match="no range"):
+        punched_row((), [(3, 1)], 4)
+    with pytest.raises(ValueError, match="byte 4"):
+        punched_row(((0, 2, 1), (5, 6, 2)), [(4, 0)], 4)

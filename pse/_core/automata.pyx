@@ -411,6 +411,14 @@ def refine(object trans, list block_of, object check_budget):
         free(place); free(block); free(first); free(end); free(todo); free(waiting); free(pieces)
 
 
+cdef inline int _check_target(Py_ssize_t t, Py_ssize_t n) except -1:
+    """A row's target indexes the C arrays below (no bounds checks): one out of range is an
+    error, not a stray read or write."""
+    if t < 0 or t >= n:
+        raise ValueError(f"a DFA row leads to state {t}, out of its {n} states")
+    return 0
+
+
 def moore_blocks(object trans, object accept, int rounds, object check_budget):
     """Moore's refinement of the states of a trimmed DFA (`trans[s]`: its sorted (lo, hi,
     target) ranges): first by acceptance and the bytes a state has edges on, then up to
@@ -439,6 +447,7 @@ def moore_blocks(object trans, object accept, int rounds, object check_budget):
         for s in range(n):
             row_at[s] = e
             for lo, hi, b in trans[s]:
+                _check_target(b, n)
                 edges[3 * e], edges[3 * e + 1], edges[3 * e + 2] = lo, hi, b
                 e += 1
             block[s] = 1 if accept[s] else 0
@@ -488,6 +497,8 @@ def quotient(object trans, object accept, list block):
     try:
         if first == NULL or number == NULL or order == NULL:
             raise MemoryError()
+        if len(block) != n or min(block) < 0:
+            raise ValueError(f"quotient: {len(block)} blocks (from 0) for {n} states")
         for s in range(n_blocks):
             first[s] = number[s] = -1
         for s in range(n - 1, -1, -1):
@@ -500,6 +511,7 @@ def quotient(object trans, object accept, list block):
             out = []
             run_to = -1
             for lo, hi, t in trans[first[b]]:
+                _check_target(t, n)
                 t = block[t]
                 if number[t] < 0:
                     number[t] = count
@@ -544,6 +556,7 @@ def trimmed(object trans, object accept):
         # reached from (`order` as the stack)
         for row in trans:
             for lo, hi, t in row:
+                _check_target(t, n)
                 rev_at[t + 2] += 1
         for s in range(2, n + 2):
             rev_at[s] += rev_at[s - 1]
@@ -601,6 +614,8 @@ def punched_row(tuple row, list kids, int n_keys):
     cdef Py_ssize_t n = len(row), i = 0, j
     cdef int c, t, lo, hi, target
     cdef list out = [], joined
+    if not n:
+        raise ValueError("punched_row: the row has no range to punch")
     lo, hi, target = row[0]
     for c, t in kids:
         if hi < c:  # copy the ranges before the one holding c
@@ -613,6 +628,8 @@ def punched_row(tuple row, list kids, int n_keys):
             out.extend(row[i + 1:j])
             i = j
             lo, hi, target = row[j]
+        if not lo <= c <= hi:
+            raise ValueError(f"punched_row: byte {c} is in no range of the row left")
         if lo < c:
             out.append((lo, c - 1, target))
         if t >= 0:
