@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
-from pse._core.automata import punched_row
+from pse._core.automata import moore_blocks, punched_row, quotient, trimmed
 from pse._core.structure import pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
@@ -86,8 +86,8 @@ def _words(alphabet, max_len):
 def _check_minimize(dfa: automaton.DFA, rounds: int, alphabet: range, max_len: int) -> None:
     """`dfa` minimized with `rounds` of Moore's refinement before Hopcroft's: it accepts the
     same words over `alphabet` (all up to `max_len`), its rows merge adjacent ranges into one
-    state (a DFA of one state is returned as it is), and no two of its states accept the same words (brute force over words up to its
-    size)."""
+    state (a DFA of one state is returned as it is), and no two of its states accept the same
+    words (brute force over words up to its size)."""
     if not dfa.accept[0] and not dfa.trans[0]:
         return  # the empty language
     saved = automaton._MOORE_ROUNDS
@@ -446,8 +446,6 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
     """The C helpers index arrays by a row's targets, and rows by the bytes punched, without
     bounds checks: a target past the automaton's states, or a byte in no range of the row, is
     a ValueError, not a stray read or write."""
-    from pse._core.automata import moore_blocks, quotient, trimmed
-
     with pytest.raises(ValueError, match="state 5"):
         trimmed([[(0, 0, 5)]], [True])
     with pytest.raises(ValueError, match="state -1"):
