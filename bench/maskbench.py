@@ -565,7 +565,6 @@ def report_compile(title: str, names, stats) -> None:
 
 def report_slowest(names, stats, by_file, count: int = 20) -> None:
     """pse's slowest compiles, each beside the other engines' time on the same file."""
-
     slowest = sorted(by_file["pse"].items(), key=lambda kv: -kv[1])[:count]
     if not slowest:
         return

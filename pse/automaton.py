@@ -18,6 +18,7 @@ import numpy as np
 from pse import limits
 from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic
 from pse._core.structure import class_cuts
+from pse._core.automata import live_states as _live_states
 from pse._core.automata import moore_blocks, quotient, refine, subsets, trimmed
 
 MAX_CODE_POINT = 0x10FFFF
@@ -508,19 +509,8 @@ def count_marks(dfa: DFA, mark: int) -> tuple[DFA, list[bool]] | None:
 
 
 def live_states(dfa: DFA) -> list[bool]:
-    """Which states of `dfa` can reach an accepting state."""
-    rev: list[list[int]] = [[] for _ in range(dfa.n_states)]
-    for s, row in enumerate(dfa.trans):
-        for _, _, t in row:
-            rev[t].append(s)
-    live = [bool(a) for a in dfa.accept]
-    todo = [s for s, a in enumerate(live) if a]
-    while todo:
-        for p in rev[todo.pop()]:
-            if not live[p]:
-                live[p] = True
-                todo.append(p)
-    return live
+    """Which states of `dfa` can reach an accepting state (in C, `_core.automata.live_states`)."""
+    return _live_states(dfa.trans, dfa.accept)
 
 
 def trim(dfa: DFA, kept: list[int] | None = None) -> DFA:
@@ -551,8 +541,9 @@ def minimize(dfa: DFA) -> DFA:
     `_core.automata.moore_blocks`) is the fastest for the small automata terminals have, but
     needs one round per state along a chain (quadratic for `x{5000}`). So after
     `_MOORE_ROUNDS` rounds (fewer past `_MOORE_STATES`) Hopcroft's refinement finishes from
-    the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no state equals the implicit dead state: states with
-    edges on different bytes start in different blocks."""
+    the partition reached (O(k n log n) over k byte classes). The DFA is trimmed, so no state
+    equals the implicit dead state: states with edges on different bytes start in different
+    blocks."""
     n = dfa.n_states
     if n == 1:
         return dfa

@@ -160,6 +160,30 @@ def test_trim_keeps_language_and_only_useful_states(graph):
             [e for e in dfa.trans[old] if e[2] in kept]
 
 
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(-1, n - 1), min_size=3, max_size=3), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n))))
+def test_live_states_against_brute_force(graph):
+    """A state is live when some word (of at most n bytes, n states) leads it to an
+    accepting state."""
+    table, accept = graph
+    dfa = automaton.DFA([[(b, b, t) for b, t in enumerate(row) if t >= 0] for row in table],
+                        accept)
+
+    def reaches_accept(s):
+        for w in _words(range(3), dfa.n_states):
+            t = s
+            for b in w:
+                t = dfa.next(t, b)
+                if t < 0:
+                    break
+            if t >= 0 and dfa.accept[t]:
+                return True
+        return False
+
+    assert automaton.live_states(dfa) == [reaches_accept(s) for s in range(dfa.n_states)]
+
+
 @st.composite
 def _punch_cases(draw):
     """A row of joined byte ranges over bytes 0-15 and some of the bytes it covers, each sent
@@ -448,6 +472,8 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
     a ValueError, not a stray read or write."""
     with pytest.raises(ValueError, match="state 5"):
         trimmed([[(0, 0, 5)]], [True])
+    with pytest.raises(ValueError, match="state 2"):
+        automaton.live_states(automaton.DFA([[(0, 0, 2)], []], [False, True]))
     with pytest.raises(ValueError, match="state -1"):
         moore_blocks([[(0, 0, -1)], []], [True, False], 3, lambda: None)
     with pytest.raises(ValueError, match="state 7"):

@@ -535,25 +535,20 @@ def quotient(object trans, object accept, list block):
         free(order)
 
 
-def trimmed(object trans, object accept):
-    """The states of a DFA (`trans[s]`: its (lo, hi, target) ranges) that are reachable from
-    state 0 and can reach an accepting state, in BFS order from 0: (their rows renumbered
-    in that order, edges to other states dropped; their acceptance; their old numbers).
-    None when state 0 reaches no accepting state."""
-    cdef Py_ssize_t n = len(trans), n_edges = 0, s, e, k = 0, count = 1
+cdef int _mark_live(object trans, object accept, Py_ssize_t n, int32_t* number) except -1:
+    """Sets `number[s]` to -1 for each state of the DFA (`trans[s]`: its (lo, hi, target)
+    ranges) that can reach an accepting state, -2 for the others."""
+    cdef Py_ssize_t n_edges = 0, s, e, k = 0
+    cdef int32_t lo, hi, t
     for row in trans:
         n_edges += len(row)
     cdef int32_t* rev_at = <int32_t*>calloc(n + 2, sizeof(int32_t))
     cdef int32_t* rev = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
-    cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))  # -2 dead, -1 live
-    cdef int32_t* order = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-    cdef int32_t lo, hi, t
-    cdef list rows = [], out
+    cdef int32_t* todo = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     try:
-        if rev_at == NULL or rev == NULL or number == NULL or order == NULL:
+        if rev_at == NULL or rev == NULL or todo == NULL:
             raise MemoryError()
-        # the edges reversed (by target), then the live states: those an accepting one is
-        # reached from (`order` as the stack)
+        # the edges reversed (grouped by target), then a search back from the accepting states
         for row in trans:
             for lo, hi, t in row:
                 _check_target(t, n)
@@ -567,16 +562,53 @@ def trimmed(object trans, object accept):
         for s in range(n):
             number[s] = -1 if accept[s] else -2
             if accept[s]:
-                order[k] = s
+                todo[k] = s
                 k += 1
         while k:
             k -= 1
-            t = order[k]
+            t = todo[k]
             for e in range(rev_at[t], rev_at[t + 1]):
                 if number[rev[e]] == -2:
                     number[rev[e]] = -1
-                    order[k] = rev[e]
+                    todo[k] = rev[e]
                     k += 1
+        return 0
+    finally:
+        free(rev_at)
+        free(rev)
+        free(todo)
+
+
+def live_states(object trans, object accept):
+    """Which states of a DFA (`trans[s]`: its (lo, hi, target) ranges) can reach an accepting
+    state, as a list of bools."""
+    cdef Py_ssize_t n = len(trans), s
+    cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    if number == NULL:
+        raise MemoryError()
+    try:
+        _mark_live(trans, accept, n, number)
+        return [number[s] == -1 for s in range(n)]
+    finally:
+        free(number)
+
+
+def trimmed(object trans, object accept):
+    """The states of a DFA (`trans[s]`: its (lo, hi, target) ranges) that are reachable from
+    state 0 and can reach an accepting state, in BFS order from 0: (their rows renumbered
+    in that order, edges to other states dropped; their acceptance; their old numbers).
+    None when state 0 reaches no accepting state."""
+    cdef Py_ssize_t n = len(trans), k = 0, count = 1
+    cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))  # -2 dead, -1 live
+    cdef int32_t* order = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    cdef int32_t lo, hi, t
+    cdef list rows = [], out
+    try:
+        if number == NULL or order == NULL:
+            raise MemoryError()
+        if n == 0:
+            return None
+        _mark_live(trans, accept, n, number)
         if number[0] == -2:
             return None
         # the live states reached from 0, numbered in BFS order
@@ -596,8 +628,6 @@ def trimmed(object trans, object accept):
             k += 1
         return rows, [accept[order[s]] for s in range(count)], [order[s] for s in range(count)]
     finally:
-        free(rev_at)
-        free(rev)
         free(number)
         free(order)
 
