@@ -16,7 +16,7 @@ from typing import Hashable, Iterator
 import numpy as np
 
 from pse import automaton, limits
-from pse._core.automata import punched_row
+from pse._core.automata import names_product
 from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
 
@@ -297,7 +297,7 @@ class _KeyTables:
     def __init__(self, keys: automaton.DFA, digest: bytes) -> None:
         self.rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
         self.accept = keys.accept
-        self.table = keys.dense().tolist()  # keys' own numbers, for the product's walk
+        self.table = keys.dense()  # keys' own numbers, for the product's walk
         self.by_row: dict[tuple, int] = {}
         for q, (a, row) in enumerate(zip(self.accept, self.rows)):
             self.by_row.setdefault((a, row), q + 1)
@@ -345,98 +345,28 @@ def _without_names_states(keys: automaton.DFA, names
                           ) -> tuple[automaton.DFA, KeyStates | None]:
     trie, is_name = _spelling_trie(names)
     kt = _key_tables(keys)
-    n_keys = keys.n_states
-    table = kt.table
-    # the product: pairs (trie node, state of `keys`) from the start, each pair's edges to
-    # other pairs (on the trie's bytes), listed children before parents (the trie is acyclic)
-    pair_id = {(0, 0): 0}
-    pairs: list[tuple[int, int]] = [(0, 0)]
-    edges: list[list[tuple[int, int]]] = [[]]
-    post: list[int] = []
-    entered = [False]
-    stack = [(0, False)]
-    while stack:
-        pid, expanded = stack.pop()
-        if expanded:
-            post.append(pid)
-            continue
-        if entered[pid]:
-            continue
-        entered[pid] = True
-        stack.append((pid, True))
-        node, state = pairs[pid]
-        row = table[state]
-        for b, child in sorted(trie[node].items()):
-            target = row[b]
-            if target < 0:
-                continue
-            pair = (child, target)
-            cid = pair_id.get(pair)
-            if cid is None:
-                cid = pair_id[pair] = len(pairs)
-                pairs.append(pair)
-                edges.append([])
-                entered.append(False)
-                if not cid & 255:
-                    limits.check_budget()
-            if not entered[cid]:
-                stack.append((cid, False))
-            edges[pid].append((b, cid))
-    # minimal (each state of a key terminal may cost a walk of the vocabulary when masked):
-    # the start is state 0 and `keys`' own states are 1..n_keys (two alike, in a `keys` not
-    # minimized, become one); each other pair, children first, is a state of its own unless
-    # one with the same row and acceptance exists (-1: dead)
-    first_new = n_keys + 1
-    rows: list[tuple] = [()]
-    rows.extend(kt.rows)
-    accept: list[bool] = [False]
-    accept.extend(kt.accept)
-    by_row = dict(kt.by_row)
-    canon = [0] * len(pairs)
-    rep: dict[int, int] = {}  # a product state -> the pair that made it
-    # a pair is `twinless` when, on some bytes its twin takes, it reaches a dead pair whose
-    # twin lives (a name with nothing after it in a bounded key language): a token ending
-    # there would be allowed by the twin's mask, so its mask is walked, not derived
-    k_live = kt.live
-    twinless = [False] * len(pairs)
-    reached = 1  # (bits) states that surely are reachable, see below
-    for pid in post:
-        node, state = pairs[pid]
-        kids = []
-        for b, c in edges[pid]:
-            kids.append((b, canon[c]))
-            if twinless[c] or (canon[c] < 0 and k_live[pairs[c][1]]):
-                twinless[pid] = True
-        row = punched_row(kt.rows[state], kids, first_new)
-        acc = kt.accept[state] and not is_name[node]
-        if not row and not acc:
-            canon[pid] = -1
-            continue
-        if len(kids) <= _WIDE:
-            reached |= kt.wide[state]
-        if pid == 0:  # (the last of `post`)
-            rows[0], accept[0], rep[0] = row, acc, 0
-        else:
-            q = by_row.setdefault((acc, row), len(rows))
-            if q == len(rows):
-                rows.append(row)
-                accept.append(acc)
-                rep[q] = pid
-            canon[pid] = q
-    if canon[0] < 0:
+    # the product (in C): pairs (trie node, state of `keys`) from the start, minimal (each
+    # state of a key terminal may cost a walk of the vocabulary when masked): the start is
+    # state 0 and `keys`' own states are 1..n_keys (two alike, in a `keys` not minimized,
+    # become one); each other pair is a state of its own unless one with the same row and
+    # acceptance exists. A pair is `twinless` when, on some bytes its twin takes, it reaches
+    # a dead pair whose twin lives (a name with nothing after it in a bounded key language):
+    # a token ending there would be allowed by the twin's mask, so its mask is walked, not
+    # derived
+    found = names_product(trie, is_name, kt.table, kt.rows, kt.accept, kt.by_row, kt.live,
+                          kt.wide, _WIDE, limits.check_budget)
+    if found is None:
         return automaton.DFA([[]], [False]), None
-    derived: dict[int, tuple[int, int, bool]] = {}
-    for q, pid in rep.items():
-        node, state = pairs[pid]
-        if not twinless[pid]:
-            derived[q] = (state + 1, node, False)
+    rows, accept, rep, reached, begin = found
+    first_new = keys.n_states + 1
+    derived = {q: (state + 1, node, False) for q, (node, state, twinless) in rep.items()
+               if not twinless}
     residual = kt.residual
     # numbered from the start, in the order reached: a start like another state is that
     # state, and what the start cannot reach goes. For most key automata nothing goes and the
     # numbers stay: every live pair was reached from the start, so only `keys`' own states
     # may be unreachable, and `reached` (what the pairs' rows surely lead to, through the
     # targets of many bytes) mostly shows they are not
-    begin = by_row.get((accept[0], rows[0]), 0)
     if begin or reached != (1 << first_new) - 1:
         order = [begin]
         new_of = {begin: 0}

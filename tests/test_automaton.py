@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
-from pse._core.automata import moore_blocks, punched_row, quotient, trimmed
+from pse._core.automata import moore_blocks, names_product, punched_row, quotient, trimmed
 from pse._core.structure import pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
@@ -484,3 +484,22 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
         punched_row((), [(3, 1)], 4)
     with pytest.raises(ValueError, match="byte 4"):
         punched_row(((0, 2, 1), (5, 6, 2)), [(4, 0)], 4)
+    # names_product indexes the key table by the trie's bytes and its own targets
+    keys = automaton.DFA([[(97, 97, 1)], []], [False, True])
+    rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
+
+    def product(trie, is_name, table=keys.dense()):
+        return names_product(trie, is_name, table, rows, keys.accept, {}, [True, True],
+                             [0, 0], 16, lambda: None)
+
+    assert product([{97: 1}, {}], [False, True]) is None  # "a" less "a": nothing
+    with pytest.raises(ValueError, match="bad trie edge 300"):
+        product([{300: 1}, {}], [False, True])
+    with pytest.raises(ValueError, match="bad trie edge 97 -> 2"):
+        product([{97: 2}, {}], [False, True])
+    with pytest.raises(ValueError, match="different sizes"):
+        product([{97: 1}, {}], [False])
+    with pytest.raises(ValueError, match="key state 5"):
+        bad = keys.dense().copy()
+        bad[0, 97] = 5
+        product([{97: 1}, {}], [False, True], bad)

@@ -10,8 +10,8 @@ bucketed, 0 to 256), with the targets that hold counted: a bounded repeat of a U
 sweep did at tens of microseconds a set.
 """
 
-from libc.stdint cimport int32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
@@ -637,17 +637,30 @@ def punched_row(tuple row, list kids, int n_keys):
     of `kids` sent elsewhere (sorted (byte, target); target -1: nowhere), neighbouring ranges
     into one target joined. Where `kids` is one byte into a state numbered `n_keys` or more
     (a state no range of `row` leads to), the ranges around it are left as they are: joined
-    already, as in every automaton pse builds. (`json_spelling`'s product of a key automaton
-    with the names' spelling trie makes a row so per trie node.)"""
-    if not kids:
+    already, as in every automaton pse builds. (`names_product` makes a row so per pair.)"""
+    cdef Py_ssize_t k, nk = len(kids)
+    cdef int32_t kb[256]
+    cdef int32_t kt[256]
+    if nk > 256:
+        raise ValueError("punched_row: more than 256 bytes to punch")
+    for k in range(nk):
+        kb[k], kt[k] = kids[k]
+    return _punched(row, kb, kt, nk, n_keys)
+
+
+cdef tuple _punched(tuple row, const int32_t* kb, const int32_t* kt, Py_ssize_t nk,
+                    int n_keys):
+    """`punched_row` with the kids' bytes and targets as arrays."""
+    if not nk:
         return row
-    cdef Py_ssize_t n = len(row), i = 0, j
+    cdef Py_ssize_t n = len(row), i = 0, j, k
     cdef int c, t, lo, hi, target
     cdef list out = [], joined
     if not n:
         raise ValueError("punched_row: the row has no range to punch")
     lo, hi, target = row[0]
-    for c, t in kids:
+    for k in range(nk):
+        c, t = kb[k], kt[k]
         if hi < c:  # copy the ranges before the one holding c
             if lo <= hi:
                 out.append((lo, hi, target))
@@ -668,7 +681,7 @@ def punched_row(tuple row, list kids, int n_keys):
     if lo <= hi:
         out.append((lo, hi, target))
     out.extend(row[i + 1:])
-    if len(kids) == 1 and (<tuple>kids[0])[1] >= n_keys:
+    if nk == 1 and kt[0] >= n_keys:
         return tuple(out)
     joined = []
     cdef tuple last
@@ -681,3 +694,234 @@ def punched_row(tuple row, list kids, int n_keys):
                 continue
         joined.append((lo, hi, t))
     return tuple(joined)
+
+
+cdef class _PairIds:
+    """Open addressing from a pair's key (trie node * key states + key state) to its number."""
+    cdef int64_t* keys
+    cdef int32_t* ids
+    cdef Py_ssize_t mask, used
+
+    def __cinit__(self):
+        self.mask = 255
+        self.used = 0
+        self.keys = <int64_t*>malloc(256 * sizeof(int64_t))
+        self.ids = <int32_t*>malloc(256 * sizeof(int32_t))
+        if self.keys == NULL or self.ids == NULL:
+            raise MemoryError()
+        memset(self.keys, 0xFF, 256 * sizeof(int64_t))  # -1: empty
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.ids)
+
+    cdef Py_ssize_t _slot(self, int64_t key) noexcept:
+        cdef Py_ssize_t i = <Py_ssize_t>((<uint64_t>key * 0x9E3779B97F4A7C15ULL) >> 32) & self.mask
+        while self.keys[i] != key and self.keys[i] != -1:
+            i = (i + 1) & self.mask
+        return i
+
+    cdef int32_t get_or_add(self, int64_t key, int32_t new_id) except -2:
+        """The key's number, or -1 after numbering it `new_id`."""
+        cdef Py_ssize_t i = self._slot(key)
+        if self.keys[i] == key:
+            return self.ids[i]
+        self.keys[i] = key
+        self.ids[i] = new_id
+        self.used += 1
+        if self.used * 2 > self.mask:
+            self._grow()
+        return -1
+
+    cdef int _grow(self) except -1:
+        cdef int64_t* old_keys = self.keys
+        cdef int32_t* old_ids = self.ids
+        cdef Py_ssize_t old_size = self.mask + 1, size = 2 * old_size, j, i
+        self.keys = <int64_t*>malloc(size * sizeof(int64_t))
+        self.ids = <int32_t*>malloc(size * sizeof(int32_t))
+        if self.keys == NULL or self.ids == NULL:
+            free(old_keys)
+            free(old_ids)
+            raise MemoryError()
+        memset(self.keys, 0xFF, size * sizeof(int64_t))
+        self.mask = size - 1
+        for j in range(old_size):
+            if old_keys[j] != -1:
+                i = self._slot(old_keys[j])
+                self.keys[i] = old_keys[j]
+                self.ids[i] = old_ids[j]
+        free(old_keys)
+        free(old_ids)
+        return 0
+
+
+cdef class _Ints:
+    """A growable int32 array."""
+    cdef int32_t* at
+    cdef Py_ssize_t n, cap
+
+    def __cinit__(self):
+        self.cap = 64
+        self.n = 0
+        self.at = <int32_t*>malloc(64 * sizeof(int32_t))
+        if self.at == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.at)
+
+    cdef int push(self, int32_t v) except -1:
+        cdef int32_t* grown
+        if self.n == self.cap:
+            grown = <int32_t*>realloc(self.at, 2 * self.cap * sizeof(int32_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.at, self.cap = grown, 2 * self.cap
+        self.at[self.n] = v
+        self.n += 1
+        return 0
+
+
+def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple key_rows,
+                  key_accept, dict by_row, key_live, list wide, int wide_limit, check):
+    """The product of a key automaton with the spelling trie of names (json_spelling's
+    `without_names_states`: keys that are not one of the names), pairs (trie node, key state)
+    from (0, 0), minimized on the way: children before parents, each pair is a state of its
+    own unless one with its row and acceptance exists.
+
+    Args:
+        trie, is_name: the names' spelling trie (byte -> child per node; which nodes end a
+            name).
+        table: the key automaton's transitions, (states, 256), -1: no edge.
+        key_rows, key_accept, by_row: its states numbered from 1 (0 is the product's start),
+            as rows and acceptance, and the state of each (acceptance, row).
+        key_live: per key state, whether it reaches an accepting state.
+        wide: per key state, the states (numbered from 1, as bits) that a pair's row surely
+            still leads to when it punches at most `wide_limit` bytes.
+        check: called every 256 new pairs (the compile budget).
+
+    Returns:
+        (rows, accept, rep, reached, begin): the product's rows and acceptance (0: the
+        start, 1 to n: the key states, then the new ones), per new state (the start
+        included) the pair that made it as (trie node, key state, twinless), the states
+        surely reached, as bits, and another state equal to the start (0: none). None when
+        the start is dead. A pair is twinless when on some byte it reaches a
+        dead pair whose key state lives: its twin, the plain key state, allows what it does
+        not.
+    """
+    cdef Py_ssize_t n_keys = len(key_rows), first_new = n_keys + 1, n_pairs = 1, e, m
+    cdef Py_ssize_t n_trie = len(trie)
+    if not n_keys or table.shape[0] != n_keys or table.shape[1] != 256 or len(key_accept) != n_keys \
+            or len(key_live) != n_keys or len(wide) != n_keys or len(is_name) != n_trie:
+        raise ValueError("names_product: tables of different sizes")
+    cdef _PairIds ids = _PairIds()
+    cdef _Ints node_of = _Ints(), state_of = _Ints(), edge_at = _Ints(), edge_byte = _Ints()
+    cdef _Ints edge_to = _Ints(), stack = _Ints(), post = _Ints()
+    cdef bytearray entered = bytearray(1)
+    cdef int32_t kb[256]
+    cdef int32_t kt[256]
+    cdef int32_t pid, node, state, b, child, target, cid, nk, i
+    cdef object children
+    node_of.push(0)
+    state_of.push(0)
+    ids.get_or_add(0, 0)
+    stack.push(0)
+    # the pairs from the start, depth first, each one's edges to others (on the trie's bytes,
+    # in order) listed when it is entered, and the pairs in post-order (the trie is acyclic)
+    while stack.n:
+        stack.n -= 1
+        pid = stack.at[stack.n]
+        if pid & 1:
+            post.push(pid >> 1)
+            continue
+        pid >>= 1
+        if entered[pid]:
+            continue
+        entered[pid] = 1
+        stack.push((pid << 1) | 1)
+        node, state = node_of.at[pid], state_of.at[pid]
+        while edge_at.n <= pid:  # (pids are entered in no particular order: see below)
+            edge_at.push(-1)
+        edge_at.at[pid] = edge_byte.n
+        children = trie[node]
+        nk = 0
+        for b, child in (<dict>children).items():  # sorted by byte (insertion)
+            if not 0 <= b < 256 or not 0 <= child < n_trie:
+                raise ValueError(f"names_product: bad trie edge {b} -> {child}")
+            i = nk
+            while i and kb[i - 1] > b:
+                kb[i], kt[i] = kb[i - 1], kt[i - 1]
+                i -= 1
+            kb[i], kt[i] = b, child
+            nk += 1
+        for i in range(nk):
+            b, child = kb[i], kt[i]
+            target = table[state, b]
+            if target < 0:
+                continue
+            if target >= n_keys:
+                raise ValueError(f"names_product: a key state {target} out of range")
+            cid = ids.get_or_add(<int64_t>child * n_keys + target, n_pairs)
+            if cid < 0:
+                cid = n_pairs
+                n_pairs += 1
+                node_of.push(child)
+                state_of.push(target)
+                entered.append(0)
+                if not cid & 255:
+                    check()
+            if not entered[cid]:
+                stack.push(cid << 1)
+            edge_byte.push(b)
+            edge_to.push(cid)
+        edge_byte.push(-1)  # (the end of pid's edges)
+        edge_to.push(-1)
+    # children first, each pair a state unless an equal one exists (canon -1: dead)
+    cdef list rows = [()]
+    rows.extend(key_rows)
+    cdef list accept = [False]
+    accept.extend(key_accept)
+    by_row = dict(by_row)
+    cdef dict rep = {}
+    cdef int32_t* canon = <int32_t*>calloc(n_pairs, sizeof(int32_t))
+    cdef bytearray twinless = bytearray(n_pairs)
+    cdef object reached = 1, q
+    cdef tuple row
+    cdef bint acc
+    if canon == NULL:
+        raise MemoryError()
+    try:
+        for m in range(post.n):
+            pid = post.at[m]
+            node, state = node_of.at[pid], state_of.at[pid]
+            nk = 0
+            e = edge_at.at[pid]
+            while edge_to.at[e] >= 0:
+                cid = edge_to.at[e]
+                kb[nk], kt[nk] = edge_byte.at[e], canon[cid]
+                nk += 1
+                if twinless[cid] or (canon[cid] < 0 and key_live[state_of.at[cid]]):
+                    twinless[pid] = 1
+                e += 1
+            row = _punched(<tuple>key_rows[state], kb, kt, nk, first_new)
+            acc = key_accept[state] and not is_name[node]
+            if not row and not acc:
+                canon[pid] = -1
+                continue
+            if nk <= wide_limit:
+                reached = reached | wide[state]
+            if pid == 0:  # (the last in post-order)
+                rows[0], accept[0] = row, acc
+                rep[0] = (node, state, bool(twinless[pid]))
+                continue
+            q = by_row.setdefault((acc, row), len(rows))
+            if q == len(rows):
+                rows.append(row)
+                accept.append(acc)
+                rep[q] = (node, state, bool(twinless[pid]))
+            canon[pid] = q
+        if canon[0] < 0:
+            return None
+        return rows, accept, rep, reached, by_row.get((accept[0], rows[0]), 0)
+    finally:
+        free(canon)
