@@ -499,6 +499,8 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
         product([{97: 2}, {}], [False, True])
     with pytest.raises(ValueError, match="different sizes"):
         product([{97: 1}, {}], [False])
+    with pytest.raises(ValueError, match="different sizes"):
+        product([], [])
     with pytest.raises(ValueError, match="key state 5"):
         bad = keys.dense().copy()
         bad[0, 97] = 5

@@ -811,9 +811,9 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
     """
     cdef Py_ssize_t n_keys = len(key_rows), first_new = n_keys + 1, n_pairs = 1, e, m
     cdef Py_ssize_t n_trie = len(trie)
-    if not n_keys or table.shape[0] != n_keys or table.shape[1] != 256 or len(key_accept) != n_keys \
+    if not n_keys or not n_trie or table.shape[0] != n_keys or table.shape[1] != 256 or len(key_accept) != n_keys \
             or len(key_live) != n_keys or len(wide) != n_keys or len(is_name) != n_trie:
-        raise ValueError("names_product: tables of different sizes")
+        raise ValueError("names_product: tables of different sizes (or empty)")
     cdef _PairIds ids = _PairIds()
     cdef _Ints node_of = _Ints(), state_of = _Ints(), edge_at = _Ints(), edge_byte = _Ints()
     cdef _Ints edge_to = _Ints(), stack = _Ints(), post = _Ints()
