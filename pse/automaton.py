@@ -18,8 +18,8 @@ import numpy as np
 from pse import limits
 from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic
 from pse._core.structure import class_cuts
-from pse._core.automata import live_states as _live_states
-from pse._core.automata import moore_blocks, quotient, refine, subsets, trimmed
+from pse._core.automata import (live_states as _live_states, moore_blocks, quotient, refine,
+                                subsets, trimmed)
 
 MAX_CODE_POINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)

@@ -1,5 +1,7 @@
 from typing import Callable, Sequence
 
+import numpy as np
+
 def subsets(edges: list[list[tuple[int, int, int]]], eps: list[list[int]], start: int,
             final: int, max_states: int, check_budget: Callable[[], None]
             ) -> tuple[list[list[tuple[int, int, int]]], list[bool]]: ...
@@ -9,7 +11,16 @@ def moore_blocks(trans: Sequence[Sequence[tuple[int, int, int]]], accept: Sequen
                  rounds: int, check_budget: Callable[[], None]) -> tuple[list[int], bool]: ...
 def quotient(trans: Sequence[Sequence[tuple[int, int, int]]], accept: Sequence[bool],
              block: list[int]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]: ...
+def live_states(trans: Sequence[Sequence[tuple[int, int, int]]], accept: Sequence[bool]
+                ) -> list[bool]: ...
 def trimmed(trans: Sequence[Sequence[tuple[int, int, int]]], accept: Sequence[bool]
             ) -> tuple[list[list[tuple[int, int, int]]], list[bool], list[int]] | None: ...
 def punched_row(row: tuple[tuple[int, int, int], ...], kids: list[tuple[int, int]],
                 n_keys: int) -> tuple[tuple[int, int, int], ...]: ...
+def names_product(trie: list[dict[int, int]], is_name: list[bool], table: np.ndarray,
+                  key_rows: tuple[tuple[tuple[int, int, int], ...], ...],
+                  key_accept: Sequence[bool], by_row: dict[tuple, int],
+                  key_live: Sequence[bool], wide: list[int], wide_limit: int,
+                  check: Callable[[], None]
+                  ) -> tuple[list[tuple], list[bool], dict[int, tuple[int, int, bool]], int,
+                             int] | None: ...

@@ -696,65 +696,6 @@ cdef tuple _punched(tuple row, const int32_t* kb, const int32_t* kt, Py_ssize_t 
     return tuple(joined)
 
 
-cdef class _PairIds:
-    """Open addressing from a pair's key (trie node * key states + key state) to its number."""
-    cdef int64_t* keys
-    cdef int32_t* ids
-    cdef Py_ssize_t mask, used
-
-    def __cinit__(self):
-        self.mask = 255
-        self.used = 0
-        self.keys = <int64_t*>malloc(256 * sizeof(int64_t))
-        self.ids = <int32_t*>malloc(256 * sizeof(int32_t))
-        if self.keys == NULL or self.ids == NULL:
-            raise MemoryError()
-        memset(self.keys, 0xFF, 256 * sizeof(int64_t))  # -1: empty
-
-    def __dealloc__(self):
-        free(self.keys)
-        free(self.ids)
-
-    cdef Py_ssize_t _slot(self, int64_t key) noexcept:
-        cdef Py_ssize_t i = <Py_ssize_t>((<uint64_t>key * 0x9E3779B97F4A7C15ULL) >> 32) & self.mask
-        while self.keys[i] != key and self.keys[i] != -1:
-            i = (i + 1) & self.mask
-        return i
-
-    cdef int32_t get_or_add(self, int64_t key, int32_t new_id) except -2:
-        """The key's number, or -1 after numbering it `new_id`."""
-        cdef Py_ssize_t i = self._slot(key)
-        if self.keys[i] == key:
-            return self.ids[i]
-        self.keys[i] = key
-        self.ids[i] = new_id
-        self.used += 1
-        if self.used * 2 > self.mask:
-            self._grow()
-        return -1
-
-    cdef int _grow(self) except -1:
-        cdef int64_t* old_keys = self.keys
-        cdef int32_t* old_ids = self.ids
-        cdef Py_ssize_t old_size = self.mask + 1, size = 2 * old_size, j, i
-        self.keys = <int64_t*>malloc(size * sizeof(int64_t))
-        self.ids = <int32_t*>malloc(size * sizeof(int32_t))
-        if self.keys == NULL or self.ids == NULL:
-            free(old_keys)
-            free(old_ids)
-            raise MemoryError()
-        memset(self.keys, 0xFF, size * sizeof(int64_t))
-        self.mask = size - 1
-        for j in range(old_size):
-            if old_keys[j] != -1:
-                i = self._slot(old_keys[j])
-                self.keys[i] = old_keys[j]
-                self.ids[i] = old_ids[j]
-        free(old_keys)
-        free(old_ids)
-        return 0
-
-
 cdef class _Ints:
     """A growable int32 array."""
     cdef int32_t* at
@@ -805,16 +746,16 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         start, 1 to n: the key states, then the new ones), per new state (the start
         included) the pair that made it as (trie node, key state, twinless), the states
         surely reached, as bits, and another state equal to the start (0: none). None when
-        the start is dead. A pair is twinless when on some byte it reaches a
-        dead pair whose key state lives: its twin, the plain key state, allows what it does
-        not.
+        the start is dead. A pair is twinless when on some byte it reaches a dead pair whose
+        key state lives: its twin, the plain key state, allows what it does not.
     """
     cdef Py_ssize_t n_keys = len(key_rows), first_new = n_keys + 1, n_pairs = 1, e, m
     cdef Py_ssize_t n_trie = len(trie)
-    if not n_keys or not n_trie or table.shape[0] != n_keys or table.shape[1] != 256 or len(key_accept) != n_keys \
-            or len(key_live) != n_keys or len(wide) != n_keys or len(is_name) != n_trie:
+    if not n_keys or not n_trie or table.shape[0] != n_keys or table.shape[1] != 256 \
+            or len(key_accept) != n_keys or len(key_live) != n_keys or len(wide) != n_keys \
+            or len(is_name) != n_trie:
         raise ValueError("names_product: tables of different sizes (or empty)")
-    cdef _PairIds ids = _PairIds()
+    cdef dict ids = {0: 0}  # a pair's number by its key: trie node * key states + key state
     cdef _Ints node_of = _Ints(), state_of = _Ints(), edge_at = _Ints(), edge_byte = _Ints()
     cdef _Ints edge_to = _Ints(), stack = _Ints(), post = _Ints()
     cdef bytearray entered = bytearray(1)
@@ -824,7 +765,7 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
     cdef object children
     node_of.push(0)
     state_of.push(0)
-    ids.get_or_add(0, 0)
+    edge_at.push(-1)
     stack.push(0)
     # the pairs from the start, depth first, each one's edges to others (on the trie's bytes,
     # in order) listed when it is entered, and the pairs in post-order (the trie is acyclic)
@@ -840,8 +781,6 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         entered[pid] = 1
         stack.push((pid << 1) | 1)
         node, state = node_of.at[pid], state_of.at[pid]
-        while edge_at.n <= pid:  # (pids are entered in no particular order: see below)
-            edge_at.push(-1)
         edge_at.at[pid] = edge_byte.n
         children = trie[node]
         nk = 0
@@ -861,12 +800,12 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
                 continue
             if target >= n_keys:
                 raise ValueError(f"names_product: a key state {target} out of range")
-            cid = ids.get_or_add(<int64_t>child * n_keys + target, n_pairs)
-            if cid < 0:
-                cid = n_pairs
+            cid = ids.setdefault(<int64_t>child * n_keys + target, n_pairs)
+            if cid == n_pairs:
                 n_pairs += 1
                 node_of.push(child)
                 state_of.push(target)
+                edge_at.push(-1)
                 entered.append(0)
                 if not cid & 255:
                     check()
