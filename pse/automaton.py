@@ -16,7 +16,7 @@ from typing import Hashable, Iterable, Iterator, Sequence
 import numpy as np
 
 from pse import limits
-from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic
+from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic, untrack_if_settled
 from pse._core.structure import class_cuts
 from pse._core.automata import (live_states as _live_states, moore_blocks, quotient, refine,
                                 subsets, trimmed)
@@ -170,19 +170,26 @@ class DFA:
     __slots__ = ("trans", "accept", "_dense", "_cuts", "_key")
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
-                 accept: Sequence[bool], dense: np.ndarray | None = None) -> None:
-        """`dense`: the table `dense()` returns, when the caller has it already."""
+                 accept: Sequence[bool], dense: np.ndarray | None = None,
+                 key: Hashable | None = None) -> None:
+        """`dense`: the table `dense()` returns, when the caller has it already. `key`: what
+        `key()` returns instead of the content, for an automaton its maker names in fewer
+        words (equal names must mean equal automata; the converse may fail, which only
+        loses sharing)."""
         # frozen as tuples the garbage collector does not track: cached automata (thousands,
         # each range a tuple) would otherwise make collections slow
         self.trans = frozen_rows(trans)
         self.accept = frozen_flags(accept)
         self._dense = dense
         self._cuts: np.ndarray | None = None
-        self._key: ContentKey | None = None  # (see key())
+        self._key = key  # (see key())
+        if key is not None:
+            untrack_if_settled(key)  # (a name of strings and tuples: like the rows)
         # nor the automaton, which then holds only those tuples, arrays and its key (the
         # caches' tuples holding it can be untracked too: bounded_cache); not a subclass's,
         # whose other attributes could close a cycle
-        if type(self) is DFA and not (gc.is_tracked(self.trans) or gc.is_tracked(self.accept)):
+        if type(self) is DFA and not (gc.is_tracked(self.trans) or gc.is_tracked(self.accept)
+                                      or key is not None and gc.is_tracked(key)):
             untrack_acyclic(self)
 
     def dense(self) -> np.ndarray:
@@ -227,9 +234,10 @@ class DFA:
             self._cuts = class_cuts(self.trans)
         return self._cuts
 
-    def key(self) -> ContentKey:
-        """Equal for automata with equal transitions and acceptance; made (and hashed) once:
-        automata come from caches, and hashing all transitions is not cheap."""
+    def key(self) -> Hashable:
+        """Equal for automata with equal transitions and acceptance (or the name given when
+        made); made (and hashed) once: automata come from caches, and hashing all
+        transitions is not cheap."""
         if self._key is None:
             self._key = ContentKey(("dfa", self.trans, self.accept))
             if not gc.is_tracked(self):  # (its parts are untracked: so is the key)

@@ -17,6 +17,7 @@ import numpy as np
 
 from pse import automaton, limits
 from pse._core.automata import names_product
+from pse._core.frozen import frozen_rows
 from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
 
@@ -282,25 +283,23 @@ def without_names_states(keys: automaton.DFA, names
     key = (_dfa_digest(keys), names)
     found = _WITHOUT_NAMES.get(key)
     if found is None:
-        found = _without_names_states(keys, names)
+        found = _without_names_states(keys, names, ("keys less names", *key))
         _WITHOUT_NAMES.put(key, found)
     return found
 
 
 class _KeyTables:
     """What every `without_names_states` over one key automaton starts from: its states
-    numbered from 1 (0 is the product's start), as rows, transition table and the map that
-    finds a state by its row and acceptance; built once per automaton."""
+    numbered from 1 (0 is the product's start), as rows (frozen: the products' rows share
+    their ranges) and transition table; built once per automaton."""
 
-    __slots__ = ("rows", "accept", "table", "by_row", "live", "reach", "wide", "residual")
+    __slots__ = ("rows", "accept", "table", "live", "reach", "wide", "residual")
 
     def __init__(self, keys: automaton.DFA, digest: bytes) -> None:
-        self.rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
+        self.rows = frozen_rows(tuple((lo, hi, t + 1) for lo, hi, t in row)
+                                for row in keys.trans)
         self.accept = keys.accept
         self.table = keys.dense()  # keys' own numbers, for the product's walk
-        self.by_row: dict[tuple, int] = {}
-        for q, (a, row) in enumerate(zip(self.accept, self.rows)):
-            self.by_row.setdefault((a, row), q + 1)
         self.live = automaton.live_states(keys)
         # per state (numbered from 1), the states it reaches, as bits
         self.reach = [0]
@@ -341,8 +340,10 @@ def _key_tables(keys: automaton.DFA) -> _KeyTables:
     return found
 
 
-def _without_names_states(keys: automaton.DFA, names
+def _without_names_states(keys: automaton.DFA, names, name: Hashable
                           ) -> tuple[automaton.DFA, KeyStates | None]:
+    """`without_names_states`, made; `name`: the automaton's key (see DFA.key: its
+    transitions, a row per trie node, are long to hash)."""
     trie, is_name = _spelling_trie(names)
     kt = _key_tables(keys)
     # the product (in C): pairs (trie node, state of `keys`) from the start, minimal (each
@@ -353,8 +354,8 @@ def _without_names_states(keys: automaton.DFA, names
     # a dead pair whose twin lives (a name with nothing after it in a bounded key language):
     # a token ending there would be allowed by the twin's mask, so its mask is walked, not
     # derived
-    found = names_product(trie, is_name, kt.table, kt.rows, kt.accept, kt.by_row, kt.live,
-                          kt.wide, _WIDE, limits.check_budget)
+    found = names_product(trie, is_name, kt.table, kt.rows, kt.accept, kt.live, kt.wide, _WIDE,
+                          limits.check_budget)
     if found is None:
         return automaton.DFA([[]], [False]), None
     rows, accept, rep, reached, begin = found
@@ -380,7 +381,7 @@ def _without_names_states(keys: automaton.DFA, names
         residual = {new_of[q]: key for q, key in residual.items() if q in new_of}
         derived = {new_of[q]: (new_of[twin], node, at) for q, (twin, node, at) in derived.items()
                    if q in new_of and twin in new_of}
-    return automaton.DFA(rows, accept), KeyStates(residual, derived, trie, is_name)
+    return automaton.DFA(rows, accept, key=name), KeyStates(residual, derived, trie, is_name)
 
 
 class KeyStates:

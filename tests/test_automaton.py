@@ -187,7 +187,7 @@ def test_live_states_against_brute_force(graph):
 @st.composite
 def _punch_cases(draw):
     """A row of joined byte ranges over bytes 0-15 and some of the bytes it covers, each sent
-    to a target (-1: nowhere), with the first number of the states new to the row."""
+    to a target (-1: nowhere)."""
     cuts = sorted(set(draw(st.lists(st.integers(1, 15), max_size=6))) | {0, 16})
     row: list[tuple[int, int, int]] = []
     for lo, nxt in zip(cuts, cuts[1:]):
@@ -200,10 +200,10 @@ def _punch_cases(draw):
             row.append((lo, nxt - 1, t))
     covered = [b for lo, hi, _ in row for b in range(lo, hi + 1)]
     if not covered:
-        return tuple(row), [], 4
+        return tuple(row), []
     picked = draw(st.lists(st.sampled_from(covered), min_size=1, max_size=4, unique=True))
     kids = [(b, draw(st.integers(-1, 6))) for b in sorted(picked)]
-    return tuple(row), kids, draw(st.sampled_from([4, 5, 7]))
+    return tuple(row), kids
 
 
 @given(_punch_cases())
@@ -211,7 +211,7 @@ def test_punched_row_against_a_byte_table(case):
     """`punched_row` (a key state's row with the bytes of a trie node's children redirected)
     equals the row read back from a 16-byte table with those bytes rewritten, neighbouring
     bytes into one target joined into a range."""
-    row, kids, n_keys = case
+    row, kids = case
     table = [-1] * 16
     for lo, hi, t in row:
         table[lo:hi + 1] = [t] * (hi - lo + 1)
@@ -225,7 +225,7 @@ def test_punched_row_against_a_byte_table(case):
             expected[-1] = (expected[-1][0], b, t)
         else:
             expected.append((b, b, t))
-    assert punched_row(row, kids, n_keys) == tuple(expected)
+    assert punched_row(row, kids) == tuple(expected)
 
 
 @st.composite
@@ -297,6 +297,16 @@ def test_transitions_are_not_tracked_by_the_garbage_collector():
     # one holding a tracked row stays tracked
     assert not any(gc.is_tracked(x) for x in (dfa, dfa.accept, dfa.key()))
     assert gc.is_tracked(odd) and gc.is_tracked(odd.key())
+    # rows frozen already are kept as they are
+    assert automaton.DFA(dfa.trans, dfa.accept).trans is dfa.trans
+    again = automaton.DFA([dfa.trans[0], [(97, 97, 0)]], [False, True])
+    assert again.trans[0] is dfa.trans[0] and not gc.is_tracked(again.trans[1])
+    # a name given for the key (of strings, bytes and tuples) is the key, untracked like the
+    # rows; one holding a list keeps the automaton tracked
+    named = automaton.DFA(rows, [False, True], key=("name", b"\x01", ("a", "b")))
+    assert named.key() == ("name", b"\x01", ("a", "b"))
+    assert not gc.is_tracked(named) and not gc.is_tracked(named.key())
+    assert gc.is_tracked(automaton.DFA(rows, [False, True], key=("name", [1])))
 
 
 def test_cache_entries_of_untracked_parts_are_untracked():
@@ -481,15 +491,15 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
     with pytest.raises(ValueError, match="blocks"):
         quotient([[(0, 0, 1)], []], [True, False], [0])
     with pytest.raises(ValueError, match="no range"):
-        punched_row((), [(3, 1)], 4)
+        punched_row((), [(3, 1)])
     with pytest.raises(ValueError, match="byte 4"):
-        punched_row(((0, 2, 1), (5, 6, 2)), [(4, 0)], 4)
+        punched_row(((0, 2, 1), (5, 6, 2)), [(4, 0)])
     # names_product indexes the key table by the trie's bytes and its own targets
     keys = automaton.DFA([[(97, 97, 1)], []], [False, True])
     rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)
 
     def product(trie, is_name, table=keys.dense()):
-        return names_product(trie, is_name, table, rows, keys.accept, {}, [True, True],
+        return names_product(trie, is_name, table, rows, keys.accept, [True, True],
                              [0, 0], 16, lambda: None)
 
     assert product([{97: 1}, {}], [False, True]) is None  # "a" less "a": nothing

@@ -106,6 +106,11 @@ def test_keys_without_names_is_the_difference(names, others, pattern):
             assert direct.matches(data) == generic.matches(data), (names, spelled)
         if text in names:
             assert not direct.matches(json.dumps(text, ensure_ascii=False)[1:-1].encode())
+    # its key (see DFA.key) names the key automaton and the set of names, not the content
+    again = without_names(compile_regex(pattern, 0, search=True, char_class=json_char_class,
+                                        ecma=True), list(reversed(names)))
+    assert again.key() == direct.key() and len(direct.key()) == 3
+    assert without_names(keys, names + ["\x00"]).key() != direct.key()
 
 
 def test_key_states_without_empty_made_once_per_size():

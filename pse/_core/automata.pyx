@@ -8,12 +8,23 @@ sweep over the byte positions where one of its members' edges starts or ends (th
 bucketed, 0 to 256), with the targets that hold counted: a bounded repeat of a UTF-8 class
 (`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each, which the Python
 sweep did at tens of microseconds a set.
+
+Also: the live states of a DFA, and the product of a key automaton with the spelling trie of an
+object's names (`names_product`), minimized with its rows punched, hashed and compared as C
+arrays.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
 
 
 cdef int _compare(const void* a, const void* b) noexcept nogil:
@@ -632,70 +643,6 @@ def trimmed(object trans, object accept):
         free(order)
 
 
-def punched_row(tuple row, list kids, int n_keys):
-    """`row` (sorted (lo, hi, target) ranges, each byte of `kids` inside one) with the bytes
-    of `kids` sent elsewhere (sorted (byte, target); target -1: nowhere), neighbouring ranges
-    into one target joined. Where `kids` is one byte into a state numbered `n_keys` or more
-    (a state no range of `row` leads to), the ranges around it are left as they are: joined
-    already, as in every automaton pse builds. (`names_product` makes a row so per pair.)"""
-    cdef Py_ssize_t k, nk = len(kids)
-    cdef int32_t kb[256]
-    cdef int32_t kt[256]
-    if nk > 256:
-        raise ValueError("punched_row: more than 256 bytes to punch")
-    for k in range(nk):
-        kb[k], kt[k] = kids[k]
-    return _punched(row, kb, kt, nk, n_keys)
-
-
-cdef tuple _punched(tuple row, const int32_t* kb, const int32_t* kt, Py_ssize_t nk,
-                    int n_keys):
-    """`punched_row` with the kids' bytes and targets as arrays."""
-    if not nk:
-        return row
-    cdef Py_ssize_t n = len(row), i = 0, j, k
-    cdef int c, t, lo, hi, target
-    cdef list out = [], joined
-    if not n:
-        raise ValueError("punched_row: the row has no range to punch")
-    lo, hi, target = row[0]
-    for k in range(nk):
-        c, t = kb[k], kt[k]
-        if hi < c:  # copy the ranges before the one holding c
-            if lo <= hi:
-                out.append((lo, hi, target))
-            j = i + 1
-            while j < n and (<tuple>row[j])[0] <= c:
-                j += 1
-            j -= 1
-            out.extend(row[i + 1:j])
-            i = j
-            lo, hi, target = row[j]
-        if not lo <= c <= hi:
-            raise ValueError(f"punched_row: byte {c} is in no range of the row left")
-        if lo < c:
-            out.append((lo, c - 1, target))
-        if t >= 0:
-            out.append((c, c, t))
-        lo = c + 1
-    if lo <= hi:
-        out.append((lo, hi, target))
-    out.extend(row[i + 1:])
-    if nk == 1 and kt[0] >= n_keys:
-        return tuple(out)
-    joined = []
-    cdef tuple last
-    for lo, hi, t in out:
-        j = len(joined) - 1  # (no negative indexes here: wraparound is off)
-        if j >= 0:
-            last = joined[j]
-            if last[2] == t and last[1] == lo - 1:
-                joined[j] = (last[0], hi, t)
-                continue
-        joined.append((lo, hi, t))
-    return tuple(joined)
-
-
 cdef class _Ints:
     """A growable int32 array."""
     cdef int32_t* at
@@ -723,8 +670,201 @@ cdef class _Ints:
         return 0
 
 
+cdef struct _Range:
+    int32_t lo, hi, t
+    int32_t src  # the index of the key range it is (kept whole), or -1
+
+
+cdef inline Py_ssize_t _put(_Range* out, Py_ssize_t m, int32_t lo, int32_t hi, int32_t t,
+                            int32_t src) noexcept:
+    """Append (lo, hi, t) to the m ranges of `out`, joined with the last if it continues it
+    into the same target; the new length."""
+    if m and out[m - 1].t == t and out[m - 1].hi == lo - 1:
+        out[m - 1].hi = hi
+        out[m - 1].src = -1
+        return m
+    out[m].lo, out[m].hi, out[m].t, out[m].src = lo, hi, t, src
+    return m + 1
+
+
+cdef Py_ssize_t _punch(const _Range* row, Py_ssize_t n, const int32_t* kb, const int32_t* kt,
+                       Py_ssize_t nk, _Range* out) except -1:
+    """Row `row` (n sorted ranges) with byte kb[k] sent to kt[k] (-1: nowhere; kb sorted,
+    each byte inside a range), neighbouring ranges into one target joined, written to `out`
+    (room for n + 2 nk ranges); its length. A range left whole keeps its `src`."""
+    cdef Py_ssize_t i, k = 0, m = 0
+    cdef int32_t lo, hi, t, c
+    cdef bint whole
+    for i in range(n):
+        lo, hi, t = row[i].lo, row[i].hi, row[i].t
+        whole = True
+        while k < nk and kb[k] <= hi:
+            c = kb[k]
+            if c < lo:
+                raise ValueError(f"punched_row: byte {c} is in no range of the row")
+            whole = False
+            if lo < c:
+                m = _put(out, m, lo, c - 1, t, -1)
+            if kt[k] >= 0:
+                m = _put(out, m, c, c, kt[k], -1)
+            lo = c + 1
+            k += 1
+        if whole:
+            m = _put(out, m, lo, hi, t, row[i].src)
+        elif lo <= hi:
+            m = _put(out, m, lo, hi, t, -1)
+    if k < nk:
+        raise ValueError(f"punched_row: byte {kb[k]} is in no range of the row")
+    return m
+
+
+cdef tuple _row_tuple(const _Range* r, Py_ssize_t m, list ranges):
+    """The row as a tuple of (lo, hi, target) tuples, untracked by the garbage collector: a
+    range with a `src` is that tuple of `ranges`."""
+    cdef tuple row = PyTuple_New(m)
+    cdef object item
+    cdef Py_ssize_t i
+    for i in range(m):
+        if r[i].src >= 0:
+            item = ranges[r[i].src]
+        else:
+            item = (r[i].lo, r[i].hi, r[i].t)
+            PyObject_GC_UnTrack(<PyObject*>item)
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(row, i, item)
+    PyObject_GC_UnTrack(<PyObject*>row)
+    return row
+
+
+def punched_row(tuple row, list kids):
+    """`row` (sorted (lo, hi, target) ranges, each byte of `kids` inside one) with the bytes
+    of `kids` sent elsewhere (sorted (byte, target); target -1: nowhere), neighbouring ranges
+    into one target joined. (`names_product` makes a row so per pair.)"""
+    cdef Py_ssize_t k, n = len(row), nk = len(kids)
+    cdef int32_t kb[256]
+    cdef int32_t kt[256]
+    if nk > 256:
+        raise ValueError("punched_row: more than 256 bytes to punch")
+    for k in range(nk):
+        kb[k], kt[k] = kids[k]
+    cdef _Range* r = <_Range*>malloc((2 * n + 2 * nk + 1) * sizeof(_Range))
+    if r == NULL:
+        raise MemoryError()
+    try:
+        for k in range(n):
+            r[k].lo, r[k].hi, r[k].t = row[k]
+            r[k].src = -1
+        return _row_tuple(&r[n], _punch(r, n, kb, kt, nk, &r[n]), [])
+    finally:
+        free(r)
+
+
+cdef uint64_t _row_hash(const _Range* r, Py_ssize_t m, bint acc) noexcept:
+    cdef uint64_t h = (<uint64_t>0x1E3779B97F4A7C15) ^ (<uint64_t>m << 1) ^ acc
+    cdef Py_ssize_t i
+    for i in range(m):
+        h = (h ^ (<uint64_t>(r[i].lo & 255) | (<uint64_t>(r[i].hi & 255) << 8)
+                  | (<uint64_t>(<uint32_t>r[i].t) << 16))) * (<uint64_t>0x100000001B3)
+        h ^= h >> 29
+    return h
+
+
+cdef class _Rows:
+    """States' rows (ranges and acceptance) in flat arrays, and a hash table finding a state
+    by its row: `names_product`'s minimization without a tuple hashed per pair."""
+    cdef _Range* ranges
+    cdef Py_ssize_t n_ranges, cap_ranges
+    cdef _Ints off  # per state, where its ranges start (one more at the end)
+    cdef _Ints acc  # per state, 1: accepting
+    cdef int32_t* slots  # state numbers, -1: empty
+    cdef Py_ssize_t n_slots, n_in
+
+    def __cinit__(self):
+        self.cap_ranges = 1024
+        self.ranges = <_Range*>malloc(self.cap_ranges * sizeof(_Range))
+        self.n_slots = 256
+        self.slots = <int32_t*>malloc(self.n_slots * sizeof(int32_t))
+        if self.ranges == NULL or self.slots == NULL:
+            raise MemoryError()
+        memset(self.slots, 0xFF, self.n_slots * sizeof(int32_t))
+        self.off = _Ints()
+        self.off.push(0)
+        self.acc = _Ints()
+
+    def __dealloc__(self):
+        free(self.ranges)
+        free(self.slots)
+
+    cdef int add(self, const _Range* r, Py_ssize_t m, bint acc) except -1:
+        """A state of its own with this row (the next number)."""
+        cdef _Range* grown
+        cdef Py_ssize_t cap = self.cap_ranges
+        while self.n_ranges + m > cap:
+            cap *= 2
+        if cap != self.cap_ranges:
+            grown = <_Range*>realloc(self.ranges, cap * sizeof(_Range))
+            if grown == NULL:
+                raise MemoryError()
+            self.ranges, self.cap_ranges = grown, cap
+        if m:
+            memcpy(&self.ranges[self.n_ranges], r, m * sizeof(_Range))
+        self.n_ranges += m
+        self.off.push(<int32_t>self.n_ranges)
+        self.acc.push(acc)
+        return 0
+
+    cdef bint same(self, int32_t q, const _Range* r, Py_ssize_t m, bint acc) noexcept:
+        cdef Py_ssize_t i, at = self.off.at[q]
+        if self.off.at[q + 1] - at != m or self.acc.at[q] != acc:
+            return False
+        for i in range(m):
+            if (self.ranges[at + i].lo != r[i].lo or self.ranges[at + i].hi != r[i].hi
+                    or self.ranges[at + i].t != r[i].t):
+                return False
+        return True
+
+    cdef int32_t find(self, const _Range* r, Py_ssize_t m, bint acc) noexcept:
+        """The state entered (`enter`) with this row, or -1."""
+        cdef Py_ssize_t mask = self.n_slots - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(_row_hash(r, m, acc) & <uint64_t>mask)
+        while self.slots[i] >= 0:
+            if self.same(self.slots[i], r, m, acc):
+                return self.slots[i]
+            i = (i + 1) & mask
+        return -1
+
+    cdef int enter(self, int32_t q) except -1:
+        """Make state q findable by its row (which no state entered has)."""
+        cdef Py_ssize_t k, n_old
+        cdef int32_t* old
+        if 2 * (self.n_in + 1) > self.n_slots:  # grow: every entered state again
+            old, n_old = self.slots, self.n_slots
+            self.slots = <int32_t*>malloc(2 * n_old * sizeof(int32_t))
+            if self.slots == NULL:
+                self.slots = old
+                raise MemoryError()
+            self.n_slots = 2 * n_old
+            memset(self.slots, 0xFF, self.n_slots * sizeof(int32_t))
+            self.n_in = 0
+            for k in range(n_old):
+                if old[k] >= 0:
+                    self._place(old[k])
+            free(old)
+        self._place(q)
+        return 0
+
+    cdef void _place(self, int32_t q) noexcept:
+        cdef Py_ssize_t at = self.off.at[q], mask = self.n_slots - 1
+        cdef Py_ssize_t i = <Py_ssize_t>(_row_hash(&self.ranges[at], self.off.at[q + 1] - at,
+                                                   self.acc.at[q]) & <uint64_t>mask)
+        while self.slots[i] >= 0:
+            i = (i + 1) & mask
+        self.slots[i] = q
+        self.n_in += 1
+
+
 def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple key_rows,
-                  key_accept, dict by_row, key_live, list wide, int wide_limit, check):
+                  key_accept, key_live, list wide, int wide_limit, check):
     """The product of a key automaton with the spelling trie of names (json_spelling's
     `without_names_states`: keys that are not one of the names), pairs (trie node, key state)
     from (0, 0), minimized on the way: children before parents, each pair is a state of its
@@ -734,8 +874,8 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         trie, is_name: the names' spelling trie (byte -> child per node; which nodes end a
             name).
         table: the key automaton's transitions, (states, 256), -1: no edge.
-        key_rows, key_accept, by_row: its states numbered from 1 (0 is the product's start),
-            as rows and acceptance, and the state of each (acceptance, row).
+        key_rows, key_accept: its states numbered from 1 (0 is the product's start), as
+            rows and acceptance (a new row reuses their range tuples).
         key_live: per key state, whether it reaches an accepting state.
         wide: per key state, the states (numbered from 1, as bits) that a pair's row surely
             still leads to when it punches at most `wide_limit` bytes.
@@ -749,7 +889,7 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         the start is dead. A pair is twinless when on some byte it reaches a dead pair whose
         key state lives: its twin, the plain key state, allows what it does not.
     """
-    cdef Py_ssize_t n_keys = len(key_rows), first_new = n_keys + 1, n_pairs = 1, e, m
+    cdef Py_ssize_t n_keys = len(key_rows), n_pairs = 1, e, m
     cdef Py_ssize_t n_trie = len(trie)
     if not n_keys or not n_trie or table.shape[0] != n_keys or table.shape[1] != 256 \
             or len(key_accept) != n_keys or len(key_live) != n_keys or len(wide) != n_keys \
@@ -815,21 +955,47 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
             edge_to.push(cid)
         edge_byte.push(-1)  # (the end of pid's edges)
         edge_to.push(-1)
-    # children first, each pair a state unless an equal one exists (canon -1: dead)
-    cdef list rows = [()]
+    # children first, each pair a state unless one with its row and acceptance exists (the
+    # key states first: a pair may be one of them; canon -1: dead). Rows are punched, hashed
+    # and compared as C arrays; a tuple is made only for a new state
+    cdef list rows = [()], ranges = []
     rows.extend(key_rows)
     cdef list accept = [False]
     accept.extend(key_accept)
-    by_row = dict(by_row)
-    cdef dict rep = {}
+    cdef _Rows known = _Rows()
+    cdef _Range* krow = NULL
+    cdef _Range* out = NULL
+    cdef Py_ssize_t* koff = <Py_ssize_t*>malloc((n_keys + 1) * sizeof(Py_ssize_t))
     cdef int32_t* canon = <int32_t*>calloc(n_pairs, sizeof(int32_t))
     cdef bytearray twinless = bytearray(n_pairs)
-    cdef object reached = 1, q
-    cdef tuple row
+    cdef dict rep = {}
+    cdef object reached = 1, r
+    cdef Py_ssize_t n_out, longest = 0
+    cdef int32_t q
     cdef bint acc
-    if canon == NULL:
-        raise MemoryError()
     try:
+        if koff == NULL or canon == NULL:
+            raise MemoryError()
+        known.add(NULL, 0, False)  # (the start's place: its row is made last)
+        koff[0] = 0
+        for state in range(n_keys):
+            koff[state + 1] = koff[state] + len(<tuple>key_rows[state])
+            longest = max(longest, len(<tuple>key_rows[state]))
+        krow = <_Range*>malloc((koff[n_keys] + 1) * sizeof(_Range))
+        out = <_Range*>malloc((longest + 2 * 256 + 1) * sizeof(_Range))
+        if krow == NULL or out == NULL:
+            raise MemoryError()
+        for state in range(n_keys):
+            e = koff[state]
+            for r in <tuple>key_rows[state]:
+                krow[e].lo, krow[e].hi, krow[e].t = r
+                krow[e].src = len(ranges)
+                ranges.append(r)
+                e += 1
+            e = koff[state]
+            known.add(&krow[e], koff[state + 1] - e, key_accept[state])
+            if known.find(&krow[e], koff[state + 1] - e, key_accept[state]) < 0:
+                known.enter(state + 1)  # (two alike: the first is found)
         for m in range(post.n):
             pid = post.at[m]
             node, state = node_of.at[pid], state_of.at[pid]
@@ -842,25 +1008,30 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
                 if twinless[cid] or (canon[cid] < 0 and key_live[state_of.at[cid]]):
                     twinless[pid] = 1
                 e += 1
-            row = _punched(<tuple>key_rows[state], kb, kt, nk, first_new)
+            n_out = _punch(&krow[koff[state]], koff[state + 1] - koff[state], kb, kt, nk, out)
             acc = key_accept[state] and not is_name[node]
-            if not row and not acc:
+            if not n_out and not acc:
                 canon[pid] = -1
                 continue
             if nk <= wide_limit:
                 reached = reached | wide[state]
             if pid == 0:  # (the last in post-order)
-                rows[0], accept[0] = row, acc
+                rows[0], accept[0] = _row_tuple(out, n_out, ranges), acc
                 rep[0] = (node, state, bool(twinless[pid]))
-                continue
-            q = by_row.setdefault((acc, row), len(rows))
-            if q == len(rows):
-                rows.append(row)
+                q = known.find(out, n_out, acc)
+                return rows, accept, rep, reached, max(q, 0)
+            q = known.find(out, n_out, acc)
+            if q < 0:
+                q = len(rows)
+                known.add(out, n_out, acc)
+                known.enter(q)
+                rows.append(_row_tuple(out, n_out, ranges))
                 accept.append(acc)
                 rep[q] = (node, state, bool(twinless[pid]))
             canon[pid] = q
-        if canon[0] < 0:
-            return None
-        return rows, accept, rep, reached, by_row.get((accept[0], rows[0]), 0)
+        return None  # (the start is dead)
     finally:
+        free(koff)
+        free(krow)
+        free(out)
         free(canon)

@@ -37,10 +37,15 @@ cdef inline bint _untrack_if_plain(tuple t):
 def frozen_rows(rows) -> tuple:
     """`rows` (an iterable of iterables of (lo, hi, target)) as a tuple of tuples, each
     range, row and the whole untracked where they hold only ints."""
+    if type(rows) is tuple and not PyObject_GC_IsTracked(rows):
+        return rows  # frozen already (an automaton's rows, reused)
     cdef list out = []
     cdef tuple row
     cdef object r
     for r in rows:
+        if type(r) is tuple and not PyObject_GC_IsTracked(r):
+            out.append(r)  # a frozen row: its ranges are untracked already
+            continue
         row = tuple(r)
         for x in row:
             if type(x) is tuple:
