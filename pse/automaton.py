@@ -171,17 +171,17 @@ class DFA:
 
     def __init__(self, trans: Sequence[Sequence[tuple[int, int, int]]],
                  accept: Sequence[bool], dense: np.ndarray | None = None,
-                 key: Hashable | None = None) -> None:
-        """`dense`: the table `dense()` returns, when the caller has it already. `key`: what
-        `key()` returns instead of the content, for an automaton its maker names in fewer
-        words (equal names must mean equal automata; the converse may fail, which only
-        loses sharing)."""
+                 key: Hashable | None = None, cuts: np.ndarray | None = None) -> None:
+        """`dense`, `cuts`: what `dense()` and `cuts()` return, when the caller has them
+        already. `key`: what `key()` returns instead of the content, for an automaton its
+        maker names in fewer words (equal names must mean equal automata; the converse may
+        fail, which only loses sharing)."""
         # frozen as tuples the garbage collector does not track: cached automata (thousands,
         # each range a tuple) would otherwise make collections slow
         self.trans = frozen_rows(trans)
         self.accept = frozen_flags(accept)
         self._dense = dense
-        self._cuts: np.ndarray | None = None
+        self._cuts = cuts
         self._key = key  # (see key())
         if key is not None:
             untrack_if_settled(key)  # (a name of strings and tuples: like the rows)

@@ -23,6 +23,7 @@ import numpy as np
 
 from pse import automaton, compile_cache, limits
 from pse.bounded_cache import BoundedCache
+from pse._core.automata import start_moved
 from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
 from pse.errors import GrammarError
@@ -654,34 +655,22 @@ def _fragment(machine: StateMachine) -> _Fragment:
     return fragment
 
 
-def _start_moved(dfa: automaton.DFA) -> list:
-    """`dfa`'s rows with the edges into the start sent to a copy of it appended as state
-    n_states (rows without such an edge are kept as they are): the start (state 0) is then
-    entered by no edge."""
-    n = dfa.n_states
-    trans = list(dfa.trans)
-    for s, row in enumerate(trans):
-        for edge in row:
-            if edge[2] == 0:
-                trans[s] = tuple((lo, hi, t or n) for lo, hi, t in row)
-                break
-    trans.append(trans[0])
-    return trans
-
-
 def _without_reentry(dfa: automaton.DFA) -> automaton.DFA:
     """An equivalent DFA whose start state has no incoming edge, so that being at the start
     of a counted terminal unambiguously means 'between two units'."""
     if not any(t == 0 for row in dfa.trans for _, _, t in row):
         return dfa
-    return automaton.DFA(_start_moved(dfa), dfa.accept + (dfa.accept[0],))
+    return automaton.DFA(start_moved(dfa.trans), dfa.accept + (dfa.accept[0],),
+                         cuts=dfa.cuts())
 
 
 def _without_empty(dfa: automaton.DFA) -> automaton.DFA:
     """The same language minus the empty string: the start (state 0) does not accept, and
-    the old start moves to the end (number n_states, see `_start_moved`); only the rows with
-    an edge into the start change (key and string automata run to hundreds of states)."""
-    return automaton.DFA(_start_moved(dfa), (False,) + dfa.accept[1:] + dfa.accept[:1])
+    the old start moves to the end (number n_states, see `_core.automata.start_moved`); only
+    the rows with an edge into the start change (key and string automata run to hundreds of
+    states), so the byte classes' cuts stay."""
+    return automaton.DFA(start_moved(dfa.trans), (False,) + dfa.accept[1:] + dfa.accept[:1],
+                         cuts=dfa.cuts())
 
 
 def _entered(graph: dict, state: Hashable) -> bool:

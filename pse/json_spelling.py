@@ -358,7 +358,7 @@ def _without_names_states(keys: automaton.DFA, names, name: Hashable
                           limits.check_budget)
     if found is None:
         return automaton.DFA([[]], [False]), None
-    rows, accept, rep, reached, begin = found
+    rows, accept, rep, reached, begin, cuts = found
     first_new = keys.n_states + 1
     derived = {q: (state + 1, node, False) for q, (node, state, twinless) in rep.items()
                if not twinless}
@@ -381,7 +381,11 @@ def _without_names_states(keys: automaton.DFA, names, name: Hashable
         residual = {new_of[q]: key for q, key in residual.items() if q in new_of}
         derived = {new_of[q]: (new_of[twin], node, at) for q, (twin, node, at) in derived.items()
                    if q in new_of and twin in new_of}
-    return automaton.DFA(rows, accept, key=name), KeyStates(residual, derived, trie, is_name)
+        cuts = None  # (the rows that went may have cut where none is left)
+    else:
+        cuts = np.frombuffer(cuts, dtype=bool)
+    return (automaton.DFA(rows, accept, key=name, cuts=cuts),
+            KeyStates(residual, derived, trie, is_name))
 
 
 class KeyStates:
@@ -427,15 +431,16 @@ class KeyStates:
         if self._without_empty is not None and self._without_empty[0] == n_states:
             return self._without_empty[1]
 
-        def moved(s: int) -> int:
-            return s or n_states
-
-        residual = {moved(s): key for s, key in self.residual.items()}
-        derived = {moved(s): (moved(twin), node, at)
-                   for s, (twin, node, at) in self.derived.items()}
-        if 0 in self.derived:
-            twin, node, _ = self.derived[0]
-            derived[0] = (moved(twin), node, True)
+        residual = dict(self.residual)
+        if 0 in residual:
+            residual[n_states] = residual.pop(0)
+        derived = dict(self.derived)
+        if any(how[0] == 0 for how in derived.values()):  # (twins that move: rare)
+            derived = {s: (twin or n_states, node, at) for s, (twin, node, at) in derived.items()}
+        start = derived.pop(0, None)
+        if start is not None:
+            derived[n_states] = start
+            derived[0] = (start[0], start[1], True)
         else:  # the start is a plain key state: its twin is itself
             derived[0] = (n_states, -1, True)
         moved_states = KeyStates(residual, derived, self.trie, self.is_name)

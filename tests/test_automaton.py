@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 from pse import automaton, products
 from pse._core.automata import moore_blocks, names_product, punched_row, quotient, trimmed
-from pse._core.structure import pack_dfas
+from pse._core.structure import class_cuts, pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
     lambda c: not automaton.SURROGATES[0] <= c <= automaton.SURROGATES[1])
@@ -365,6 +365,23 @@ def test_untracking_leaks_no_cycle():
     del sub
     gc.collect()
     assert other() is None
+
+
+@given(_range_dfas())
+def test_start_moved_automata_against_brute_force(dfa):
+    """The compiler's `_without_empty` (the language less the empty word) and
+    `_without_reentry` (the same language) leave no edge into the start (every word up to 3
+    bytes over 0-8), keep each row no edge of which enters the start (the same tuple), and
+    keep the byte classes' cuts."""
+    from pse.compiler import _without_empty, _without_reentry
+
+    for moved, empty in ((_without_empty(dfa), False), (_without_reentry(dfa), dfa.accept[0])):
+        assert not any(t == 0 for row in moved.trans for _, _, t in row)
+        for w in _words(range(9), 3):
+            assert moved.matches(w) == (dfa.matches(w) and (bool(w) or empty)), w
+        assert (moved.cuts() == class_cuts(moved.trans)).all()
+        assert all(moved.trans[s] is row for s, row in enumerate(dfa.trans)
+                   if all(t for _, _, t in row))
 
 
 @given(_range_dfas(), st.lists(st.integers(0, 8), min_size=1, max_size=3).map(bytes))

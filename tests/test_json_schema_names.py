@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 
 from json_schema_helpers import compact
 from pse import JsonSchema
+from pse._core.structure import class_cuts
 from pse.json_spelling import json_char_class, json_names_dfa, without_names
 from pse.regex import compile_regex
 
@@ -99,6 +100,7 @@ def test_keys_without_names_is_the_difference(names, others, pattern):
     direct = without_names(keys, names)
     generic = products.difference(keys, json_names_dfa(names))
     assert direct.n_states == automaton.minimize(generic).n_states  # minimal
+    assert (direct.cuts() == class_cuts(direct.trans)).all()  # (made with the rows)
     for text in names + others:
         for spelled in {json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1],
                         json.dumps(text, ensure_ascii=False)[1:-1].replace("/", "\\/")}:

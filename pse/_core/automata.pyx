@@ -14,7 +14,7 @@ object's names (`names_product`), minimized with its rows punched, hashed and co
 arrays.
 """
 
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
 from cpython.object cimport PyObject
@@ -863,6 +863,45 @@ cdef class _Rows:
         self.n_in += 1
 
 
+cdef void _mark_cuts(const _Range* r, Py_ssize_t m, uint8_t* starts) noexcept:
+    """Set starts[b] (257 flags) where the row's target changes from byte b - 1 to b (as
+    _core.structure.class_cuts reads a DFA's rows)."""
+    cdef Py_ssize_t i
+    cdef int end = -1
+    cdef int32_t last = -1
+    for i in range(m):
+        if end != r[i].lo - 1:
+            starts[end + 1] = 1
+            starts[r[i].lo] = 1
+        elif last != r[i].t:
+            starts[r[i].lo] = 1
+        end, last = r[i].hi, r[i].t
+    starts[end + 1] = 1
+
+
+def start_moved(tuple trans):
+    """`trans` (a DFA's rows) with the edges into the start (state 0) sent to a copy of it
+    appended as state n (its own such edges too): then no edge enters the start. Rows without
+    such an edge are kept (the same tuples)."""
+    cdef Py_ssize_t n = len(trans), s, k
+    cdef list out = list(trans)
+    cdef tuple row, edge
+    cdef list moved
+    for s in range(n):
+        row = <tuple>trans[s]
+        for k in range(len(row)):
+            if (<tuple>row[k])[2] == 0:
+                break
+        else:
+            continue
+        moved = []
+        for edge in row:
+            moved.append(edge if edge[2] != 0 else (edge[0], edge[1], n))
+        out[s] = tuple(moved)
+    out.append(out[0])
+    return out
+
+
 def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple key_rows,
                   key_accept, key_live, list wide, int wide_limit, check):
     """The product of a key automaton with the spelling trie of names (json_spelling's
@@ -882,10 +921,11 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         check: called every 256 new pairs (the compile budget).
 
     Returns:
-        (rows, accept, rep, reached, begin): the product's rows and acceptance (0: the
-        start, 1 to n: the key states, then the new ones), per new state (the start
+        (rows, accept, rep, reached, begin, cuts): the product's rows and acceptance (0:
+        the start, 1 to n: the key states, then the new ones), per new state (the start
         included) the pair that made it as (trie node, key state, twinless), the states
-        surely reached, as bits, and another state equal to the start (0: none). None when
+        surely reached, as bits, another state equal to the start (0: none), and the rows'
+        class cuts (as `DFA.cuts`, a byte per byte). None when
         the start is dead. A pair is twinless when on some byte it reaches a dead pair whose
         key state lives: its twin, the plain key state, allows what it does not.
     """
@@ -973,6 +1013,8 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
     cdef Py_ssize_t n_out, longest = 0
     cdef int32_t q
     cdef bint acc
+    cdef uint8_t starts[257]
+    memset(starts, 0, 257)
     try:
         if koff == NULL or canon == NULL:
             raise MemoryError()
@@ -993,6 +1035,7 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
                 ranges.append(r)
                 e += 1
             e = koff[state]
+            _mark_cuts(&krow[e], koff[state + 1] - e, starts)
             known.add(&krow[e], koff[state + 1] - e, key_accept[state])
             if known.find(&krow[e], koff[state + 1] - e, key_accept[state]) < 0:
                 known.enter(state + 1)  # (two alike: the first is found)
@@ -1018,10 +1061,14 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
             if pid == 0:  # (the last in post-order)
                 rows[0], accept[0] = _row_tuple(out, n_out, ranges), acc
                 rep[0] = (node, state, bool(twinless[pid]))
+                _mark_cuts(out, n_out, starts)
+                starts[0] = 0
                 q = known.find(out, n_out, acc)
-                return rows, accept, rep, reached, max(q, 0)
+                return (rows, accept, rep, reached, max(q, 0),
+                        PyBytes_FromStringAndSize(<char*>starts, 256))
             q = known.find(out, n_out, acc)
             if q < 0:
+                _mark_cuts(out, n_out, starts)
                 q = len(rows)
                 known.add(out, n_out, acc)
                 known.enter(q)
