@@ -358,10 +358,8 @@ def _without_names_states(keys: automaton.DFA, names, name: Hashable
                           limits.check_budget)
     if found is None:
         return automaton.DFA([[]], [False]), None
-    rows, accept, rep, reached, begin, cuts = found
+    rows, accept, derived, reached, begin, cuts = found
     first_new = keys.n_states + 1
-    derived = {q: (state + 1, node, False) for q, (node, state, twinless) in rep.items()
-               if not twinless}
     residual = kt.residual
     # numbered from the start, in the order reached: a start like another state is that
     # state, and what the start cannot reach goes. For most key automata nothing goes and the

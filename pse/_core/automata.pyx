@@ -921,13 +921,14 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
         check: called every 256 new pairs (the compile budget).
 
     Returns:
-        (rows, accept, rep, reached, begin, cuts): the product's rows and acceptance (0:
-        the start, 1 to n: the key states, then the new ones), per new state (the start
-        included) the pair that made it as (trie node, key state, twinless), the states
-        surely reached, as bits, another state equal to the start (0: none), and the rows'
-        class cuts (as `DFA.cuts`, a byte per byte). None when
-        the start is dead. A pair is twinless when on some byte it reaches a dead pair whose
-        key state lives: its twin, the plain key state, allows what it does not.
+        (rows, accept, derived, reached, begin, cuts): the product's rows and acceptance
+        (0: the start, 1 to n: the key states, then the new ones); per new state (the start
+        included) made by a pair that is not twinless, (its twin, trie node, False), the
+        twin being the pair's key state (numbered from 1, see json_spelling.KeyStates); the
+        states surely reached, as bits; another state equal to the start (0: none); and the
+        rows' class cuts (as `DFA.cuts`, a byte per byte). None when the start is dead. A
+        pair is twinless when on some byte it reaches a dead pair whose key state lives:
+        its twin allows what it does not.
     """
     cdef Py_ssize_t n_keys = len(key_rows), n_pairs = 1, e, m
     cdef Py_ssize_t n_trie = len(trie)
@@ -1008,7 +1009,7 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
     cdef Py_ssize_t* koff = <Py_ssize_t*>malloc((n_keys + 1) * sizeof(Py_ssize_t))
     cdef int32_t* canon = <int32_t*>calloc(n_pairs, sizeof(int32_t))
     cdef bytearray twinless = bytearray(n_pairs)
-    cdef dict rep = {}
+    cdef dict derived = {}
     cdef object reached = 1, r
     cdef Py_ssize_t n_out, longest = 0
     cdef int32_t q
@@ -1060,11 +1061,12 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
                 reached = reached | wide[state]
             if pid == 0:  # (the last in post-order)
                 rows[0], accept[0] = _row_tuple(out, n_out, ranges), acc
-                rep[0] = (node, state, bool(twinless[pid]))
+                if not twinless[pid]:
+                    derived[0] = (state + 1, node, False)
                 _mark_cuts(out, n_out, starts)
                 starts[0] = 0
                 q = known.find(out, n_out, acc)
-                return (rows, accept, rep, reached, max(q, 0),
+                return (rows, accept, derived, reached, max(q, 0),
                         PyBytes_FromStringAndSize(<char*>starts, 256))
             q = known.find(out, n_out, acc)
             if q < 0:
@@ -1074,7 +1076,8 @@ def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple ke
                 known.enter(q)
                 rows.append(_row_tuple(out, n_out, ranges))
                 accept.append(acc)
-                rep[q] = (node, state, bool(twinless[pid]))
+                if not twinless[pid]:
+                    derived[q] = (state + 1, node, False)
             canon[pid] = q
         return None  # (the start is dead)
     finally:
