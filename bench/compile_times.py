@@ -20,6 +20,10 @@ CPU's caches cold for the next compile: the median compile of either engine take
 as long there.
 
 `--collect` runs a full collection before each compile (not timed), as maskbench does.
+Without it, the process's automatic full collections land inside some compiles, at the same
+places in every round (the fastest of the rounds keeps them), and where they land moves with
+what a build allocates: the p99 of two builds can differ by that alone, so compare the
+per-schema ratios (`--against`) or use `--collect`.
 
 Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--against F]
      [--compare llguidance] [--collect]

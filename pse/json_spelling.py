@@ -16,7 +16,7 @@ from typing import Hashable, Iterator
 import numpy as np
 
 from pse import automaton, limits
-from pse._core.automata import names_product
+from pse._core.automata import names_product, trie_add
 from pse._core.frozen import frozen_rows
 from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
@@ -479,15 +479,7 @@ def _spelling_trie(names) -> tuple[list[dict[int, int]], list[bool]]:
         ends = [0]
         if (name.isascii() and name.isprintable()
                 and '"' not in name and "/" not in name and "\\" not in name):
-            s = 0  # (each character spelled one way: its byte)
-            for b in name.encode():
-                t = trans[s].get(b)
-                if t is None:
-                    t = trans[s][b] = len(trans)
-                    trans.append({})
-                    accept.append(False)
-                s = t
-            accept[s] = True
+            trie_add(trans, accept, name.encode())  # (each character spelled one way)
             continue
         for ch in name:
             nxt: list[int] = []

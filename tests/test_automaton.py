@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
-from pse._core.automata import moore_blocks, names_product, punched_row, quotient, trimmed
+from pse._core.automata import (moore_blocks, names_product, punched_row, quotient, trie_add,
+                                trimmed)
 from pse._core.structure import class_cuts, pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
@@ -182,6 +183,23 @@ def test_live_states_against_brute_force(graph):
         return False
 
     assert automaton.live_states(dfa) == [reaches_accept(s) for s in range(dfa.n_states)]
+
+
+@given(st.lists(st.binary(max_size=4), max_size=6))
+def test_trie_add_against_a_set_of_words(words):
+    """`trie_add` builds a trie whose marked nodes are exactly the words added (each word's
+    path read back byte by byte), sharing prefixes: a node per distinct prefix."""
+    trans, ends = [{}], [False]
+    for w in words:
+        node = trie_add(trans, ends, w)
+        assert ends[node]
+    prefixes = {w[:k] for w in words for k in range(len(w) + 1)} | {b""}
+    assert len(trans) == len(ends) == len(prefixes)
+    for p in prefixes:
+        s = 0
+        for b in p:
+            s = trans[s][b]
+        assert ends[s] == (p in words)
 
 
 @st.composite
@@ -511,6 +529,9 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
         punched_row((), [(3, 1)])
     with pytest.raises(ValueError, match="byte 4"):
         punched_row(((0, 2, 1), (5, 6, 2)), [(4, 0)])
+    # trie_add follows the trie's own edges
+    with pytest.raises(ValueError, match="no node 5"):
+        trie_add([{97: 5}], [False], b"ab")
     # names_product indexes the key table by the trie's bytes and its own targets
     keys = automaton.DFA([[(97, 97, 1)], []], [False, True])
     rows = tuple(tuple((lo, hi, t + 1) for lo, hi, t in row) for row in keys.trans)

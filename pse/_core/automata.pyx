@@ -902,6 +902,31 @@ def start_moved(tuple trans):
     return out
 
 
+def trie_add(list trans, list ends, bytes word):
+    """Add `word` to a trie (`trans`: per node, byte -> child; `ends`: per node, whether a
+    word ends there), one edge per byte from the root (node 0); the node where it ends
+    (marked). The ASCII names of an object's keys, spelled one way each, go in so."""
+    cdef Py_ssize_t s = 0, i, n = len(word)
+    cdef const unsigned char* p = word
+    cdef dict row
+    cdef object t
+    for i in range(n):
+        if not 0 <= s < len(trans):
+            raise ValueError(f"trie_add: no node {s}")
+        row = trans[s]
+        t = row.get(p[i])
+        if t is None:
+            t = len(trans)
+            row[p[i]] = t
+            trans.append({})
+            ends.append(False)
+        s = t
+    if not 0 <= s < len(ends):
+        raise ValueError(f"trie_add: no node {s}")
+    ends[s] = True
+    return s
+
+
 def names_product(list trie, list is_name, const int32_t[:, ::1] table, tuple key_rows,
                   key_accept, key_live, list wide, int wide_limit, check):
     """The product of a key automaton with the spelling trie of names (json_spelling's
