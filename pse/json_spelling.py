@@ -16,8 +16,8 @@ from typing import Hashable, Iterator
 import numpy as np
 
 from pse import automaton, limits
-from pse._core.automata import names_product, trie_add
 from pse._core.frozen import frozen_rows
+from pse._core.key_names import names_product, trie_add
 from pse.bounded_cache import BoundedCache
 from pse.json_value import JsonStringContent
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
-from pse._core.automata import (moore_blocks, names_product, punched_row, quotient, trie_add,
-                                trimmed)
+from pse._core.automata import moore_blocks, quotient, trimmed
+from pse._core.key_names import names_product, punched_row, trie_add
 from pse._core.structure import class_cuts, pack_dfas
 
 code_points = st.integers(0, automaton.MAX_CODE_POINT).filter(
