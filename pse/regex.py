@@ -362,29 +362,49 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         GrammarError: malformed pattern, lookaround other than lookaheads at the start,
             backreferences, or too large.
     """
-    parsed = _parse(pattern, flags)
-    b = _Builder(pattern, parsed.state.flags, char_class, ecma, assertions)
-    if _refused_lookaround(list(parsed), search, assertions):
+    read_flags, items = _parse(pattern, flags)
+    b = _Builder(pattern, read_flags, char_class, ecma, assertions)
+    if _refused_lookaround(items, search, assertions):
         raise b.lookaround_refused()  # before building what precedes it (it may be large)
     with _naming(pattern):
-        return automaton.determinize(b.nfa, _language(b, list(parsed), b.flags, search, search))
+        return automaton.determinize(b.nfa, _language(b, items, b.flags, search, search))
 
 
 @lru_cache(maxsize=16)
-def _parse(pattern: str, flags: int):
-    """Python's parse of `pattern`, made once for compile_regex and compile_counted_regex
-    (a string's pattern is read by both, one after the other); shared, so never changed.
-    Few are kept: a parse is many objects for the garbage collector to scan."""
+def _parse(pattern: str, flags: int) -> tuple[int, list]:
+    """Python's parse of `pattern`: its flags and its items, each group's items a list (see
+    `_plain`). Made once for compile_regex and compile_counted_regex (a string's pattern is
+    read by both, one after the other); shared, so never changed. Few are kept: a parse is
+    many objects for the garbage collector to scan."""
     if not isinstance(pattern, str):
         raise GrammarError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     try:
-        return _parser.parse(pattern, flags)
+        parsed = _parser.parse(pattern, flags)
+        return parsed.state.flags, _plain(parsed)
     except re.error as e:
         raise GrammarError(f"regex {_shown(pattern)} is malformed: {e}") from None
     except OverflowError as e:  # (a repeat count past what Python's re takes)
         raise GrammarError(f"regex {_shown(pattern)}: {e}") from None
     except RecursionError:  # (Python's re parser recurses per group)
         raise GrammarError(f"regex {_shown(pattern)}: groups nest too deeply to read") from None
+
+
+def _plain(items) -> list:
+    """`items` of Python's parse as a list, and so the groups, alternatives, repeats and
+    lookarounds inside, which every pass here reads again (a parser's SubPattern is read item
+    by item through a Python-level `__getitem__`). Other items keep what the parser gave."""
+    out = []
+    for op, av in getattr(items, "data", items):
+        if op is _c.BRANCH:
+            av = (av[0], [_plain(branch) for branch in av[1]])
+        elif op is _c.SUBPATTERN:
+            av = (av[0], av[1], av[2], _plain(av[3]))
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+            av = (av[0], av[1], _plain(av[2]))
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            av = (av[0], _plain(av[1]))
+        out.append((op, av))
+    return out
 
 
 @contextmanager
@@ -423,14 +443,14 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     skipped (a branch) while it needs iterations, the pattern has lookarounds, or the count
     is not a function of the bytes read (`(?:a|aa){0,99}`); compile_regex unrolls it then.
     """
-    parsed = _parse(pattern, flags)
-    repeat = _counted_repeat(list(parsed))
+    read_flags, items = _parse(pattern, flags)
+    repeat = _counted_repeat(items)
     if repeat is None:
         return None
     for mark_first in (False, True):
-        b = _Builder(pattern, parsed.state.flags, char_class, ecma, counted=(repeat, mark_first))
+        b = _Builder(pattern, read_flags, char_class, ecma, counted=(repeat, mark_first))
         with _naming(pattern):
-            frag = _language(b, list(parsed), b.flags, search, search)
+            frag = _language(b, items, b.flags, search, search)
             if repeat[1] * b.counted_size <= min_states:
                 return None  # small enough to unroll
             found = automaton.count_marks(automaton.determinize(b.nfa, frag), _MARK)
