@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pse import JsonSchema, SchemaError
-from pse.json_schema import integer_pattern, number_range_dfa
+from pse import products
+from pse.json_schema import integer_pattern, integer_range_dfa, number_range_dfa
 from pse.regex import compile_regex
 
 
@@ -22,13 +23,49 @@ def test_integers_written_with_a_zero_fraction():
 
 @pytest.mark.parametrize("lo, hi", [(None, None), (0, None), (None, 0), (-17, 42), (5, 5),
                                     (-1000, -3), (99, 1001), (None, -10), (7, None)])
-def test_integer_ranges(lo, hi):
-    dfa = compile_regex(integer_pattern(lo, hi))
+@pytest.mark.parametrize("build", ["pattern", "digits"])
+def test_integer_ranges(lo, hi, build):
+    dfa = (compile_regex(integer_pattern(lo, hi)) if build == "pattern"
+           else integer_range_dfa(lo, hi))
     for n in list(range(-1200, 1200)) + [10**12, -10**12]:
         inside = (lo is None or n >= lo) and (hi is None or n <= hi)
         assert dfa.matches(str(n).encode()) == inside, n
     assert not dfa.matches(b"01") and not dfa.matches(b"-")
+    assert not dfa.matches(b"-00") and not dfa.matches(b"")
     assert dfa.matches(b"-0") == ((lo is None or lo <= 0) and (hi is None or hi >= 0))
+
+
+def _empty(dfa) -> bool:
+    return not any(dfa.accept)
+
+
+integer_bounds = st.one_of(st.none(), st.integers(-10**7, 10**7),
+                           st.integers(0, 7).map(lambda k: 10**k),
+                           st.integers(0, 7).map(lambda k: -10**k),
+                           st.integers(-10**20, 10**20))
+
+
+@given(integer_bounds, integer_bounds, st.lists(st.integers(-10**21, 10**21), max_size=20))
+def test_integer_range_dfa_is_the_minimal_automaton_of_the_pattern(lo, hi, samples):
+    """Built digit by digit, the automaton of integer_pattern's language (the pattern read by
+    the regex compiler is the independent construction), as small, and right on samples."""
+    if lo is not None and hi is not None and lo > hi:
+        lo, hi = hi, lo
+    direct, read = integer_range_dfa(lo, hi), compile_regex(integer_pattern(lo, hi))
+    assert _empty(products.difference(direct, read)) and _empty(products.difference(read, direct))
+    assert direct.n_states == read.n_states
+    for n in [*samples, *(x + d for x in (lo, hi) if x is not None for d in (-1, 0, 1))]:
+        inside = (lo is None or n >= lo) and (hi is None or n <= hi)
+        assert direct.matches(str(n).encode()) == inside, n
+
+
+def test_integers_of_a_schema_with_and_without_a_zero_fraction():
+    m = JsonSchema({"type": "integer", "minimum": -3, "maximum": 120})
+    assert m.matches("-3") and m.matches("120.00") and m.matches("-0.0")
+    assert not m.matches("121") and not m.matches("-4.0") and not m.matches("7.")
+    draft4 = JsonSchema({"$schema": "http://json-schema.org/draft-04/schema#",
+                         "type": "integer", "minimum": -3, "maximum": 120})
+    assert draft4.matches("120") and not draft4.matches("120.0")
 
 
 decimals = st.decimals(min_value=-500, max_value=500, allow_nan=False, places=3)

@@ -15,7 +15,9 @@ Imports go one way: common, then merge and formats, then the families, then comp
 schema (tests/test_imports.py checks there is no cycle).
 """
 
-from pse.json_schema.numbers import integer_pattern, multiple_of_dfa, number_range_dfa
+from pse.json_schema.numbers import (integer_pattern, integer_range_dfa, multiple_of_dfa,
+                                     number_range_dfa)
 from pse.json_schema.schema import JsonSchema
 
-__all__ = ["JsonSchema", "integer_pattern", "multiple_of_dfa", "number_range_dfa"]
+__all__ = ["JsonSchema", "integer_pattern", "integer_range_dfa", "multiple_of_dfa",
+           "number_range_dfa"]

@@ -4,6 +4,7 @@ multipleOf, on decimals.
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal
 
@@ -63,6 +64,75 @@ def integer_pattern(lo: int | None, hi: int | None) -> str:
     if (lo is None or lo <= 0) and (hi is None or hi >= 0):
         alts.append("-0")
     return "|".join(f"(?:{a})" for a in alts) if alts else "(?!)"
+
+
+def integer_range_dfa(lo: int | None, hi: int | None) -> automaton.DFA:
+    """The minimal DFA of the JSON integers in [lo, hi] (None: unbounded), -0 included with
+    0: the language of `integer_pattern(lo, hi)`, built digit by digit instead of through the
+    regex (an integer bound is on most schemas with numbers; parsing its pattern cost more
+    than building the automaton)."""
+    trans: list[list[tuple[int, int, int]]] = [[]]  # state 0: the start
+    accept = [False]
+    zero = (lo is None or lo <= 0) and (hi is None or hi >= 0)
+
+    def add(accepting: bool) -> int:
+        trans.append([])
+        accept.append(accepting)
+        return len(trans) - 1
+
+    def magnitudes(a: int, b: int | None, at: int) -> None:
+        """From state `at`: the decimal integers a..b (b None: unbounded), 1 <= a, without a
+        leading zero. A state is (digits read, how they compare with a's first digits, with
+        b's): -1 below, 0 equal, 1 above; longer than a is above it, and with b unbounded
+        every length past a's is one state."""
+        da, db = str(a), None if b is None else str(b)
+        states: dict[tuple[int, int, int], int] = {}
+        todo = [(0, 0, 0, at)]
+        while todo:
+            k, ca, cb, state = todo.pop()
+            row = trans[state]
+            for d in range(1 if k == 0 else 0, 10):
+                if db is not None and k >= len(db):
+                    break  # longer than b
+                na = 1 if k >= len(da) else ca or (d > int(da[k])) - (d < int(da[k]))
+                nb = 0 if db is None else cb or (d > int(db[k])) - (d < int(db[k]))
+                key = (k + 1 if db is not None else min(k + 1, len(da) + 1), na, nb)
+                target = states.get(key)
+                if target is None:
+                    n = key[0]
+                    target = states[key] = add(
+                        (n > len(da) or n == len(da) and na >= 0)
+                        and (db is None or n < len(db) or n == len(db) and nb <= 0))
+                    todo.append((*key, target))
+                if row and row[-1][2] == target and row[-1][1] == 0x2F + d:
+                    row[-1] = (row[-1][0], 0x30 + d, target)  # (joined with the digit before)
+                else:
+                    row.append((0x30 + d, 0x30 + d, target))
+
+    if zero:
+        trans[0].append((0x30, 0x30, add(True)))
+    if hi is None or hi >= 1:
+        magnitudes(max(lo, 1) if lo is not None else 1, hi, 0)
+    if lo is None or lo < 0 or zero:
+        minus = add(False)
+        trans[0].insert(0, (0x2D, 0x2D, minus))
+        if zero:
+            trans[minus].append((0x30, 0x30, add(True)))
+        if lo is None or lo <= -1:
+            magnitudes(1 if hi is None or hi >= 0 else -hi, None if lo is None else -lo, minus)
+    trans[0].sort()
+    return automaton.minimize(automaton.trim(automaton.DFA(trans, accept)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _integers_dfa(lo: int | None, hi: int | None, zero_fraction: bool) -> automaton.DFA:
+    """integer_range_dfa, then `.0`, `.00`, ... allowed after it where `zero_fraction`; shared
+    by the schemas with the same bounds."""
+    dfa = integer_range_dfa(lo, hi)
+    if not zero_fraction:
+        return dfa
+    # (deterministic: no integer takes a '.')
+    return automaton.minimize(automaton.then_run(dfa, compile_regex(r"(?:\.0+)?")))
 
 
 # --- decimal ranges ------------------------------------------------------------------------------
@@ -275,10 +345,9 @@ class _Numbers:
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
             # from draft 6 on, 1.0 is an integer too ("integer" is a value, not a spelling)
-            fraction = "" if self.draft4 else "(?:\\.0+)?"
-            pattern = f"(?:{integer_pattern(ilo, ihi)}){fraction}"
-            return DfaTerminal(compile_regex(pattern), f"integer at {pointer}",
-                               key=("regex", pattern))
+            zero_fraction = not self.draft4
+            return DfaTerminal(_integers_dfa(ilo, ihi, zero_fraction), f"integer at {pointer}",
+                               key=("integers", ilo, ihi, zero_fraction))
         if lo is None and hi is None:
             return JsonNumber()
         dec = lambda b: None if b is None else (Decimal(str(b[0])), b[1])  # noqa: E731
