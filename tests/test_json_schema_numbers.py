@@ -7,8 +7,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pse import JsonSchema, SchemaError
-from pse import products
+from pse import JsonSchema, SchemaError, products
 from pse.json_schema import integer_pattern, integer_range_dfa, number_range_dfa
 from pse.regex import compile_regex
 

@@ -69,8 +69,7 @@ def integer_pattern(lo: int | None, hi: int | None) -> str:
 def integer_range_dfa(lo: int | None, hi: int | None) -> automaton.DFA:
     """The minimal DFA of the JSON integers in [lo, hi] (None: unbounded), -0 included with
     0: the language of `integer_pattern(lo, hi)`, built digit by digit instead of through the
-    regex (an integer bound is on most schemas with numbers; parsing its pattern cost more
-    than building the automaton)."""
+    regex (reading the pattern back cost more than building the automaton)."""
     trans: list[list[tuple[int, int, int]]] = [[]]  # state 0: the start
     accept = [False]
     zero = (lo is None or lo <= 0) and (hi is None or hi >= 0)
