@@ -89,10 +89,10 @@ def integer_range_dfa(lo: int | None, hi: int | None) -> automaton.DFA:
         todo = [(0, 0, 0, at)]
         while todo:
             k, ca, cb, state = todo.pop()
+            if db is not None and k >= len(db):
+                continue  # as long as b: no digit more
             row = trans[state]
             for d in range(1 if k == 0 else 0, 10):
-                if db is not None and k >= len(db):
-                    break  # longer than b
                 na = 1 if k >= len(da) else ca or (d > int(da[k])) - (d < int(da[k]))
                 nb = 0 if db is None else cb or (d > int(db[k])) - (d < int(db[k]))
                 key = (k + 1 if db is not None else min(k + 1, len(da) + 1), na, nb)
@@ -103,10 +103,7 @@ def integer_range_dfa(lo: int | None, hi: int | None) -> automaton.DFA:
                         (n > len(da) or n == len(da) and na >= 0)
                         and (db is None or n < len(db) or n == len(db) and nb <= 0))
                     todo.append((*key, target))
-                if row and row[-1][2] == target and row[-1][1] == 0x2F + d:
-                    row[-1] = (row[-1][0], 0x30 + d, target)  # (joined with the digit before)
-                else:
-                    row.append((0x30 + d, 0x30 + d, target))
+                row.append((0x30 + d, 0x30 + d, target))  # (minimize joins neighbours)
 
     if zero:
         trans[0].append((0x30, 0x30, add(True)))
@@ -119,7 +116,6 @@ def integer_range_dfa(lo: int | None, hi: int | None) -> automaton.DFA:
             trans[minus].append((0x30, 0x30, add(True)))
         if lo is None or lo <= -1:
             magnitudes(1 if hi is None or hi >= 0 else -hi, None if lo is None else -lo, minus)
-    trans[0].sort()
     return automaton.minimize(automaton.trim(automaton.DFA(trans, accept)))
 
 
