@@ -16,7 +16,8 @@ from typing import Hashable, Iterable, Iterator, Sequence
 import numpy as np
 
 from pse import limits
-from pse._core.frozen import frozen_flags, frozen_rows, untrack_acyclic, untrack_if_settled
+from pse._core.frozen import (frozen_chain, frozen_flags, frozen_rows, untrack_acyclic,
+                              untrack_if_settled)
 from pse._core.structure import class_cuts
 from pse._core.automata import (live_states as _live_states, moore_blocks, quotient, refine,
                                 subsets, trimmed)
@@ -346,8 +347,7 @@ def determinize(nfa: NFA, frag: Fragment) -> DFA:
 
 def literal_dfa(data: bytes) -> DFA:
     """The minimal DFA of exactly `data`: a chain (no subset construction needed)."""
-    n = len(data)
-    return DFA([[(b, b, i + 1)] for i, b in enumerate(data)] + [[]], [False] * n + [True])
+    return DFA(frozen_chain(bytes(data)), (False,) * len(data) + (True,))
 
 
 def then_literal(dfa: DFA, data: bytes) -> DFA:

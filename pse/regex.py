@@ -195,20 +195,47 @@ class _Builder:
 
     def repeat(self, lo: int, hi: int, sub, flags: int) -> automaton.Fragment:
         nfa = self.nfa
-        parts = [self.sequence(sub, flags) for _ in range(lo)]
+        copies = self.copies(sub, flags)
+        parts = [next(copies) for _ in range(lo)]
         if hi == _c.MAXREPEAT:
-            parts.append(automaton.star(nfa, self.sequence(sub, flags)))
-        else:
-            tail = None
-            for _ in range(hi - lo):  # nested optionals: x(x(x)?)?
-                one = self.sequence(sub, flags)
-                tail = automaton.optional(nfa, one if tail is None else automaton.concat(
-                    nfa, [one, tail]))
-                self.check_size()
-            if tail is not None:
-                parts.append(tail)
+            parts.append(automaton.star(nfa, next(copies)))
+        elif hi > lo:
+            # x{0,m} as m copies in a row, an epsilon edge to the end from a junction before
+            # each (a state of its own: a copy's start may be entered again from inside it,
+            # as a star's is): the closure after k copies is a junction and the end, where
+            # nested optionals x(x(x)?)? hold the k ends still open (subsets in m^2)
+            end = nfa.add_state()
+            chain = []
+            for _ in range(hi - lo):
+                junction = nfa.add_state()
+                nfa.add_eps(junction, end)
+                chain += [(junction, junction), next(copies)]
+            nfa.add_eps(chain[-1][1], end)
+            parts.append((automaton.concat(nfa, chain)[0], end))
         self.check_size()
         return automaton.concat(nfa, parts)
+
+    def copies(self, sub, flags: int) -> Iterator[automaton.Fragment]:
+        """Fragments of `sub`, as many as asked for: the first built, the others copies of
+        its states (a fragment's edges stay among the states it added), which is much less
+        work than building a class or a group again for each iteration of a repeat."""
+        nfa = self.nfa
+        first = len(nfa.edges)
+        start, end = self.sequence(sub, flags)
+        last = len(nfa.edges)
+        yield start, end
+        edges, eps = nfa.edges, nfa.eps
+        anchors = [(table, s, targets) for table in (nfa.at_start, nfa.at_end)
+                   for s, targets in table.items() if first <= s < last]
+        while True:
+            self.check_size()
+            off = len(edges) - first
+            for s in range(first, last):
+                edges.append([(lo, hi, t + off) for lo, hi, t in edges[s]])
+                eps.append([t + off for t in eps[s]])
+            for table, s, targets in anchors:
+                table[s + off] = [t + off for t in targets]
+            yield start + off, end + off
 
     def marked_star(self, sub, flags: int, mark_first: bool) -> automaton.Fragment:
         """Any number of `sub`'s iterations, each with the byte _MARK before or after it."""

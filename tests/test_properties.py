@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -20,7 +21,11 @@ regex_parts = st.recursive(
     lambda sub: st.one_of(
         st.lists(sub, min_size=2, max_size=3).map("".join),
         st.lists(sub, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
-        sub.map(lambda x: f"(?:{x})*"), sub.map(lambda x: f"(?:{x})?")),
+        sub.map(lambda x: f"(?:{x})*"), sub.map(lambda x: f"(?:{x})?"),
+        # bounded repeats: their iterations after the first are copies of its states
+        # (anchors included)
+        st.tuples(sub, st.sampled_from(["{2}", "{0,2}", "{1,3}", "{2,}"])).map(
+            lambda xr: f"(?:{xr[0]}){xr[1]}")),
     max_leaves=6)
 
 
@@ -216,3 +221,22 @@ def test_json_token_splits_never_change_the_result(value, data):
     cuts = sorted(data.draw(st.sets(st.integers(1, max(len(raw) - 1, 1)), max_size=6)))
     tokens = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)]) if a < b]
     assert accepts_tokens(Json(), tokens) == Json().matches(raw)
+
+
+@given(st.integers(0, 40), st.integers(0, 40),
+       st.sampled_from(["[a-c]", "é", "(?:ab|c)", "(?:a*b)", "(?:a|bc)"]))
+def test_bounded_repeats_agree_with_re(lo, extra, sub):
+    """x{lo,hi}: its iterations copied, the optional ones a chain with an exit before each
+    (a state of its own: `a*b`'s start is entered again inside it); every text of up to six
+    characters of a, b, c and every count of iterations up to hi + 2, whole and as a search,
+    against `re`."""
+    pattern = f"{sub}{{{lo},{lo + extra}}}"
+    whole = compile_regex(pattern)
+    search = compile_regex(f"^{pattern}$", search=True, ecma=True)
+    one = {"[a-c]": "b", "é": "é", "(?:ab|c)": "ab", "(?:a*b)": "aab", "(?:a|bc)": "bc"}[sub]
+    texts = [one * n for n in range(lo + extra + 3)] + [
+        "".join(t) for n in range(7) for t in itertools.product("abc", repeat=n)]
+    for text in texts:
+        expected = bool(re.fullmatch(pattern, text))
+        assert whole.matches(text.encode()) == expected, (pattern, text)
+        assert search.matches(text.encode()) == expected, (pattern, text)

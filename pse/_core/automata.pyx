@@ -600,12 +600,13 @@ def trimmed(object trans, object accept):
     """The states of a DFA (`trans[s]`: its (lo, hi, target) ranges) that are reachable from
     state 0 and can reach an accepting state, in BFS order from 0: (their rows renumbered
     in that order, edges to other states dropped; their acceptance; their old numbers).
-    None when state 0 reaches no accepting state."""
+    None when state 0 reaches no accepting state. A DFA trimmed already (a subset
+    construction's, which finds its states in this order) comes back as it is."""
     cdef Py_ssize_t n = len(trans), k = 0, count = 1
     cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))  # -2 dead, -1 live
     cdef int32_t* order = <int32_t*>malloc((n + 1) * sizeof(int32_t))
     cdef int32_t lo, hi, t
-    cdef list rows = [], out
+    cdef bint same = True
     try:
         if number == NULL or order == NULL:
             raise MemoryError()
@@ -618,18 +619,20 @@ def trimmed(object trans, object accept):
         order[0] = 0
         number[0] = 0
         while k < count:
-            out = []
             for lo, hi, t in trans[order[k]]:
                 if number[t] == -2:
-                    continue
-                if number[t] == -1:
+                    same = False
+                elif number[t] == -1:
                     number[t] = count
                     order[count] = t
+                    same = same and t == count
                     count += 1
-                out.append((lo, hi, number[t]))
-            rows.append(out)
             k += 1
-        return rows, [accept[order[s]] for s in range(count)], [order[s] for s in range(count)]
+        if same and count == n:
+            return trans, accept, list(range(n))
+        return ([[(lo, hi, number[t]) for lo, hi, t in trans[order[k]] if number[t] >= 0]
+                 for k in range(count)],
+                [accept[order[k]] for k in range(count)], [order[k] for k in range(count)])
     finally:
         free(number)
         free(order)
