@@ -19,7 +19,7 @@ cdef class _Terminal:
 cdef class _Compiler:
     cdef public bint share
     cdef public list terminals, rules, keep, guards, pending
-    cdef public dict terminal_ids, terminal_of, rule_ids, sizes, guarded, guard_ids
+    cdef public dict terminal_ids, terminal_of, rule_ids, sizes, guarded, guard_ids, copied
 
 
 
@@ -30,5 +30,5 @@ cdef class _Entries:
 
 
 cdef class _Fragment:
-    cdef public list rules, terminals, guards
+    cdef public list rules, terminals, guards, node_rows
 

@@ -17,7 +17,7 @@ Steps:
 from __future__ import annotations
 
 import threading
-from typing import Any, Hashable
+from typing import Any, Hashable, Sequence
 
 import numpy as np
 
@@ -112,6 +112,9 @@ class _Compiler:
         self.keep: list[StateMachine] = []  # keeps ids in the dicts above valid
         self.guards: list[Guard | None] = [None]  # guard 0: none
         self.guard_ids: dict[Guard, int] = {}
+        # rules copied from a shared fragment: id -> (the fragment, its first rule's id, its
+        # terminals' and guards' numbers here)
+        self.copied: dict[int, tuple[_Fragment, int, list[int], list[int]]] = {}
         # rules whose machine is still to be inlined: built one after the other, not one
         # inside the other, so a long chain of Forwards does not nest Python calls
         self.pending: list[tuple[StateMachine, _Rule]] = []
@@ -151,6 +154,7 @@ class _Compiler:
             rule.calls = [[(base + r, n) for r, n in row] for row in old.calls]
             rule.eps = [[] for _ in old.terms]
             rule.ends, rule.start, rule.end, rule.done = set(old.ends), old.start, -1, True
+            self.copied[len(self.rules)] = (fragment, base, tids, gids)
             self.rules.append(rule)
         return base
 
@@ -352,16 +356,7 @@ class _Compiler:
             base[rid] = n_nodes
             n_nodes += len(self.rules[rid].eps)
 
-        nullable: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for rid in order:
-                rule = self.rules[rid]
-                if rid not in nullable and rule.ends & _nullable_reach(rule, rule.start, nullable):
-                    nullable.add(rid)
-                    changed = True
-
+        nullable = _nullable_rules(self.rules, order)
         entries = _Entries(self.rules, base, nullable)
         node_entry_off = [0]
         node_end = []
@@ -375,6 +370,25 @@ class _Compiler:
                 raise GrammarError(f"the structure needs more than {MAX_ENTRIES} parser entries "
                                    f"(MAX_ENTRIES; calls that can match empty multiply them), "
                                    f"at {rule.name}")
+            copied = self.copied.get(rid)
+            if copied is not None:  # its nodes' rows made once, with the fragment's numbers
+                fragment, first, tids, gids = copied
+                rows, ends, collapse, tail = fragment.node_rows[rid - first]
+                for row in rows:
+                    guarded = False
+                    for tid, k, n, push, guard in row:
+                        entry_term.append(tids[tid])
+                        entry_target.append(base[first + k] + n)
+                        pushes.extend([base[first + pk] + pn for pk, pn in push])
+                        entry_push_off.append(len(pushes))
+                        entry_guard.append(gids[guard])
+                        guarded |= guard != 0
+                    node_entry_off.append(len(entry_term))
+                    node_guarded.append(guarded)
+                node_end.extend(ends)
+                node_collapse.extend(collapse)
+                node_tail.extend(tail)
+                continue
             for s in range(len(rule.eps)):
                 guarded = False
                 reach = _nullable_reach(rule, s, nullable)
@@ -631,10 +645,38 @@ def share_rules(machine: StateMachine) -> StateMachine:
 
 class _Fragment:
     """The rules of one machine and of those it calls, compiled and trimmed, the machine's
-    first; with the terminals and guards they number."""
+    first; with the terminals and guards they number, and per rule what `tables` writes for
+    its nodes, in the fragment's numbers (`node_rows`): a structure that copies the rules
+    maps those instead of finding every node's entries again."""
 
     def __init__(self, rules: list[_Rule], terminals: list[_Terminal], guards: list) -> None:
         self.rules, self.terminals, self.guards = rules, terminals, guards
+        self.node_rows = _node_rows(rules)
+
+
+def _node_rows(rules: list[_Rule]) -> list[tuple[list, list[bool], list[bool], list[bool]]]:
+    """Per rule of a fragment (rules that call only each other): per node its entries as
+    (terminal, target rule, target node, frames to push as (rule, node), guard), then per
+    node whether the rule may end there, its collapsing returns and its tail returns (as
+    `_Compiler.tables` finds them)."""
+    base, where = [], []
+    for k, rule in enumerate(rules):
+        base.append(len(where))
+        where.extend((k, s) for s in range(len(rule.terms)))
+    nullable = _nullable_rules(rules, range(len(rules)))
+    entries = _Entries(rules, dict(enumerate(base)), nullable)
+    out = []
+    for k, rule in enumerate(rules):
+        rows, ends, entry_off = [], [], [0]
+        for s in range(len(rule.terms)):
+            reach = _nullable_reach(rule, s, nullable)
+            rows.append([(tid, *where[target], tuple(where[p] for p in push), guard)
+                         for tid, target, push, guard in entries.at(k, s, reach)])
+            ends.append(bool(rule.ends & reach))
+            entry_off.append(entry_off[-1] + len(rows[-1]))
+        out.append((rows, ends, _collapsing_returns(k, rule, ends),
+                    _tail_returns(k, rule, ends, entry_off)))
+    return out
 
 
 def _fragment(machine: StateMachine) -> _Fragment:
@@ -741,6 +783,20 @@ def _tail_returns(rid: int, rule: _Rule, ends: list[bool], entry_off: list[int]
                     and entry_off[ret] == entry_off[ret + 1]):
                 out[ret] = True
     return out
+
+
+def _nullable_rules(rules: list[_Rule], ids: Sequence[int]) -> set[int]:
+    """The rules among `ids` that can match the empty string."""
+    nullable: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rid in ids:
+            rule = rules[rid]
+            if rid not in nullable and rule.ends & _nullable_reach(rule, rule.start, nullable):
+                nullable.add(rid)
+                changed = True
+    return nullable
 
 
 def _nullable_reach(rule: _Rule, s: int, nullable: set[int]) -> set[int]:

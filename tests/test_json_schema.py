@@ -281,3 +281,52 @@ def test_a_malformed_keyword_is_named_by_its_pointer(schema, pointer):
     with pytest.raises(SchemaError) as raised:
         JsonSchema(schema)
     assert str(raised.value).startswith(pointer)
+
+
+def assert_copied_rules_tables_are_the_general_ones(machine) -> None:
+    """The nodes of the shared rules `machine` copies are written from the fragment's rows
+    (`_Fragment.node_rows`, in its numbers, mapped to the structure's): the same tables as
+    finding each node's entries the general way."""
+    from pse import compiler
+
+    tables = []
+    for mapped in (True, False):
+        c = compiler._Compiler()
+        root = c.rule_for(machine)
+        c.build_rules()
+        assert c.copied  # (the structure copies shared rules: the test compares something)
+        if not mapped:
+            c.copied = {}
+        tables.append(c.tables(root))
+    assert tables[0].keys() == tables[1].keys()
+    for key, value in tables[0].items():
+        other = tables[1][key]
+        assert (np.array_equal(value, other) if isinstance(value, np.ndarray)
+                else value == other), key
+
+
+@pytest.mark.parametrize("schema", [
+    {}, {"type": "object"}, {"type": "array", "minItems": 1},
+    {"type": "object", "properties": {"a": {"type": "object"}}, "required": ["a"]},
+    {"anyOf": [{"type": "object", "properties": {"x": {}}},
+               {"type": "array", "items": {"type": "object", "maxProperties": 2}}]}])
+@pytest.mark.parametrize("whitespace", [None, 2])
+def test_copied_any_value_tables_are_the_general_ones(schema, whitespace):
+    assert_copied_rules_tables_are_the_general_ones(JsonSchema(schema, whitespace=whitespace))
+
+
+def test_copied_rules_of_a_shared_grammar_are_the_general_ones():
+    """A shared machine of several rules calling each other (the any value is one rule)."""
+    from pse import AnyOf, Chain, Forward, Optional, Phrase
+    from pse.compiler import share_rules
+
+    a, b = Forward(name="a"), Forward(name="b")
+    a.set(AnyOf(Phrase("x"), Chain(Phrase("("), b, Phrase(")"))))
+    b.set(AnyOf(Phrase("y"), Chain(Phrase("["), a, Optional(b), Phrase("]"))))
+    shared = Forward(name="s")  # (called, not inlined: a rule, copied)
+    shared.set(Chain(a, Optional(b), Phrase(";")))
+    share_rules(shared)
+    machine = Chain(Phrase("<"), shared, Phrase(">"), Optional(shared))
+    assert_copied_rules_tables_are_the_general_ones(machine)
+    assert machine.matches("<x;>") and machine.matches("<([(y)y])y;>([x]);")
+    assert not machine.matches("<x>") and not machine.matches("<(y;>")
