@@ -10,12 +10,14 @@ same way every run. Two steps:
 2. Under callgrind, with a fixed hash seed so that both runs take the same paths:
 
        PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
-           python bench/compile_instructions.py --files band.json [--skip]
+           "$(python -c 'import sys; print(sys.executable)')" \\
+           bench/compile_instructions.py --files band.json [--skip]
 
    compiles each schema of the band once (`StructuringEngine(vocab).configure(JsonSchema(s))`)
    after loading the vocabulary and one warm-up compile; `--skip` does everything but those
    compiles. The difference of the two totals ("I refs") is the band's compiles; run both
-   builds' with the same band file.
+   builds' with the same band file. (valgrind is given the interpreter itself: a `python`
+   that is a launcher script, as pyenv's, would be what it counts.)
 """
 
 from __future__ import annotations
