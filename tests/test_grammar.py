@@ -8,11 +8,12 @@ import random
 import re
 
 import lark
+import numpy as np
 import pytest
 from hypothesis import given, reject, settings, strategies as st
 
 from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, Optional, Phrase,
-                 StructuringEngine, Vocabulary)
+                 StructuringEngine, Vocabulary, fill_next_token_bitmask_par)
 from pse._core.stepper import consume_tokens
 
 
@@ -468,10 +469,11 @@ def test_masks_through_merged_stacks_equal_the_oracle(name):
     """Every mask along random texts (tokens of many a's, b's and c's): exactly the tokens
     after which the text is still a prefix of the language, and EOS where it is complete."""
     ends, complete = STACKED[name]
-    # (a mask walk does not merge: inside a token of k a's the states double per byte, so
-    # no token here is longer than Llama 3's longest, eight a's)
+    # (inside a token of k a's a walk's states double per byte until they near the bound;
+    # from then on the engine's walks merge as consuming does: tokens of 16 to 64 a's pass it
+    # 2^64 times over unmerged)
     tokens = ["a", "aa", "aaaa", "a" * 8, "b", "c", "bc", "cb", "bb", "ccc", "bcbcb", "ab", "ac",
-              "abc", "ba", "ca"]
+              "abc", "ba", "ca", "a" * 16, "a" * 33, "a" * 64, "a" * 20 + "bc"]
     vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
                                    special_token_ids=[len(tokens)])
     rng = random.Random(3)
@@ -488,11 +490,56 @@ def test_masks_through_merged_stacks_equal_the_oracle(name):
             choices = sorted(got - {len(tokens)})
             if not choices:
                 break
-            # a's first (mostly), then b's and c's, so that texts grow long
-            tid = rng.choice([i for i in choices if "a" in tokens[i]] or choices
-                             if step < 15 else choices)
+            # a's first (mostly), then b's and c's, so that texts grow long (up to about 180
+            # a's: with optional ends a b or c may close any pending call, so the live states
+            # grow with the a's, and a walk's sets reach the bound near 256 of them)
+            with_a = [i for i in choices if "a" in tokens[i]] if text.count("a") < 120 else []
+            tid = rng.choice(with_a or choices if step < 15 else choices)
             assert engine.consume_token(tid)
             text += tokens[tid]
+
+
+def test_widened_walks_in_a_batch_equal_the_oracle():
+    """fill_next_token_bitmask_par over fresh engines of every stacked grammar: each walk
+    through the tokens of 16 and 64 a's nears the bound, is undone and made again merging
+    (in the pool's threads too); every row is exactly the oracle's."""
+    tokens = ["a", "b", "c", "a" * 16, "a" * 64, "a" * 30 + "b"]
+    eos = len(tokens)
+    vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[eos],
+                                   special_token_ids=[eos])
+    engines, expected = [], []
+    for name in sorted(STACKED):
+        ends, complete = STACKED[name]
+        for text in ["", "aaab", "aaaaaaa"]:
+            engine = StructuringEngine(vocab)
+            engine.configure(stacked(*ends))
+            assert engine.consume_tokens(tokens.index(ch) for ch in text) == len(text)
+            want = {i for i, t in enumerate(tokens) if stacked_counts(text + t)}
+            if complete(*stacked_counts(text)):
+                want.add(eos)
+            engines.append(engine)
+            expected.append(want)
+    bitmask = np.zeros((len(engines), engines[0].n_words), dtype=np.int32)
+    fill_next_token_bitmask_par(engines, bitmask, n_threads=2)
+    for row, want in zip(bitmask, expected):
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+        assert set(np.flatnonzero(bits).tolist()) == want
+
+
+def test_a_widened_spanning_check_of_forced_text():
+    """The fast-forward holds "xy" back when a token the structure allows starts inside it
+    and runs past its end; checking that walks below "y", through up to 64 a's of the stacked
+    grammar: the walk nears the bound and is made again, merging. The answer is the one the
+    structure gives: "y" then a's may follow, more b's than a's may not."""
+    def forced(extra: str) -> list[str]:
+        tokens = ["x", "y", "xy", "a", "b", "c"] + [extra] * bool(extra)
+        engine = StructuringEngine(Vocabulary.from_tokens(tokens))
+        engine.configure(Chain(Phrase("xy"), stacked(False, False, False)))
+        return [tokens[i] for i in engine.compute_ff_tokens()]
+
+    assert forced("") == ["xy"]
+    assert forced("y" + "a" * 4) == forced("y" + "a" * 64) == []
+    assert forced("y" + "a" * 64 + "d") == forced("y" + "a" * 40 + "b" * 41) == ["xy"]
 
 
 def test_optional_parts_are_not_multiplied_out():

@@ -17,6 +17,7 @@ from pse._core.structure cimport (
     stateset_init, step_bytes, step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
+from pse._core.structure import WideWalk
 
 cnp.import_array()
 
@@ -247,4 +248,8 @@ cdef class Boundary:
         if m.structure.t.has_unique:
             m.load_text(self.data)
             m.w.base += start  # the path below `node` continues data[start:]
-        return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
+        try:
+            return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
+        except WideWalk:  # (again, merging: it cannot be raised twice)
+            m.w.scratch.n = 0
+            return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1

@@ -54,6 +54,8 @@ ctypedef struct Walker:
     const uint32_t** risky_bits    # ... per root: the "within" tokens to check one by one
     const int32_t** risky_nodes    # ... as trie nodes
     int32_t* n_risky
+    bint merges                    # the walks merge their sets (see structure.step_set)
+    int32_t walk_from              # scratch frames when the last walk began
 
 
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil

@@ -21,6 +21,7 @@ from pse._core.trie cimport Trie, TokenTrie
 from pse._core.byte_kinds cimport loop_kinds
 from pse._core.slices cimport Slice, SliceCache, SliceEntry, TOKEN_EOS, TOKEN_TEXT, set_bit
 from pse.errors import GrammarError
+from pse._core.structure import WideWalk
 
 cnp.import_array()
 
@@ -87,6 +88,7 @@ cdef class Matcher:
         self.w.risky_bits = NULL
         self.w.risky_nodes = NULL
         self.w.n_risky = NULL
+        self.w.merges = False
         self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
         self.live.items = NULL
@@ -410,8 +412,13 @@ cdef class Matcher:
         self.claim()
         try:
             self.prepare()
-            with nogil:
-                walk(&self.w, out)
+            while True:
+                try:
+                    with nogil:
+                        walk(&self.w, out)
+                    break
+                except WideWalk:  # (again, merging: it cannot be raised twice)
+                    rewind(&self.w, out, self.cache.n_words)
             self.finish(key, out)
         finally:
             self._keep.clear()
@@ -740,6 +747,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.seen_scratch = &w.seen
     c.text = w.text
     c.pos = w.base
+    c.walk_merges = &w.merges
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:
@@ -764,6 +772,7 @@ cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) n
 cdef int walk(Walker* w, uint32_t* out) except -1 nogil:
     """OR into `out` the tokens the roots and jobs allow (see cover)."""
     cdef int32_t i, base = w.scratch.n
+    w.walk_from = base
     for i in range(w.roots.n):
         if w.unique[i]:
             walk_unique_root(w, i, base, out)
@@ -982,12 +991,25 @@ cdef void check_bitmask(cnp.ndarray bitmask, Py_ssize_t rows, int32_t n_words) e
         raise ValueError(f"bitmask has {cnp.PyArray_DIM(bitmask, 0)} rows for {rows} engines")
 
 
-def _walk_range(cnp.uintp_t[::1] walkers, cnp.uintp_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi):
+cdef void rewind(Walker* w, uint32_t* out, int32_t n_words) noexcept nogil:
+    """Undo a walk that raised WideWalk, so that it can be made again: its frames and the
+    mask row it was filling (cleared before the walk)."""
+    w.scratch.n = w.walk_from
+    memset(out, 0, n_words * sizeof(uint32_t))
+
+
+def _walk_range(cnp.uintp_t[::1] walkers, cnp.uintp_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi,
+                int32_t n_words):
     """Run the walks lo..hi-1 without the GIL (one thread's share of a batch)."""
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(lo, hi):
-            walk(<Walker*>walkers[i], <uint32_t*>rows[i])
+    cdef Py_ssize_t i = lo
+    while i < hi:
+        try:
+            with nogil:
+                while i < hi:
+                    walk(<Walker*>walkers[i], <uint32_t*>rows[i])
+                    i += 1
+        except WideWalk:  # (walk i again, merging)
+            rewind(<Walker*>walkers[i], <uint32_t*>rows[i], n_words)
 
 
 def fill_batch(list matchers, cnp.ndarray bitmask, object pool, int n_threads):
@@ -1039,9 +1061,9 @@ def fill_batch(list matchers, cnp.ndarray bitmask, object pool, int n_threads):
             n += 1
         shares = max(1, min(n_threads, n))
         bounds = [n * k // shares for k in range(shares + 1)]
-        futures = [pool.submit(_walk_range, walkers, rows, bounds[k], bounds[k + 1])
+        futures = [pool.submit(_walk_range, walkers, rows, bounds[k], bounds[k + 1], n_words)
                    for k in range(1, shares)]
-        _walk_range(walkers, rows, bounds[0], bounds[1])
+        _walk_range(walkers, rows, bounds[0], bounds[1], n_words)
         for f in futures:
             f.result()
         for m, key, address in pending:

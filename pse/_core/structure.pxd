@@ -179,6 +179,9 @@ cdef struct Ctx:
     SeenStore* seen_scratch   # NULL: into `seen`
     const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
     int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
+    bint* walk_merges         # a mask walk's (scratch) flag: merge its sets at every byte, as
+                              # when text is consumed; set once a set nears the bound (NULL:
+                              # never merge in scratch)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -407,3 +410,4 @@ cdef class CompiledStructure:
         c.seen_scratch = NULL
         c.text = NULL
         c.pos = 0
+        c.walk_merges = NULL

@@ -15,6 +15,11 @@ cnp.import_array()
 
 from pse.errors import GrammarError
 
+
+class WideWalk(Exception):
+    """A mask walk's state set neared the bound before its engine's walks merged their
+    sets: the walk is undone and made again, merging at every byte (see step_set)."""
+
 # --- state sets -------------------------------------------------------------------------------
 
 # The most states a set may hold (pse.limits.set_max_live_states): identical states merge, so
@@ -503,6 +508,28 @@ cdef inline int32_t stack_below(Ctx* c, int32_t f) noexcept nogil:
     return f
 
 
+cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Stacks f and g (as stack_below finds them) are equal: same_stack, or unions whose
+    cells hold equal members in the same order (a walk's unions are not interned: merging two
+    groups over one stack makes two unions of the same members)."""
+    cdef Frame* x
+    cdef Frame* y
+    if f == g:
+        return True
+    if f < 0 or g < 0:  # (the empty stack, NOT_MERGED)
+        return False
+    if not (is_union(c, f) and is_union(c, g)):
+        return same_stack(c, f, g)
+    while f != NO_FRAME and g != NO_FRAME:
+        x = get_frame(c, f)
+        y = get_frame(c, g)
+        if not same_stack(c, x.parent, y.parent):
+            return False
+        f = x.seen
+        g = y.seen
+    return f == g
+
+
 cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
     """Make the states of `s` equal but for the top of their stacks one state each, whose frame
     holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place.
@@ -538,7 +565,7 @@ cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
                 continue
             if slots == NULL:
                 for j in range(i):
-                    if (group[j] == j and below[j] == below[i]
+                    if (group[j] == j and same_below(c, below[j], below[i])
                             and memcmp(&items[j].node, &items[i].node,
                                        sizeof(PState) - sizeof(int32_t)) == 0):
                         group[i] = j
@@ -547,8 +574,9 @@ cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
                 h = <int64_t>(state_hash(c, &items[i], False) & <uint64_t>(size - 1))
                 while slots[h] >= 0:
                     j = slots[h]
-                    if below[j] == below[i] and memcmp(&items[j].node, &items[i].node,
-                                                       sizeof(PState) - sizeof(int32_t)) == 0:
+                    if same_below(c, below[j], below[i]) and memcmp(
+                            &items[j].node, &items[i].node,
+                            sizeof(PState) - sizeof(int32_t)) == 0:
                         group[i] = j
                         break
                     h = (h + 1) & (size - 1)
@@ -1222,15 +1250,27 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
 
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
     """Add the successors of every state of `cur` on byte b (at c.pos) to `out`, emptied
-    first; states equal but for their stacks are merged (once there are a few) where the
-    frames go to the arena: when a text is consumed, not in a mask walk."""
+    first; states equal but for their stacks are merged once there are a few: always when
+    text is consumed (the frames go to the arena), in a mask walk once one of its engine's
+    sets has neared the bound (raising WideWalk that first time)."""
     cdef int32_t i
     stateset_clear(out)
     for i in range(cur.n):
         step_state(c, &cur.items[i], b, out)
-    # (not in a mask walk, where it would run at every trie node: merging there from 16
-    # states made JSON Schema masks' p99 on maskbench a quarter higher)
-    if out.n >= MERGE_FROM and c.scratch == NULL and not c.t.has_unique:
+    if c.t.has_unique or out.n < MERGE_FROM:
+        return out.n
+    if c.scratch == NULL:
+        merge_stacks(c, out)
+    elif c.walk_merges != NULL:
+        # (merging at every trie node from the first walk made JSON Schema masks' p99 on
+        # maskbench a quarter higher; an ambiguous grammar's states double per byte of a long
+        # token, and merged late they would only halve: the walk starts again)
+        if not c.walk_merges[0]:
+            if out.n < max_live // 4:
+                return out.n
+            c.walk_merges[0] = True
+            with gil:
+                raise WideWalk()
         merge_stacks(c, out)
     return out.n
 
