@@ -18,7 +18,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", "mask", "forced",
-           "rules", "frozen", "automata", "key_names"]
+           "rules", "frozen", "automata", "key_names", "unicode_tables"]
 # the compile path, from a JSON Schema to the engine's tables
 PYTHON_MODULES = ["automaton", "bounded_cache", "compiler", "counted_lengths", "engine",
                   "json_spelling", "json_value", "machines", "products", "regex", "schema_types",

@@ -8,11 +8,13 @@ once (on first use) into tables run by the Cython core.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from _sre import unicode_tolower  # (re's own simple case mapping)
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence, Union
 
 from pse import automaton, counted_lengths
+from pse._core.unicode_tables import lowered
 from pse.errors import GrammarError, PSEError
 
 if TYPE_CHECKING:
@@ -545,9 +547,9 @@ def _add_case_variants(ranges: list[tuple[int, int]], ascii_only: bool = False,
                 if 0x41 <= cp <= 0x5A or 0x61 <= cp <= 0x7A:
                     extra.append((cp ^ 0x20, cp ^ 0x20))
         return ranges + extra
-    lowered_from, equivalent = _case_tables()
-    for lo, hi in ranges:
-        for cp in range(lo, hi + 1):
+    lowered_from, equivalent, cased = _case_tables()
+    for lo, hi in ranges:  # (the others' only case is themselves: \w holds 140,000)
+        for cp in cased[bisect.bisect_left(cased, lo):bisect.bisect_right(cased, hi)]:
             low = unicode_tolower(cp)
             for folded in (low, *equivalent.get(low, ())) if extras else (low,):
                 extra.append((folded, folded))
@@ -561,19 +563,21 @@ _CASED_END = 0x1E950
 
 
 @functools.lru_cache(maxsize=1)
-def _case_tables() -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
-    """Per simple lowercase, the code points that lower to it; and re's extra equivalences
-    (by lowercase), built once."""
+def _case_tables() -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]], list[int]]:
+    """Per simple lowercase, the code points that lower to it; re's extra equivalences (by
+    lowercase); and, sorted, every code point these two name: the only ones with another
+    case. Built once."""
     lowered_from: dict[int, list[int]] = {}
-    for cp in range(_CASED_END):
-        low = unicode_tolower(cp)
-        if low != cp:
-            lowered_from.setdefault(low, []).append(cp)
+    for cp, low in lowered(_CASED_END):
+        lowered_from.setdefault(low, []).append(cp)
     try:
         from re._casefix import _EXTRA_CASES as equivalent  # Python 3.11+
     except ImportError:  # Python 3.10
         from sre_compile import _ignorecase_fixes as equivalent  # type: ignore
-    return {k: tuple(v) for k, v in lowered_from.items()}, dict(equivalent)
+    cased = set(lowered_from) | set(equivalent)
+    for others in (*lowered_from.values(), *equivalent.values()):
+        cased.update(others)
+    return ({k: tuple(v) for k, v in lowered_from.items()}, dict(equivalent), sorted(cased))
 
 
 class Whitespace(Character):

@@ -15,9 +15,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Callable, Hashable, Iterator, Sequence
 
-import numpy as np
-
 from pse import automaton, limits, products
+from pse._core.unicode_tables import category_ranges
 from pse.errors import GrammarError
 from pse.machines import Terminal, _add_case_variants
 
@@ -48,15 +47,8 @@ CharClass = Callable[[automaton.NFA, Sequence[tuple[int, int]]], automaton.Fragm
 @lru_cache(maxsize=None)
 def _unicode_category(name: str) -> tuple[tuple[int, int], ...]:
     """Code point ranges of `re`'s Unicode \\d, \\w or \\s (str.isdecimal, isalnum or '_',
-    isspace), computed once, over every code point at once (numpy's string tests are
-    Python's; a loop over 1.1 million code points took 50-70 ms)."""
-    test = {"digit": np.char.isdecimal, "space": np.char.isspace, "word": np.char.isalnum}[name]
-    # each code point as a one-character string (0 reads as "", which no class holds)
-    inside = test(np.arange(automaton.MAX_CODE_POINT + 1, dtype=np.uint32).view("U1"))
-    if name == "word":
-        inside[ord("_")] = True
-    edges = np.flatnonzero(np.diff(inside.astype(np.int8), prepend=0, append=0))
-    return tuple(zip(edges[0::2].tolist(), (edges[1::2] - 1).tolist()))
+    isspace), computed once (`_core.unicode_tables`: every code point, in C)."""
+    return category_ranges(name)
 
 
 _ASCII_CATEGORY = {

@@ -61,15 +61,9 @@ def test_unicode_categories_are_re_s(category):
     assert list(_unicode_category({"d": "digit", "s": "space", "w": "word"}[category])) == ranges
 
 
-@pytest.mark.parametrize("flags", [re.IGNORECASE, re.IGNORECASE | re.ASCII])
-@pytest.mark.parametrize("pattern", [
-    "k", "S", "i", "\u0130", "\u0131", "\u03c3", "\u00df", "\u1e9e", "\u00b5", "\u017f",
-    "\u01c5", "\u2126", "[a-z]", "[^k]", "[\u03b1-\u03c9]", r"\w", r"[\W\d]", r"[^\w]"])
-def test_ignorecase_folds_as_re_does(pattern, flags):
+def assert_folds_as_re_does(pattern: str, flags: int) -> None:
     """Every character up to U+1FFFF (surrogates aside) matches the pattern's one-character
-    automaton under IGNORECASE exactly when re's does: Python's simple lowercase, its extra
-    equivalences (the Kelvin sign for k, long s, final sigma, dotless i...) but not for
-    categories, and only ASCII letters under ASCII."""
+    automaton exactly when re's does."""
     from pse.regex import compile_regex
 
     dfa = compile_regex(pattern, flags, search=False)
@@ -77,6 +71,41 @@ def test_ignorecase_folds_as_re_does(pattern, flags):
     wrong = [hex(x) for x in range(0x20000) if not 0xD800 <= x <= 0xDFFF
              and dfa.matches(chr(x).encode()) != (oracle.fullmatch(chr(x)) is not None)]
     assert not wrong, wrong[:10]
+
+
+@pytest.mark.parametrize("flags", [re.IGNORECASE, re.IGNORECASE | re.ASCII])
+@pytest.mark.parametrize("pattern", [
+    "k", "S", "i", "\u0130", "\u0131", "\u03c3", "\u00df", "\u1e9e", "\u00b5", "\u017f",
+    "\u01c5", "\u2126", "[a-z]", "[^k]", "[\u03b1-\u03c9]", r"\w", r"[\W\d]", r"[^\w]"])
+def test_ignorecase_folds_as_re_does(pattern, flags):
+    """Under IGNORECASE as in re: Python's simple lowercase, its extra equivalences (the
+    Kelvin sign for k, long s, final sigma, dotless i...) but not for categories, and only
+    ASCII letters under ASCII."""
+    assert_folds_as_re_does(pattern, flags)
+
+
+@pytest.mark.parametrize("pattern", [
+    "[\u0100-\U0001ffff]", "[^\u0000-\u0040]", "[\u00c0-\u024f\u1e00-\u1eff]"])
+def test_ignorecase_folds_wide_ranges_as_re_does(pattern):
+    """Wide classes, whose other cases come from the cased characters inside them alone.
+    (Not under ASCII: there re folds a range too wide for its byte map through Unicode's
+    uppercase, so that µ and ÿ match [\u0100-\U0001ffff]; pse folds only ASCII letters.)"""
+    assert_folds_as_re_does(pattern, re.IGNORECASE)
+
+
+def test_cased_characters_are_re_s():
+    """The C scan of the simple lowercase mapping gives `re`'s own (`_sre.unicode_tolower`)
+    at every code point, and no character past _CASED_END has another case: the case
+    variants of a range come from the cased characters inside it alone."""
+    from _sre import unicode_tolower
+
+    from pse._core.unicode_tables import lowered
+    from pse.machines import _CASED_END
+
+    everywhere = lowered(0x110000)
+    assert everywhere == [(cp, unicode_tolower(cp)) for cp in range(0x110000)
+                          if unicode_tolower(cp) != cp]
+    assert max(cp for cp, _ in everywhere) < _CASED_END
 
 
 def test_ignorecase_words():
