@@ -24,7 +24,7 @@ from pse import automaton, compile_cache, limits
 from pse.cfg import Alternative, Symbol, cycles, post_order, rewrite
 from pse.errors import GrammarError
 from pse.lark_reader import BnfGrammar, read_lark
-from pse.lark_terminals import followed_by_ignored, terminal_dfa
+from pse.lark_terminals import followed_by_ignored, literal_dfa, terminal_dfa
 from pse.machines import (
     Chain, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
 )
@@ -258,7 +258,11 @@ class _Builder:
 
     def terminal_dfa(self, name: str) -> automaton.DFA:
         try:
-            return terminal_dfa(self.regex_of(name))
+            regex, pattern = self.regex_of(name), self.defs[name].pattern
+            # (a string, lark's PatternStr: its automaton made directly)
+            if pattern.type == "str" and pattern.value and set(pattern.flags) <= {"i"}:
+                return literal_dfa(pattern.value, "i" in pattern.flags)
+            return terminal_dfa(regex)
         except GrammarError as e:
             if str(e).startswith(self.source):
                 raise

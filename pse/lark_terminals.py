@@ -22,6 +22,7 @@ from typing import Sequence
 
 from pse import automaton
 from pse.errors import GrammarError
+from pse.machines import _add_case_variants
 from pse.regex import compile_regex
 
 try:  # Python 3.11+
@@ -56,6 +57,26 @@ def terminal_dfa(pattern: str) -> automaton.DFA:
         raise GrammarError(f"regex {pattern!r} matches the empty string (lark refuses "
                            "zero-width terminals)")
     return dfa
+
+
+@functools.lru_cache(maxsize=1024)
+def literal_dfa(value: str, ignore_case: bool) -> automaton.DFA:
+    """The DFA of the string terminal `"value"` (with `ignore_case`, `"value"i`: each
+    character in any of its cases, as re's IGNORECASE folds them), built without reading a
+    regex: what `terminal_dfa` makes of the terminal's, for less (a grammar's keywords are
+    most of its terminals). Made once (shared: not to be changed).
+
+    Raises:
+        GrammarError: `value` is empty.
+    """
+    if not value:
+        raise GrammarError("a string terminal is empty (lark refuses zero-width terminals)")
+    if not ignore_case:
+        return automaton.literal_dfa(value.encode())
+    nfa = automaton.NFA()
+    cases = [automaton.char_class(nfa, _add_case_variants([(ord(ch), ord(ch))]))
+             for ch in value]
+    return automaton.minimize(automaton.determinize(nfa, automaton.concat(nfa, cases)))
 
 
 def _escaped_string_equivalent(pattern: str) -> str | None:

@@ -4,6 +4,7 @@ hand-written grammars and for random ones; masks equal brute force on a recursiv
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -540,6 +541,39 @@ def test_a_widened_spanning_check_of_forced_text():
     assert forced("") == ["xy"]
     assert forced("y" + "a" * 4) == forced("y" + "a" * 64) == []
     assert forced("y" + "a" * 64 + "d") == forced("y" + "a" * 40 + "b" * 41) == ["xy"]
+
+
+def bfs_form(dfa) -> tuple:
+    """A DFA's rows and acceptance with its states numbered in BFS order from the start:
+    equal for two minimal DFAs exactly when they accept the same language."""
+    order, number = [0], {0: 0}
+    for s in order:
+        for _, _, t in dfa.trans[s]:
+            if t not in number:
+                number[t] = len(order)
+                order.append(t)
+    return tuple((tuple((lo, hi, number[t]) for lo, hi, t in dfa.trans[s]), dfa.accept[s])
+                 for s in order)
+
+
+@pytest.mark.parametrize("ignore_case", [False, True])
+@pytest.mark.parametrize("value", [
+    "select", "SELECT", "Kelvin", "straße", "\u01c5emal", "\u0130stanbul", "\u03c3\u03af\u03c3\u03c5\u03c6\u03bf\u03c2",
+    "(", "<>", "na\u00efve", "\ufb00", "a b", "x" * 40, "\U0001f600!"])
+def test_string_terminals_are_made_as_their_regexes(value, ignore_case):
+    """A Lark string terminal's automaton, made directly (`lark_terminals.literal_dfa`), is
+    the one its regex compiles to (`"..."i`: re's case folding, special folds included)."""
+    from lark.lexer import PatternStr
+
+    from pse.lark_terminals import literal_dfa, terminal_dfa
+
+    regex = PatternStr(value, ["i"] if ignore_case else []).to_regexp()
+    assert bfs_form(literal_dfa(value, ignore_case)) == bfs_form(terminal_dfa(regex))
+    grammar = Grammar.from_lark("start: S\nS: " + json.dumps(value, ensure_ascii=False)
+                                + "i" * ignore_case + "\n")
+    for text in {value, value.upper(), value.lower(), value.swapcase(), value[:-1], value + "x",
+                 "\u212aelvin", "\u017felect", "\u0131stanbul"}:
+        assert grammar.matches(text) == bool(re.fullmatch(regex, text)), text
 
 
 def test_optional_parts_are_not_multiplied_out():
