@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pse import automaton, products
+from pse.errors import GrammarError
 from pse._core.automata import moore_blocks, quotient, trimmed
 from pse._core.key_names import names_product, punched_row, trie_add
 from pse._core.structure import class_cuts, pack_dfas
@@ -278,6 +279,20 @@ def test_intersect_and_difference_against_brute_force(a, b):
     for w in _words(range(8), 4):
         assert both.matches(w) == (a.matches(w) and b.matches(w)), w
         assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w
+
+
+def test_a_product_past_its_bound_is_a_clear_error(monkeypatch):
+    """A product that would pass MAX_PRODUCT_STATES raises GrammarError naming the bound;
+    one that reaches it exactly is made. ([ab]{0,7} against itself: a pair per length.)"""
+    chain = automaton.DFA([[(97, 98, i + 1)] for i in range(7)] + [[]], [True] * 8)
+    other = automaton.DFA([[(97, 98, i + 1)] for i in range(7)] + [[]], [True] * 8,
+                          key="other")  # (not found in the cache of products)
+    monkeypatch.setattr(products, "MAX_PRODUCT_STATES", 7)
+    with pytest.raises(GrammarError, match="MAX_PRODUCT_STATES"):
+        products.intersect(chain, other)
+    monkeypatch.setattr(products, "MAX_PRODUCT_STATES", 8)
+    both = products.intersect(chain, other)
+    assert both.n_states == 8 and both.matches(b"ab" * 3) and not both.matches(b"a" * 8)
 
 
 def test_products_are_computed_once_per_content():

@@ -9,10 +9,11 @@ bucketed, 0 to 256), with the targets that hold counted: a bounded repeat of a U
 (`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each, which the Python
 sweep did at tens of microseconds a set.
 
-Also: the live states of a DFA, and its start moved to a state of its own (`start_moved`).
+Also: the live states of a DFA, its start moved to a state of its own (`start_moved`), and
+the product of two DFAs (`product`: intersections and differences, pse.products).
 """
 
-from libc.stdint cimport int32_t, uint64_t
+from libc.stdint cimport int32_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -659,3 +660,170 @@ def start_moved(tuple trans):
         out[s] = tuple(moved)
     out.append(out[0])
     return out
+
+
+# --- products ---------------------------------------------------------------------------------
+
+ctypedef struct _Rows:
+    int32_t* at               # row s: edges at[s] .. at[s + 1]
+    int32_t* lo
+    int32_t* hi
+    int32_t* to
+
+
+cdef int _rows_read(_Rows* r, object trans) except -1:
+    """`trans` (each row sorted, disjoint (lo, hi, target) ranges) into C arrays."""
+    cdef Py_ssize_t n = len(trans), n_edges = 0, s, e = 0
+    for row in trans:
+        n_edges += len(row)
+    r.at = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    r.lo = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    r.hi = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    r.to = <int32_t*>malloc((n_edges + 1) * sizeof(int32_t))
+    if r.at == NULL or r.lo == NULL or r.hi == NULL or r.to == NULL:
+        raise MemoryError()
+    for s in range(n):
+        r.at[s] = e
+        for lo, hi, t in trans[s]:
+            _check_target(t, n)
+            if not 0 <= lo <= hi <= 255:
+                raise ValueError(f"a DFA row holds the byte range {lo}..{hi}")
+            r.lo[e], r.hi[e], r.to[e] = lo, hi, t
+            e += 1
+    r.at[n] = e
+    return 0
+
+
+cdef void _rows_free(_Rows* r) noexcept:
+    free(r.at)
+    free(r.lo)
+    free(r.hi)
+    free(r.to)
+
+
+cdef inline uint64_t _pair_hash(uint64_t key) noexcept nogil:
+    key ^= key >> 33
+    key *= 0xFF51AFD7ED558CCDu
+    return key ^ (key >> 29)
+
+
+cdef enum:
+    _NO_PAIR = -1
+
+
+cdef class _PairIndex:
+    """Pairs of states (t1, t2 >= -1) -> their numbers, by open addressing."""
+    cdef uint64_t* keys
+    cdef int32_t* values         # _NO_PAIR: an empty slot
+    cdef Py_ssize_t mask, n
+
+    def __cinit__(self):
+        self.mask = 127
+        self.n = 0
+        self.keys = <uint64_t*>malloc((self.mask + 1) * sizeof(uint64_t))
+        self.values = <int32_t*>malloc((self.mask + 1) * sizeof(int32_t))
+        if self.keys == NULL or self.values == NULL:
+            raise MemoryError()
+        memset(self.values, 0xFF, (self.mask + 1) * sizeof(int32_t))
+
+    def __dealloc__(self):
+        free(self.keys)
+        free(self.values)
+
+    cdef inline Py_ssize_t slot(self, uint64_t key) noexcept:
+        cdef Py_ssize_t i = _pair_hash(key) & self.mask
+        while self.values[i] != _NO_PAIR and self.keys[i] != key:
+            i = (i + 1) & self.mask
+        return i
+
+    cdef int add(self, Py_ssize_t i, uint64_t key, int32_t value) except -1:
+        """Put `value` at slot i, found empty by slot(key)."""
+        cdef uint64_t* old_keys = self.keys
+        cdef int32_t* old_values = self.values
+        cdef Py_ssize_t old_mask = self.mask, j
+        self.keys[i], self.values[i] = key, value
+        self.n += 1
+        if 2 * self.n <= self.mask:
+            return 0
+        self.mask = 2 * old_mask + 1
+        self.keys = <uint64_t*>malloc((self.mask + 1) * sizeof(uint64_t))
+        self.values = <int32_t*>malloc((self.mask + 1) * sizeof(int32_t))
+        if self.keys == NULL or self.values == NULL:
+            free(self.keys)
+            free(self.values)
+            self.keys, self.values, self.mask = old_keys, old_values, old_mask
+            raise MemoryError()
+        memset(self.values, 0xFF, (self.mask + 1) * sizeof(int32_t))
+        for j in range(old_mask + 1):
+            if old_values[j] != _NO_PAIR:
+                i = self.slot(old_keys[j])
+                self.keys[i], self.values[i] = old_keys[j], old_values[j]
+        free(old_keys)
+        free(old_values)
+        return 0
+
+
+def product(object a_trans, object a_accept, object b_trans, object b_accept, bint difference,
+            Py_ssize_t max_states, object check_budget):
+    """The product of DFAs a and b (`trans[s]`: sorted, disjoint (lo, hi, target) ranges),
+    its states the pairs of their states reached from (0, 0) in BFS order: the intersection
+    (edges where both have one, accepting where both accept) or, with `difference`, a less b
+    (edges where a has one, b's missing edges leading to -1, a dead b; accepting where a
+    accepts and b does not). Adjacent ranges into one pair are one edge. Returns (rows,
+    accept), not trimmed, or None past `max_states` pairs."""
+    cdef _Rows a, b
+    cdef _PairIndex index = _PairIndex()
+    cdef Py_ssize_t i = 0, e, j, j_end, at
+    cdef int32_t lo, hi, hi1, t1, t2, k, s1, s2, n_row
+    cdef uint64_t key
+    cdef int32_t row[3 * 257]   # the row being made, (lo, hi, pair) triples: a row of a cut
+    memset(&a, 0, sizeof(_Rows))  # where b's changes has at most 256 ranges
+    memset(&b, 0, sizeof(_Rows))
+    pairs, trans, accept = [(0, 0)], [], []
+    try:
+        _rows_read(&a, a_trans)
+        _rows_read(&b, b_trans)
+        index.add(index.slot(1), 1, 0)  # (0, 0): t1 << 32 | (t2 + 1)
+        while i < len(pairs):
+            if i & 63 == 0:
+                check_budget()
+            s1, s2 = pairs[i]
+            i += 1
+            if difference:
+                accept.append(bool(a_accept[s1]) and not (s2 >= 0 and b_accept[s2]))
+            else:
+                accept.append(bool(a_accept[s1]) and bool(b_accept[s2]))
+            n_row = 0
+            j = j_end = 0
+            if s2 >= 0:
+                j, j_end = b.at[s2], b.at[s2 + 1]
+            for e in range(a.at[s1], a.at[s1 + 1]):
+                lo, hi1, t1 = a.lo[e], a.hi[e], a.to[e]
+                while lo <= hi1:  # cut where b's row changes (as automaton.paired_ranges)
+                    while j < j_end and b.hi[j] < lo:
+                        j += 1
+                    if j < j_end and b.lo[j] <= lo:
+                        hi, t2 = min(hi1, b.hi[j]), b.to[j]
+                    else:
+                        hi, t2 = (hi1 if j == j_end else min(hi1, b.lo[j] - 1)), -1
+                    if t2 >= 0 or difference:
+                        key = (<uint64_t>t1 << 32) | <uint32_t>(t2 + 1)
+                        at = index.slot(key)
+                        k = index.values[at]
+                        if k == _NO_PAIR:
+                            if len(pairs) >= max_states:
+                                return None
+                            k = len(pairs)
+                            pairs.append((t1, t2))
+                            index.add(at, key, k)
+                        if n_row and row[3 * n_row - 1] == k and row[3 * n_row - 2] == lo - 1:
+                            row[3 * n_row - 2] = hi
+                        else:
+                            row[3 * n_row], row[3 * n_row + 1], row[3 * n_row + 2] = lo, hi, k
+                            n_row += 1
+                    lo = hi + 1
+            trans.append([(row[3 * e], row[3 * e + 1], row[3 * e + 2]) for e in range(n_row)])
+        return trans, accept
+    finally:
+        _rows_free(&a)
+        _rows_free(&b)
