@@ -18,6 +18,17 @@ same way every run. Two steps:
    compiles. The difference of the two totals ("I refs") is the band's compiles; run both
    builds' with the same band file. (valgrind is given the interpreter itself: a `python`
    that is a launcher script, as pyenv's, would be what it counts.)
+
+   The totals also count what runs outside the compiles (loading the vocabulary, reading
+   the files), which moved by up to 25 million instructions between identical runs. For
+   exact figures, count only inside the compiles instead (no `--skip` run needed):
+
+       --toggle-collect=__pyx_pw_3pse_8compiler_33compile_machine \\
+       --toggle-collect=__pyx_pw_3pse_11json_schema_6schema_10JsonSchema_1__init__
+
+   (the front end and the back end; `nm` on the two modules' .so files gives the symbols'
+   current names, whose numbers change when functions are added). Run both builds from
+   directories of the same path length: paths are strings the compiles hash and copy.
 """
 
 from __future__ import annotations

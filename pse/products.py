@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pse import limits
 from pse._core.automata import product
-from pse.automaton import DFA, trim
+from pse.automaton import DFA
 from pse.bounded_cache import BoundedCache
 from pse.errors import GrammarError
 
@@ -14,7 +14,7 @@ MAX_PRODUCT_STATES = 20_000
 
 
 def _product(a: DFA, b: DFA, difference: bool) -> DFA:
-    """The trimmed product (`_core.automata.product`): the intersection, or a less b.
+    """The product, trimmed (`_core.automata.product`): the intersection, or a less b.
 
     Raises:
         GrammarError: more than MAX_PRODUCT_STATES states.
@@ -24,7 +24,7 @@ def _product(a: DFA, b: DFA, difference: bool) -> DFA:
     if made is None:
         raise GrammarError(f"combining two automata needs more than {MAX_PRODUCT_STATES} "
                            "states (MAX_PRODUCT_STATES)")
-    return trim(DFA(*made))  # minimizing costs more than the extra states
+    return DFA(*made)  # (trimmed, not minimized: that would cost more than the extra states)
 
 
 def intersect(a: DFA, b: DFA) -> DFA:

@@ -274,8 +274,13 @@ def test_minimize_with_range_edges_is_minimal_and_keeps_language(dfa, rounds):
 @given(_range_dfas(), _range_dfas())
 def test_intersect_and_difference_against_brute_force(a, b):
     """Products of automata with range edges cut at different places: every word of up to 4
-    bytes over 0-7 is in the intersection / difference exactly when `matches` says so."""
+    bytes over 0-7 is in the intersection / difference exactly when `matches` says so; each
+    is trimmed, its states in BFS order (as `automaton.trim` makes them: the same rows)."""
     both, minus = products.intersect(a, b), products.difference(a, b)
+    for made in (both, minus):
+        again = automaton.trim(made)
+        assert (again.trans, again.accept) == (made.trans, made.accept)
+        assert all(automaton.live_states(made)) or made.n_states == 1
     for w in _words(range(8), 4):
         assert both.matches(w) == (a.matches(w) and b.matches(w)), w
         assert minus.matches(w) == (a.matches(w) and not b.matches(w)), w

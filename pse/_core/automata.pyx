@@ -13,7 +13,7 @@ Also: the live states of a DFA, its start moved to a state of its own (`start_mo
 the product of two DFAs (`product`: intersections and differences, pse.products).
 """
 
-from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -763,23 +763,139 @@ cdef class _PairIndex:
         return 0
 
 
+cdef class _Edges:
+    """A growing automaton in C arrays: per state its first edge and acceptance, per edge
+    (lo, hi, target)."""
+    cdef int32_t* at
+    cdef uint8_t* accept
+    cdef int32_t* lo
+    cdef int32_t* hi
+    cdef int32_t* to
+    cdef Py_ssize_t n_states, n_edges, state_cap, edge_cap
+
+    def __cinit__(self):
+        self.state_cap, self.edge_cap = 64, 256
+        self.at = <int32_t*>malloc((self.state_cap + 1) * sizeof(int32_t))
+        self.accept = <uint8_t*>malloc(self.state_cap)
+        self.lo = <int32_t*>malloc(self.edge_cap * sizeof(int32_t))
+        self.hi = <int32_t*>malloc(self.edge_cap * sizeof(int32_t))
+        self.to = <int32_t*>malloc(self.edge_cap * sizeof(int32_t))
+        if (self.at == NULL or self.accept == NULL or self.lo == NULL or self.hi == NULL
+                or self.to == NULL):
+            raise MemoryError()
+        self.at[0] = 0
+
+    def __dealloc__(self):
+        free(self.at)
+        free(self.accept)
+        free(self.lo)
+        free(self.hi)
+        free(self.to)
+
+    cdef int end_state(self, bint accepting) except -1:
+        """Close the state whose edges were added last."""
+        if self.n_states == self.state_cap:
+            self.state_cap *= 2
+            self.at = <int32_t*>_realloc(self.at, (self.state_cap + 1) * sizeof(int32_t))
+            self.accept = <uint8_t*>_realloc(self.accept, self.state_cap)
+        self.accept[self.n_states] = accepting
+        self.n_states += 1
+        self.at[self.n_states] = <int32_t>self.n_edges
+        return 0
+
+    cdef int add_edge(self, int32_t lo, int32_t hi, int32_t to) except -1:
+        """An edge of the open state; adjacent to its last into the same target: merged."""
+        cdef Py_ssize_t last = self.n_edges - 1
+        if (last >= self.at[self.n_states] and self.to[last] == to
+                and self.hi[last] == lo - 1):
+            self.hi[last] = hi
+            return 0
+        if self.n_edges == self.edge_cap:
+            self.edge_cap *= 2
+            self.lo = <int32_t*>_realloc(self.lo, self.edge_cap * sizeof(int32_t))
+            self.hi = <int32_t*>_realloc(self.hi, self.edge_cap * sizeof(int32_t))
+            self.to = <int32_t*>_realloc(self.to, self.edge_cap * sizeof(int32_t))
+        self.lo[self.n_edges], self.hi[self.n_edges], self.to[self.n_edges] = lo, hi, to
+        self.n_edges += 1
+        return 0
+
+    cdef tuple trimmed(self):
+        """(rows, accept) of the states that can reach an accepting one, kept in their order
+        (states found in BFS order from state 0 keep it: what reaches a live state is live,
+        and a dead state reaches only dead ones), edges to the others dropped; the empty
+        language's one state when state 0 cannot."""
+        cdef Py_ssize_t n = self.n_states, s, e, k = 0
+        cdef int32_t* number = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        cdef int32_t* rev_at = <int32_t*>calloc(n + 2, sizeof(int32_t))
+        cdef int32_t* rev = <int32_t*>malloc((self.n_edges + 1) * sizeof(int32_t))
+        cdef int32_t* todo = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        cdef int32_t t, count = 0
+        try:
+            if number == NULL or rev_at == NULL or rev == NULL or todo == NULL:
+                raise MemoryError()
+            for e in range(self.n_edges):  # the edges reversed, grouped by target
+                rev_at[self.to[e] + 2] += 1
+            for s in range(2, n + 2):
+                rev_at[s] += rev_at[s - 1]
+            for s in range(n):
+                for e in range(self.at[s], self.at[s + 1]):
+                    rev[rev_at[self.to[e] + 1]] = <int32_t>s
+                    rev_at[self.to[e] + 1] += 1
+            for s in range(n):  # -1: live, -2: not (yet) found live
+                number[s] = -1 if self.accept[s] else -2
+                if self.accept[s]:
+                    todo[k] = <int32_t>s
+                    k += 1
+            while k:
+                k -= 1
+                t = todo[k]
+                for e in range(rev_at[t], rev_at[t + 1]):
+                    if number[rev[e]] == -2:
+                        number[rev[e]] = -1
+                        todo[k] = rev[e]
+                        k += 1
+            if number[0] == -2:
+                return [[]], [False]
+            for s in range(n):
+                if number[s] == -1:
+                    number[s] = count
+                    count += 1
+            return ([[(self.lo[e], self.hi[e], number[self.to[e]])
+                      for e in range(self.at[s], self.at[s + 1]) if number[self.to[e]] >= 0]
+                     for s in range(n) if number[s] >= 0],
+                    [bool(self.accept[s]) for s in range(n) if number[s] >= 0])
+        finally:
+            free(number)
+            free(rev_at)
+            free(rev)
+            free(todo)
+
+
+cdef void* _realloc(void* p, size_t size) except NULL:
+    cdef void* grown = realloc(p, size)
+    if grown == NULL:
+        raise MemoryError()
+    return grown
+
+
 def product(object a_trans, object a_accept, object b_trans, object b_accept, bint difference,
             Py_ssize_t max_states, object check_budget):
     """The product of DFAs a and b (`trans[s]`: sorted, disjoint (lo, hi, target) ranges),
-    its states the pairs of their states reached from (0, 0) in BFS order: the intersection
-    (edges where both have one, accepting where both accept) or, with `difference`, a less b
-    (edges where a has one, b's missing edges leading to -1, a dead b; accepting where a
-    accepts and b does not). Adjacent ranges into one pair are one edge. Returns (rows,
-    accept), not trimmed, or None past `max_states` pairs."""
+    its states the pairs of their states reached from (0, 0) that can reach an accepting
+    pair, in BFS order (trimmed, as `automaton.trim` numbers them): the intersection (edges
+    where both have one, accepting where both accept) or, with `difference`, a less b (edges
+    where a has one, b's missing edges leading to a dead b; accepting where a accepts and b
+    does not). Adjacent ranges into one pair are one edge. Returns (rows, accept), or None
+    past `max_states` pairs."""
     cdef _Rows a, b
     cdef _PairIndex index = _PairIndex()
+    cdef _Edges out = _Edges()
     cdef Py_ssize_t i = 0, e, j, j_end, at
-    cdef int32_t lo, hi, hi1, t1, t2, k, s1, s2, n_row
+    cdef int32_t lo, hi, hi1, t1, t2, k, s1, s2
     cdef uint64_t key
-    cdef int32_t row[3 * 257]   # the row being made, (lo, hi, pair) triples: a row of a cut
-    memset(&a, 0, sizeof(_Rows))  # where b's changes has at most 256 ranges
+    memset(&a, 0, sizeof(_Rows))
     memset(&b, 0, sizeof(_Rows))
-    pairs, trans, accept = [(0, 0)], [], []
+    pairs = [(0, 0)]
     try:
         _rows_read(&a, a_trans)
         _rows_read(&b, b_trans)
@@ -789,11 +905,6 @@ def product(object a_trans, object a_accept, object b_trans, object b_accept, bi
                 check_budget()
             s1, s2 = pairs[i]
             i += 1
-            if difference:
-                accept.append(bool(a_accept[s1]) and not (s2 >= 0 and b_accept[s2]))
-            else:
-                accept.append(bool(a_accept[s1]) and bool(b_accept[s2]))
-            n_row = 0
             j = j_end = 0
             if s2 >= 0:
                 j, j_end = b.at[s2], b.at[s2 + 1]
@@ -816,14 +927,13 @@ def product(object a_trans, object a_accept, object b_trans, object b_accept, bi
                             k = len(pairs)
                             pairs.append((t1, t2))
                             index.add(at, key, k)
-                        if n_row and row[3 * n_row - 1] == k and row[3 * n_row - 2] == lo - 1:
-                            row[3 * n_row - 2] = hi
-                        else:
-                            row[3 * n_row], row[3 * n_row + 1], row[3 * n_row + 2] = lo, hi, k
-                            n_row += 1
+                        out.add_edge(lo, hi, k)
                     lo = hi + 1
-            trans.append([(row[3 * e], row[3 * e + 1], row[3 * e + 2]) for e in range(n_row)])
-        return trans, accept
+            if difference:
+                out.end_state(bool(a_accept[s1]) and not (s2 >= 0 and b_accept[s2]))
+            else:
+                out.end_state(bool(a_accept[s1]) and bool(b_accept[s2]))
+        return out.trimmed()
     finally:
         _rows_free(&a)
         _rows_free(&b)
