@@ -27,8 +27,10 @@ same way every run. Two steps:
        --toggle-collect=__pyx_pw_3pse_11json_schema_6schema_10JsonSchema_1__init__
 
    (the front end and the back end; `nm` on the two modules' .so files gives the symbols'
-   current names, whose numbers change when functions are added). Run both builds from
-   directories of the same path length: paths are strings the compiles hash and copy.
+   current names, whose numbers change when functions are added). A toggle inverts: a
+   compile nested in the front end (an enum's check of its values against the other
+   keywords) is left out, the same in both builds. Run both builds from directories of the
+   same path length: paths are strings the compiles hash and copy.
 """
 
 from __future__ import annotations
