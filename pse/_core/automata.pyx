@@ -539,10 +539,27 @@ def quotient(object trans, object accept, list block):
         free(order)
 
 
+cdef void _spread_live(const int32_t* rev_at, const int32_t* rev, int32_t* number,
+                       int32_t* todo, Py_ssize_t k) noexcept nogil:
+    """From the k live states in `todo` (numbered -1), number -1 each state with an edge
+    into a live one (the others are -2), along the edges reversed: `rev[rev_at[t] ..
+    rev_at[t + 1]]` are the states with an edge into t."""
+    cdef int32_t t
+    cdef Py_ssize_t e
+    while k:
+        k -= 1
+        t = todo[k]
+        for e in range(rev_at[t], rev_at[t + 1]):
+            if number[rev[e]] == -2:
+                number[rev[e]] = -1
+                todo[k] = rev[e]
+                k += 1
+
+
 cdef int _mark_live(object trans, object accept, Py_ssize_t n, int32_t* number) except -1:
     """Sets `number[s]` to -1 for each state of the DFA (`trans[s]`: its (lo, hi, target)
     ranges) that can reach an accepting state, -2 for the others."""
-    cdef Py_ssize_t n_edges = 0, s, e, k = 0
+    cdef Py_ssize_t n_edges = 0, s, k = 0
     cdef int32_t lo, hi, t
     for row in trans:
         n_edges += len(row)
@@ -568,14 +585,7 @@ cdef int _mark_live(object trans, object accept, Py_ssize_t n, int32_t* number) 
             if accept[s]:
                 todo[k] = s
                 k += 1
-        while k:
-            k -= 1
-            t = todo[k]
-            for e in range(rev_at[t], rev_at[t + 1]):
-                if number[rev[e]] == -2:
-                    number[rev[e]] = -1
-                    todo[k] = rev[e]
-                    k += 1
+        _spread_live(rev_at, rev, number, todo, k)
         return 0
     finally:
         free(rev_at)
@@ -829,7 +839,7 @@ cdef class _Edges:
         cdef int32_t* rev_at = <int32_t*>calloc(n + 2, sizeof(int32_t))
         cdef int32_t* rev = <int32_t*>malloc((self.n_edges + 1) * sizeof(int32_t))
         cdef int32_t* todo = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        cdef int32_t t, count = 0
+        cdef int32_t count = 0
         try:
             if number == NULL or rev_at == NULL or rev == NULL or todo == NULL:
                 raise MemoryError()
@@ -846,14 +856,7 @@ cdef class _Edges:
                 if self.accept[s]:
                     todo[k] = <int32_t>s
                     k += 1
-            while k:
-                k -= 1
-                t = todo[k]
-                for e in range(rev_at[t], rev_at[t + 1]):
-                    if number[rev[e]] == -2:
-                        number[rev[e]] = -1
-                        todo[k] = rev[e]
-                        k += 1
+            _spread_live(rev_at, rev, number, todo, k)
             if number[0] == -2:
                 return [[]], [False]
             for s in range(n):
