@@ -6,16 +6,30 @@ too, from their unchanged .py source, for speed: an extension module is imported
 the .py beside it, so after editing one of them in a source tree, build again
 (`python setup.py build_ext --inplace`; tests/conftest.py refuses to run on a stale build).
 
+With GCC the compile path's modules are built guided by a profile: built once instrumented,
+run on tools/pgo_workload.py (structures of the kinds users compile), and built again with
+the profile, which places the code a compile runs together and the rest (most of what Cython
+generates: error handling) apart, so a compile in a cold process fetches fewer lines of code
+(docs/performance.md has the figures). Those modules are built twice (about two minutes
+more on two cores); PSE_PGO=0 builds without a profile (quicker, while editing), and any
+failure of the instrumented build or of the training run falls back to the plain build, with
+a warning.
+
 PSE_SANITIZE=address builds a debug core under AddressSanitizer (-O1 -g, bounds checks of the
 C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does. It leaves the
 Python modules uncompiled (their C is Cython's own, not ours to check).
 """
 
 import os
+import shutil
+import subprocess
+import sys
 
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import BaseError, CCompilerError
 
 MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", "mask", "forced",
            "rules", "frozen", "automata", "key_names", "unicode_tables"]
@@ -53,7 +67,92 @@ if not SANITIZE:
                              extra_compile_args=compile_args)
                    for name in PYTHON_MODULES]
 
+PGO = os.environ.get("PSE_PGO", "1")
+if PGO not in ("0", "1"):
+    raise SystemExit(f"PSE_PGO must be 0 or 1, got {PGO!r}")
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+class BuildExt(build_ext):
+    """build_ext, with the PYTHON_MODULES built guided by a profile where the compiler is GCC
+    (see the module's docstring)."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # (pip asks for no -j: the extensions build in parallel)
+            self.parallel = True
+
+    def build_extensions(self) -> None:
+        guided = [e for e in self.extensions if e.name.split(".", 1)[1] in PYTHON_MODULES]
+        if SANITIZE or PGO == "0" or not guided or not self._is_gcc():
+            super().build_extensions()
+            return
+        self._build_only([e for e in self.extensions if e not in guided])
+        profiles = os.path.abspath(os.path.join(self.build_temp, "pgo"))
+        shutil.rmtree(profiles, ignore_errors=True)
+        os.makedirs(profiles)
+        self.force = True  # (the same objects, built twice)
+        try:
+            with _flags(guided, [f"-fprofile-generate={profiles}"], ["-fprofile-generate"]):
+                self._build_only(guided)
+            self._train()
+            with _flags(guided, [f"-fprofile-use={profiles}", "-fprofile-partial-training",
+                                 "-Wno-missing-profile"], []):
+                self._build_only(guided)
+        except (BaseError, CCompilerError, OSError, subprocess.SubprocessError) as e:
+            # (the build must not fail for want of a profile)
+            print(f"warning: pse's profile-guided build failed ({e}); building without",
+                  file=sys.stderr)
+            self._build_only(guided)
+
+    def _build_only(self, extensions: list) -> None:
+        everything = self.extensions
+        self.extensions = extensions
+        try:
+            super().build_extensions()
+        finally:
+            self.extensions = everything
+
+    def _is_gcc(self) -> bool:
+        try:
+            version = subprocess.run([self.compiler.compiler_so[0], "--version"],
+                                     capture_output=True, text=True, timeout=60).stdout
+        except (AttributeError, IndexError, OSError, subprocess.SubprocessError):
+            return False
+        return "Free Software Foundation" in version
+
+    def _train(self) -> None:
+        """Run tools/pgo_workload.py on the instrumented build (the package as built: in the
+        source tree with --inplace, else under build_lib)."""
+        where = ROOT if self.inplace else os.path.abspath(self.build_lib)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [where, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "pgo_workload.py")],
+                       check=True, env=env, cwd=where, timeout=600)
+
+
+class _flags:
+    """Extra compile and link flags on some extensions, for a `with` block."""
+
+    def __init__(self, extensions: list, compile_flags: list, link_flags: list) -> None:
+        self.extensions, self.compile_flags, self.link_flags = (extensions, compile_flags,
+                                                                link_flags)
+
+    def __enter__(self) -> None:
+        for e in self.extensions:
+            e.extra_compile_args = [*e.extra_compile_args, *self.compile_flags]
+            e.extra_link_args = [*e.extra_link_args, *self.link_flags]
+
+    def __exit__(self, *_) -> None:
+        for e in self.extensions:
+            e.extra_compile_args = e.extra_compile_args[:len(e.extra_compile_args)
+                                                        - len(self.compile_flags)]
+            e.extra_link_args = e.extra_link_args[:len(e.extra_link_args)
+                                                  - len(self.link_flags)]
+
+
 # annotation_typing off: in .py source, annotations are documentation (Cython would otherwise
 # refuse a numpy integer where `int` is annotated)
 setup(ext_modules=cythonize(extensions, language_level=3,
-                            compiler_directives={"annotation_typing": False}))
+                            compiler_directives={"annotation_typing": False}),
+      cmdclass={"build_ext": BuildExt})
