@@ -125,8 +125,9 @@ class BuildExt(build_ext):
         """Run tools/pgo_workload.py on the instrumented build (the package as built: in the
         source tree with --inplace, else under build_lib)."""
         where = ROOT if self.inplace else os.path.abspath(self.build_lib)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [where, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+        env = {**os.environ, "PYTHONHASHSEED": "0",  # (the same profile every build)
+               "PYTHONPATH": os.pathsep.join(
+                   [where, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "pgo_workload.py")],
                        check=True, env=env, cwd=where, timeout=600)
 

@@ -27,7 +27,8 @@ engines take turns grammar by grammar.
 With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right ambiguous`
 (`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
 `stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) are timed by
-quarters as well: whether an engine's time per token grows with the text.
+quarters as well (whether an engine's time per token grows with the text), with the mean and
+the p99 over the whole text.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
@@ -324,17 +325,19 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "
-              "per token over each quarter\n")
-        print("| engine | 1st quarter | 2nd | 3rd | 4th | accepted |")
-        print("| --- | --- | --- | --- | --- | --- |")
+              "per token over each quarter, and over the text\n")
+        print("| engine | 1st quarter | 2nd | 3rd | 4th | mean | p99 | accepted |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for engine_name, engine in engines.items():
             r = run_case(engine, case, [ids], 1)
             if "error" in r:
-                print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | |")
+                print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | | | |")
                 continue
-            quarters = np.array_split(np.asarray(r["times"]), 4)
-            print(f"| {engine_name} | " + " | ".join(f"{q.mean():.1f}" for q in quarters)
-                  + f" | {r['verdicts'][0]} |")
+            times = np.asarray(r["times"])
+            print(f"| {engine_name} | "
+                  + " | ".join(f"{q.mean():.1f}" for q in np.array_split(times, 4))
+                  + f" | {times.mean():.1f} | {np.percentile(times, 99):.1f} | "
+                  f"{r['verdicts'][0]} |")
 
 
 def main() -> None:
