@@ -25,4 +25,3 @@ def test_the_workload_compiles_every_structure_it_writes():
     counts = re.fullmatch(r"pgo workload: (\d+) schemas x 1 \((\d+) refused\)\n", done.stdout)
     assert counts, done.stdout
     assert int(counts[1]) >= 400 and int(counts[2]) == 0, done.stdout
-

@@ -7,8 +7,8 @@ from memory, and in code that Cython generates most of each cache line is error 
 that never runs. Laid out by a profile, the code a compile runs takes fewer lines.
 
 setup.py runs this file with a build of pse whose compile path is instrumented; it needs only
-pse and numpy (what a build has). The schemas are written here, seeded: none come from a
-benchmark's data. Run by hand: python tools/pgo_workload.py [--rounds 2]
+pse and its build requirements (numpy; lark, for the grammar). The schemas are written here,
+seeded: none come from a benchmark's data. Run by hand: python tools/pgo_workload.py
 """
 
 from __future__ import annotations
@@ -144,6 +144,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1, help="times each structure is compiled")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     warnings.simplefilter("ignore")  # (schemas' approximations)
     rng = random.Random(0)
     schemas = [document(rng) for _ in range(400)] + [scalar(rng) for _ in range(20)]
