@@ -20,10 +20,12 @@ C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does.
 Python modules uncompiled (their C is Cython's own, not ours to check).
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+from typing import Iterator
 
 import numpy
 from Cython.Build import cythonize
@@ -132,24 +134,18 @@ class BuildExt(build_ext):
                        check=True, env=env, cwd=where, timeout=600)
 
 
-class _flags:
+@contextlib.contextmanager
+def _flags(extensions: list, compile_flags: list, link_flags: list) -> Iterator[None]:
     """Extra compile and link flags on some extensions, for a `with` block."""
-
-    def __init__(self, extensions: list, compile_flags: list, link_flags: list) -> None:
-        self.extensions, self.compile_flags, self.link_flags = (extensions, compile_flags,
-                                                                link_flags)
-
-    def __enter__(self) -> None:
-        for e in self.extensions:
-            e.extra_compile_args = [*e.extra_compile_args, *self.compile_flags]
-            e.extra_link_args = [*e.extra_link_args, *self.link_flags]
-
-    def __exit__(self, *_) -> None:
-        for e in self.extensions:
-            e.extra_compile_args = e.extra_compile_args[:len(e.extra_compile_args)
-                                                        - len(self.compile_flags)]
-            e.extra_link_args = e.extra_link_args[:len(e.extra_link_args)
-                                                  - len(self.link_flags)]
+    before = [(e.extra_compile_args, e.extra_link_args) for e in extensions]
+    for e in extensions:
+        e.extra_compile_args = [*e.extra_compile_args, *compile_flags]
+        e.extra_link_args = [*e.extra_link_args, *link_flags]
+    try:
+        yield
+    finally:
+        for e, (compile_args, link_args) in zip(extensions, before):
+            e.extra_compile_args, e.extra_link_args = compile_args, link_args
 
 
 # annotation_typing off: in .py source, annotations are documentation (Cython would otherwise
