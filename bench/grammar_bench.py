@@ -28,11 +28,12 @@ With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right a
 (`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
 `stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) are timed by
 quarters as well (whether an engine's time per token grows with the text), with the mean and
-the p99 over the whole text.
+the p99 over the whole text; `--only-long` times these alone, in a process that has run
+nothing else.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
-                                   [--long 400]
+                                   [--long 400] [--only-long]
 """
 
 from __future__ import annotations
@@ -351,11 +352,18 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=0, metavar="N",
                     help="also time one text of N operands of `ambiguous`, `right "
                          "ambiguous` and `stacked`, by quarters")
+    ap.add_argument("--only-long", action="store_true",
+                    help="time the long texts only (needs --long), not the grammars' texts")
     args = ap.parse_args()
+    if args.only_long and not args.long:
+        ap.error("--only-long needs --long N")
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     engines = {name: make(name, vocab, args.mask_memo) for name in args.engines.split(",")}
+    if args.only_long:
+        growth(engines, vocab, args.long)
+        return
     rng = random.Random(0)
     all_cases = cases(args, rng)
     streams = {case.name: [vocab.encode(t) for t in case.texts] for case in all_cases}

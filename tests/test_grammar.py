@@ -470,9 +470,10 @@ def test_masks_through_merged_stacks_equal_the_oracle(name):
     """Every mask along random texts (tokens of many a's, b's and c's): exactly the tokens
     after which the text is still a prefix of the language, and EOS where it is complete."""
     ends, complete = STACKED[name]
-    # (inside a token of k a's a walk's states double per byte until they near the bound;
-    # from then on the engine's walks merge as consuming does: tokens of 16 to 64 a's pass it
-    # 2^64 times over unmerged)
+    # (inside a token of k a's a walk's states double per byte until a set is seen to merge
+    # or, where stacks differ in depth and do not merge, nears the bound; from then on the
+    # engine's walks merge as consuming does: tokens of 16 to 64 a's pass the bound 2^64
+    # times over unmerged)
     tokens = ["a", "aa", "aaaa", "a" * 8, "b", "c", "bc", "cb", "bb", "ccc", "bcbcb", "ab", "ac",
               "abc", "ba", "ca", "a" * 16, "a" * 33, "a" * 64, "a" * 20 + "bc"]
     vocab = Vocabulary.from_tokens(tokens + ["<eos>"], eos_token_ids=[len(tokens)],
@@ -502,7 +503,7 @@ def test_masks_through_merged_stacks_equal_the_oracle(name):
 
 def test_widened_walks_in_a_batch_equal_the_oracle():
     """fill_next_token_bitmask_par over fresh engines of every stacked grammar: each walk
-    through the tokens of 16 and 64 a's nears the bound, is undone and made again merging
+    through the tokens of 16 and 64 a's is seen to merge, is undone and made again merging
     (in the pool's threads too); every row is exactly the oracle's."""
     tokens = ["a", "b", "c", "a" * 16, "a" * 64, "a" * 30 + "b"]
     eos = len(tokens)
@@ -530,7 +531,7 @@ def test_widened_walks_in_a_batch_equal_the_oracle():
 def test_a_widened_spanning_check_of_forced_text():
     """The fast-forward holds "xy" back when a token the structure allows starts inside it
     and runs past its end; checking that walks below "y", through up to 64 a's of the stacked
-    grammar: the walk nears the bound and is made again, merging. The answer is the one the
+    grammar: the walk is seen to merge and is made again, merging. The answer is the one the
     structure gives: "y" then a's may follow, more b's than a's may not."""
     def forced(extra: str) -> list[str]:
         tokens = ["x", "y", "xy", "a", "b", "c"] + [extra] * bool(extra)

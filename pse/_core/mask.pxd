@@ -7,7 +7,7 @@
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 from pse._core.structure cimport (
-    Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables,
+    Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables, WalkMerging,
 )
 from pse._core.slices cimport Slice, SliceCache, SliceEntry
 from pse._core.trie cimport TokenTrie, Trie
@@ -54,7 +54,7 @@ ctypedef struct Walker:
     const uint32_t** risky_bits    # ... per root: the "within" tokens to check one by one
     const int32_t** risky_nodes    # ... as trie nodes
     int32_t* n_risky
-    bint merges                    # the walks merge their sets (see structure.step_set)
+    WalkMerging merging            # whether the walks merge their sets (see structure.step_set)
     int32_t walk_from              # scratch frames when the last walk began
 
 

@@ -88,7 +88,8 @@ cdef class Matcher:
         self.w.risky_bits = NULL
         self.w.risky_nodes = NULL
         self.w.n_risky = NULL
-        self.w.merges = False
+        self.w.merging.on = False
+        self.w.merging.check_at = 0
         self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
         self.live.items = NULL
@@ -747,7 +748,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.seen_scratch = &w.seen
     c.text = w.text
     c.pos = w.base
-    c.walk_merges = &w.merges
+    c.walk_merging = &w.merging
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:

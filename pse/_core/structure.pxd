@@ -171,6 +171,11 @@ ctypedef struct StateSet:
     int32_t indexed           # holding another stamp is empty (stateset_clear bumps it)
     uint32_t stamp
 
+ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their sets (step_set)
+    bint on                   # merge at every byte, as when text is consumed
+    int32_t check_at          # off: the set size at which a walk next checks whether its set
+                              # would merge (0: max_live // 16)
+
 cdef struct Ctx:
     const Tables* t
     Arena* arena
@@ -179,9 +184,7 @@ cdef struct Ctx:
     SeenStore* seen_scratch   # NULL: into `seen`
     const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
     int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
-    bint* walk_merges         # a mask walk's (scratch) flag: merge its sets at every byte, as
-                              # when text is consumed; set once a set nears the bound (NULL:
-                              # never merge in scratch)
+    WalkMerging* walk_merging # a mask walk's (scratch) merging (NULL: never merge in scratch)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -410,4 +413,4 @@ cdef class CompiledStructure:
         c.seen_scratch = NULL
         c.text = NULL
         c.pos = 0
-        c.walk_merges = NULL
+        c.walk_merging = NULL

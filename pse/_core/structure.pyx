@@ -17,8 +17,9 @@ from pse.errors import GrammarError
 
 
 class WideWalk(Exception):
-    """A mask walk's state set neared the bound before its engine's walks merged their
-    sets: the walk is undone and made again, merging at every byte (see step_set)."""
+    """A mask walk's state set was found to merge, or neared the bound, before its engine's
+    walks merged their sets: the walk is undone and made again, merging at every byte (see
+    step_set)."""
 
 # --- state sets -------------------------------------------------------------------------------
 
@@ -530,12 +531,13 @@ cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     return f == g
 
 
-cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
+cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
     """Make the states of `s` equal but for the top of their stacks one state each, whose frame
-    holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place.
+    holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place;
+    how many states are left (dry: would be left, were no group past MAX_UNION; `s` stays).
     Only tops over one stack merge (see stack_below): their pops lead back to one place, so a
     union's members do not overlap."""
-    cdef int32_t i, j, k, n = s.n, kept = 0, n_members
+    cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
     cdef int64_t size = 1, h
     cdef int32_t members[MAX_UNION]
     cdef int32_t few[3 * INDEX_FROM]
@@ -544,7 +546,6 @@ cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
     cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
     cdef int32_t* below = NULL   # ... and the stack under its frame's top
     cdef PState* items = s.items
-    cdef bint grouped = False
     try:
         if n > INDEX_FROM:
             group = <int32_t*>malloc(3 * n * sizeof(int32_t))
@@ -586,9 +587,9 @@ cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
                 j = group[i]
                 next[i] = next[j]
                 next[j] = i
-                grouped = True
-        if not grouped:
-            return 0
+                n_grouped += 1
+        if dry or n_grouped == 0:
+            return n - n_grouped
         for i in range(n):
             if group[i] != i or next[i] < 0:
                 continue
@@ -613,7 +614,7 @@ cdef int merge_stacks(Ctx* c, StateSet* s) except -1 nogil:
         if group != few:
             free(group)
     stateset_cut(s, kept)
-    return 0
+    return kept
 
 
 # --- unique items -----------------------------------------------------------------------------
@@ -1252,8 +1253,10 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     """Add the successors of every state of `cur` on byte b (at c.pos) to `out`, emptied
     first; states equal but for their stacks are merged once there are a few: always when
     text is consumed (the frames go to the arena), in a mask walk once one of its engine's
-    sets has neared the bound (raising WideWalk that first time)."""
+    sets has been found to merge (by a quarter or more) or has neared the bound (raising
+    WideWalk that first time)."""
     cdef int32_t i
+    cdef WalkMerging* m = c.walk_merging
     stateset_clear(out)
     for i in range(cur.n):
         step_state(c, &cur.items[i], b, out)
@@ -1261,14 +1264,20 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
         return out.n
     if c.scratch == NULL:
         merge_stacks(c, out)
-    elif c.walk_merges != NULL:
+    elif m != NULL:
         # (merging at every trie node from the first walk made JSON Schema masks' p99 on
-        # maskbench a quarter higher; an ambiguous grammar's states double per byte of a long
-        # token, and merged late they would only halve: the walk starts again)
-        if not c.walk_merges[0]:
-            if out.n < max_live // 4:
+        # maskbench a quarter higher: their sets do not merge. An ambiguous grammar's states
+        # double per byte of a long token, and merged late they would only halve: the walk
+        # starts again, merging, once a set is seen to merge, checked (without merging) at
+        # max_live // 64 states and again each time a set has doubled since; at max_live // 4
+        # it merges in any case)
+        if not m.on:
+            if out.n < max(m.check_at, max_live // 64):
                 return out.n
-            c.walk_merges[0] = True
+            if out.n < max_live // 4 and merge_stacks(c, out, True) > out.n - out.n // 4:
+                m.check_at = 2 * out.n
+                return out.n
+            m.on = True
             with gil:
                 raise WideWalk()
         merge_stacks(c, out)
