@@ -174,7 +174,7 @@ ctypedef struct StateSet:
 ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their sets (step_set)
     bint on                   # merge at every byte, as when text is consumed
     int32_t check_at          # off: the set size at which a walk next checks whether its set
-                              # would merge (0: max_live // 16)
+                              # would merge (at least max_live // 64)
 
 cdef struct Ctx:
     const Tables* t
