@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings, strategies as st
 
-from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, Optional, Phrase,
+from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, Optional, Phrase, limits,
                  StructuringEngine, Vocabulary, fill_next_token_bitmask_par)
 from pse._core.stepper import consume_tokens
 
@@ -469,6 +469,26 @@ def test_stacks_differing_in_their_tops_merge(name):
 def test_masks_through_merged_stacks_equal_the_oracle(name):
     """Every mask along random texts (tokens of many a's, b's and c's): exactly the tokens
     after which the text is still a prefix of the language, and EOS where it is complete."""
+    masks_along_random_stacked_texts(name)
+
+
+@pytest.mark.parametrize("bound", [2048, 4096])
+@pytest.mark.parametrize("name", ["exact", "optional (lark)"])
+def test_masks_through_merged_stacks_under_other_bounds(name, bound):
+    """The same under a higher pse.limits.max_live_states(): a walk checks whether its set
+    merges from a sixty-fourth of the bound (32 or 64 states) and merges in any case from a
+    quarter (512 or 1,024), so the walks start merging at other bytes of a token. (At 512
+    the optional ends' live states, about two per a read, pass the bound: "too
+    ambiguous", as before this check.)"""
+    old = limits.max_live_states()
+    limits.set_max_live_states(bound)
+    try:
+        masks_along_random_stacked_texts(name)
+    finally:
+        limits.set_max_live_states(old)
+
+
+def masks_along_random_stacked_texts(name: str) -> None:
     ends, complete = STACKED[name]
     # (inside a token of k a's a walk's states double per byte until a set is seen to merge
     # or, where stacks differ in depth and do not merge, nears the bound; from then on the
