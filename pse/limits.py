@@ -173,9 +173,9 @@ def max_live_states() -> int:
 
 
 def set_max_live_states(n: int) -> None:
-    """Change the bound on live parser states per step. A structure ambiguous enough to
-    exceed it (alternatives that share a long prefix and differ after it, nested to any
-    depth) raises `GrammarError` when consuming or masking, instead of slowing every mask.
+    """Change the bound on live parser states per step. A text whose parses hold more
+    (parses pending at every depth: `s: "a" s | "a" s s | "a"` holds one per a read)
+    raises `GrammarError` when consuming or masking, instead of slowing every mask.
 
     Args:
         n: the new bound, at least 1.
