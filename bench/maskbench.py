@@ -26,6 +26,9 @@ and the structure accepts at the end.
                      ratios over the schemas every engine compiles, and pse's 20 slowest
                      compiles beside the other engines' times on those files; its --out
                      files combine into the same.
+  --first-mask       with --compile-only: each compile timed with its engine's first mask
+                     (what a server pays before the first token: llguidance builds its lexer
+                     as masks need it).
   --keyword K        only the schemas that use JSON Schema keyword K (e.g. uniqueItems)
   --shard K/N        only the files K, K+N, K+2N, ... (sorted by name, after --limit); with
                      --out the figures go to a JSON file, and --combine puts such files
@@ -203,16 +206,20 @@ def new_stats() -> dict:
 
 
 def run_file(e, compiled: dict, grammar: str, name: str, schema, tests: list, checker=None,
-             diffs=None, diff_examples=None) -> dict:
-    """One file's schema on one engine: compile (once per key), then replay each instance
-    token by token. Returns that file's numbers (see `merge`)."""
+             diffs=None, diff_examples=None, first_mask: bool = False) -> dict:
+    """One file's schema on one engine: compile (once per key; with `first_mask`, the
+    first mask timed with it), then replay each instance token by token. Returns that
+    file's numbers (see `merge`)."""
     out = {"times": [], "steps": [], "compile": None, "error": None, "instances": 0,
            "valid_rejected": 0, "invalid_accepted": 0, "passing": False, "runtime_errors": {}}
     key = "json" if grammar == "json" else name
     if key not in compiled:
         t0 = time.perf_counter()
         try:
-            compiled[key] = (e.compile(grammar, schema), None)
+            c = e.compile(grammar, schema)
+            if first_mask:
+                e.accepts(e.start(c))  # (a mask, and whether it holds EOS)
+            compiled[key] = (c, None)
         except Exception as exc:  # each engine's own compile errors, counted by cause
             compiled[key] = (None, _cause(exc))
         out["compile"] = time.perf_counter() - t0
@@ -295,8 +302,8 @@ def _worker(conn, name: str, tok_path: str, mask_memo: int) -> None:
         msg = conn.recv()
         if msg is None:
             return
-        grammar, fname, schema, tests = msg
-        res = run_file(e, compiled, grammar, fname, schema, tests)
+        grammar, fname, schema, tests, first_mask = msg
+        res = run_file(e, compiled, grammar, fname, schema, tests, first_mask=first_mask)
         if grammar != "json":  # each schema is used once: let its engines go
             compiled.clear()
         gc.collect()
@@ -370,10 +377,14 @@ def main() -> None:
                     help="run the engines in this process (no crash or hang detection, "
                          "no per-engine memory; --check-masks implies it)")
     ap.add_argument("--compile-only", action="store_true", help="compile, replay nothing")
+    ap.add_argument("--first-mask", action="store_true",
+                    help="with --compile-only: time each compile with its first mask")
     ap.add_argument("--shard", type=shard_arg, default="0/1", help="K/N: every N-th file from the K-th")
     ap.add_argument("--out", help="write the figures (per-token times included) to this JSON file")
     ap.add_argument("--combine", nargs="+", metavar="OUT", help="put --out files together")
     args = ap.parse_args()
+    if args.first_mask and not args.compile_only:
+        ap.error("--first-mask needs --compile-only")
     if args.combine:
         combine(args.combine)
         return
@@ -415,7 +426,8 @@ def main() -> None:
         for n in names:
             st = stats[n]
             if isolate:
-                status, res = workers[n].run((args.grammar, name, data.get("schema"), streams))
+                status, res = workers[n].run((args.grammar, name, data.get("schema"), streams,
+                                              args.first_mask))
                 if status != "ok":
                     st["schemas"] += 1
                     st[status + "es" if status == "crash" else status + "s"].append((name, res))
@@ -424,7 +436,7 @@ def main() -> None:
             else:
                 use = checker if (n == "pse" and args.grammar == "json") else None
                 res = run_file(engines[n], compiled[n], args.grammar, name, data.get("schema"),
-                               streams, use, diffs, diff_examples)
+                               streams, use, diffs, diff_examples, args.first_mask)
                 if args.grammar != "json":
                     compiled[n].pop(name, None)
             merge(st, res, name)
@@ -442,7 +454,8 @@ def main() -> None:
     if args.out:
         Path(args.out).write_text(json.dumps({
             "title": title, "shard": args.shard, "files": len(files), "instances": n_instances,
-            "names": names, "stats": stats, "compile_only": args.compile_only}))
+            "names": names, "stats": stats, "compile_only": args.compile_only,
+            "first_mask": args.first_mask}))
     if args.compile_only:
         report_compile(title, names, stats)
         return
@@ -501,9 +514,10 @@ def run_title(args, n_files: int, n_instances: int, isolate: bool) -> str:
     where = ("each engine in its own process; peak RSS is that process's, vocabulary "
              "included (after loading: base)") if isolate else "all engines in this process"
     shard = f" (shard {args.shard})" if args.shard != "0/1" else ""
+    first = "; each compile timed with its first mask" if args.first_mask else ""
     return (f"maskbench --grammar {args.grammar}: {n_files} files{shard}, {n_instances} "
             f"instances, tokenizer {args.tokenizer}, pse mask memo {args.mask_memo}, timeout "
-            f"{args.timeout:g} s per file; {where}")
+            f"{args.timeout:g} s per file; {where}{first}")
 
 
 def combine(paths: list[str]) -> None:
@@ -515,6 +529,8 @@ def combine(paths: list[str]) -> None:
     compile_only = {bool(part.get("compile_only")) for part in parts}
     if len(compile_only) > 1:
         sys.exit("the shard files mix --compile-only runs with full ones")
+    if len({bool(part.get("first_mask")) for part in parts}) > 1:
+        sys.exit("the shard files mix --first-mask runs with others")
     stats = {n: new_stats() for n in names}
     for part in parts:
         for n in names:
