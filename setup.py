@@ -84,6 +84,12 @@ class BuildExt(build_ext):
         if self.parallel is None:  # (pip asks for no -j: the extensions build in parallel)
             self.parallel = True
 
+    def run(self) -> None:
+        # (setuptools builds under build_lib even with --inplace, then copies into the
+        # source tree: _train needs to know which was asked for)
+        self.in_place = self.inplace
+        super().run()
+
     def build_extensions(self) -> None:
         guided = [e for e in self.extensions if e.name.split(".", 1)[1] in PYTHON_MODULES]
         if SANITIZE or PGO == "0" or not guided or not self._is_gcc():
@@ -124,9 +130,14 @@ class BuildExt(build_ext):
         return "Free Software Foundation" in version
 
     def _train(self) -> None:
-        """Run tools/pgo_workload.py on the instrumented build (the package as built: in the
-        source tree with --inplace, else under build_lib)."""
-        where = ROOT if self.inplace else os.path.abspath(self.build_lib)
+        """Run tools/pgo_workload.py on the instrumented build, where the package's Python
+        files are: in the source tree with --inplace (the extensions copied there first),
+        else under build_lib (build_py has put them there)."""
+        if getattr(self, "in_place", False):
+            self.copy_extensions_to_source()
+            where = ROOT
+        else:
+            where = os.path.abspath(self.build_lib)
         env = {**os.environ, "PYTHONHASHSEED": "0",  # (the same profile every build)
                "PYTHONPATH": os.pathsep.join(
                    [where, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
