@@ -6,11 +6,12 @@ too, from their unchanged .py source, for speed: an extension module is imported
 the .py beside it, so after editing one of them in a source tree, build again
 (`python setup.py build_ext --inplace`; tests/conftest.py refuses to run on a stale build).
 
-With GCC the compile path's modules are built guided by a profile: built once instrumented,
-run on tools/pgo_workload.py (structures of the kinds users compile), and built again with
-the profile, which places the code a compile runs together and the rest (most of what Cython
-generates: error handling) apart, so a compile in a cold process fetches fewer lines of code
-(docs/performance.md has the figures). Those modules are built twice (about two minutes
+With GCC the compile path's modules (the Python ones and the core's that only compiles run)
+are built guided by a profile: built once instrumented, run on tools/pgo_workload.py
+(structures of the kinds users compile), and built again with the profile, which places the
+code a compile runs together and the rest (most of what Cython generates: error handling)
+apart, so a compile in a cold process fetches fewer lines of code (docs/performance.md has
+the figures). Those modules are built twice (about two minutes
 more on two cores); PSE_PGO=0 builds without a profile (quicker, while editing), and any
 failure of the instrumented build or of the training run falls back to the plain build, with
 a warning.
@@ -35,6 +36,9 @@ from setuptools.errors import BaseError, CCompilerError
 
 MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", "mask", "forced",
            "rules", "frozen", "automata", "key_names", "unicode_tables"]
+# the core's modules that only compiles run (built guided by the profile too; the mask path's
+# are not: a profile of masks over the workload's small vocabulary slows large masks)
+CORE_COMPILE_MODULES = ["rules", "frozen", "automata", "key_names"]
 # the compile path, from a JSON Schema to the engine's tables
 PYTHON_MODULES = ["automaton", "bounded_cache", "compiler", "counted_lengths", "engine",
                   "json_spelling", "json_value", "machines", "products", "regex", "schema_types",
@@ -76,22 +80,20 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 class BuildExt(build_ext):
-    """build_ext, with the PYTHON_MODULES built guided by a profile where the compiler is GCC
-    (see the module's docstring)."""
+    """build_ext, with the PYTHON_MODULES and the CORE_COMPILE_MODULES built guided by a
+    profile where the compiler is GCC (see the module's docstring)."""
 
     def finalize_options(self) -> None:
         super().finalize_options()
         if self.parallel is None:  # (pip asks for no -j: the extensions build in parallel)
             self.parallel = True
-
-    def run(self) -> None:
-        # (setuptools builds under build_lib even with --inplace, then copies into the
-        # source tree: _train needs to know which was asked for)
-        self.in_place = self.inplace
-        super().run()
+        # (setuptools builds under build_lib even with --inplace, clearing the flag while it
+        # builds, then copies into the source tree: _train needs to know which was asked for)
+        self.in_place = bool(self.inplace)
 
     def build_extensions(self) -> None:
-        guided = [e for e in self.extensions if e.name.split(".", 1)[1] in PYTHON_MODULES]
+        guided = [e for e in self.extensions if e.name.split(".", 1)[1] in [
+            *PYTHON_MODULES, *(f"_core.{name}" for name in CORE_COMPILE_MODULES)]]
         if SANITIZE or PGO == "0" or not guided or not self._is_gcc():
             super().build_extensions()
             return
@@ -133,7 +135,7 @@ class BuildExt(build_ext):
         """Run tools/pgo_workload.py on the instrumented build, where the package's Python
         files are: in the source tree with --inplace (the extensions copied there first),
         else under build_lib (build_py has put them there)."""
-        if getattr(self, "in_place", False):
+        if self.in_place:
             self.copy_extensions_to_source()
             where = ROOT
         else:
