@@ -31,6 +31,16 @@ same way every run. Two steps:
    compile nested in the front end (an enum's check of its values against the other
    keywords) is left out, the same in both builds. Run both builds from directories of the
    same path length: paths are strings the compiles hash and copy.
+
+What a compile costs in a cold process is also the lines of code and data it fetches from
+memory. `--cold` runs a full collection and sweeps 8 MB of data before each compile (neither
+counted: both are outside the toggles), so callgrind's cache simulation starts each compile
+from caches holding none of it; add `--cache-sim=yes --I1=65536,8,64 --D1=49152,12,64
+--LL=1048576,16,64` (this machine's L1 and one core's L2) and read the "I1 misses" (code
+lines fetched from L2), "LLi misses" (code from beyond L2) and "LLd misses" (data). `--engine
+llguidance` compiles the band with llguidance (the `bench` extra; its grammar and matcher, as
+bench/maskbench.py makes them) instead: count it by the difference of a run and a `--skip`
+run, the toggles being pse's functions.
 """
 
 from __future__ import annotations
@@ -78,7 +88,7 @@ def select(limit: int, seed: int, band: tuple[float, float]) -> list[str]:
     return ranked[lo:hi]
 
 
-def run(limit: int, seed: int, names: list[str], skip: bool) -> None:
+def run(limit: int, seed: int, names: list[str], skip: bool, cold: bool, engine: str) -> None:
     wanted = set(names)
     files = [(name, data) for name, data in maskbench_files(limit, seed) if name in wanted]
     missing = wanted - {name for name, _ in files}
@@ -86,12 +96,30 @@ def run(limit: int, seed: int, names: list[str], skip: bool) -> None:
         sys.exit(f"{len(missing)} schemas of the band are not among the first {limit} "
                  f"(seed {seed}): select with the same --limit and --seed")
     vocab = pse.Vocabulary.from_file(TOKENIZER)
-    compile_schema(vocab, {"type": "object", "properties": {"a": {"type": "string"}}})
+    if engine == "pse":
+        def compile_one(schema) -> None:
+            compile_schema(vocab, schema)
+    else:
+        from maskbench import LLGuidanceEngine
+
+        llguidance = LLGuidanceEngine(vocab, TOKENIZER)
+
+        def compile_one(schema) -> None:
+            try:
+                llguidance.compile("schema", schema)
+            except Exception:  # (its own errors: a failed compile, as in maskbench)
+                pass
+    compile_one({"type": "object", "properties": {"a": {"type": "string"}}})
     gc.collect()
-    gc.freeze()  # (the collections a compile sets off scan only what it made)
-    if not skip:
-        for _, data in files:
-            compile_schema(vocab, data["schema"])
+    if not cold:
+        gc.freeze()  # (the collections a compile sets off scan only what it made)
+    sweep = np.zeros(8 << 20, dtype=np.uint8) if cold else None
+    for _, data in files:
+        if sweep is not None:
+            gc.collect()
+            sweep += 1
+        if not skip:
+            compile_one(data["schema"])
 
 
 def percentiles(text: str) -> tuple[float, float]:
@@ -114,6 +142,10 @@ def main() -> None:
     ap.add_argument("--files", type=Path, help="compile the schemas of this band file")
     ap.add_argument("--skip", action="store_true",
                     help="with --files: everything but the compiles (the baseline)")
+    ap.add_argument("--cold", action="store_true",
+                    help="with --files: a full collection and an 8 MB sweep before each compile")
+    ap.add_argument("--engine", choices=["pse", "llguidance"], default="pse",
+                    help="with --files: the engine that compiles")
     args = ap.parse_args()
     warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
     if (args.select is None) == (args.files is None):
@@ -123,7 +155,8 @@ def main() -> None:
             ap.error("--select needs --out")
         args.out.write_text(json.dumps(select(args.limit, args.seed, args.select)))
     else:
-        run(args.limit, args.seed, json.loads(args.files.read_text()), args.skip)
+        run(args.limit, args.seed, json.loads(args.files.read_text()), args.skip, args.cold,
+            args.engine)
 
 
 if __name__ == "__main__":
