@@ -11,10 +11,9 @@ are built guided by a profile: built once instrumented, run on tools/pgo_workloa
 (structures of the kinds users compile), and built again with the profile, which places the
 code a compile runs together and the rest (most of what Cython generates: error handling)
 apart, so a compile in a cold process fetches fewer lines of code (docs/performance.md has
-the figures). Those modules are built twice (about two minutes
-more on two cores); PSE_PGO=0 builds without a profile (quicker, while editing), and any
-failure of the instrumented build or of the training run falls back to the plain build, with
-a warning.
+the figures). Those modules are built twice (about two minutes more on two cores);
+PSE_PGO=0 builds without a profile (quicker, while editing), and any failure of the
+instrumented build or of the training run falls back to the plain build, with a warning.
 
 PSE_SANITIZE=address builds a debug core under AddressSanitizer (-O1 -g, bounds checks of the
 C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does. It leaves the
@@ -92,8 +91,8 @@ class BuildExt(build_ext):
         self.in_place = bool(self.inplace)
 
     def build_extensions(self) -> None:
-        guided = [e for e in self.extensions if e.name.split(".", 1)[1] in [
-            *PYTHON_MODULES, *(f"_core.{name}" for name in CORE_COMPILE_MODULES)]]
+        names = {*PYTHON_MODULES, *(f"_core.{name}" for name in CORE_COMPILE_MODULES)}
+        guided = [e for e in self.extensions if e.name.split(".", 1)[1] in names]
         if SANITIZE or PGO == "0" or not guided or not self._is_gcc():
             super().build_extensions()
             return

@@ -24,7 +24,7 @@ import numpy as np
 
 from pse._core.structure import _TABLE_FIELDS, CompiledStructure
 
-FORMAT = 3  # the entry format: bump it when the layout or the tables change meaning
+FORMAT = 4  # the entry format: bump it when the layout or the tables change meaning
 MAGIC = b"PSE-COMPILED\r\n\x1a\n"  # (a text transfer or a truncated header breaks it)
 _ARRAY_FIELDS = dict(_TABLE_FIELDS, byte_class=np.uint8)
 _ALIGN = 8
@@ -193,7 +193,7 @@ def _check_tables(a: dict[str, np.ndarray], meta: dict, n_classes: int, root: in
     n_nodes = len(a["node_end"])
     n_entries = len(a["entry_term"])
     n_guards = len(a["guard_min"])
-    sized(("node_guarded", "node_collapse", "node_tail"), n_nodes)
+    sized(("node_guarded", "node_collapse", "node_tail", "node_runs"), n_nodes)
     sized(("entry_target", "entry_guard"), n_entries)
     offsets("node_entry_off", n_nodes, n_entries)
     offsets("entry_push_off", n_entries, len(a["pushes"]))

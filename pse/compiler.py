@@ -360,7 +360,7 @@ class _Compiler:
         entries = _Entries(self.rules, base, nullable)
         node_entry_off = [0]
         node_end = []
-        node_collapse, node_tail = [], []
+        node_collapse, node_tail, node_runs = [], [], []
         node_guarded = []
         entry_term, entry_target, entry_push_off, pushes, entry_guard = [], [], [0], [], []
         for rid in order:
@@ -373,7 +373,7 @@ class _Compiler:
             copied = self.copied.get(rid)
             if copied is not None:  # its nodes' rows made once, with the fragment's numbers
                 fragment, first, tids, gids = copied
-                rows, ends, collapse, tail = fragment.node_rows[rid - first]
+                rows, ends, collapse, tail, runs = fragment.node_rows[rid - first]
                 for row in rows:
                     guarded = False
                     for tid, k, n, push, guard in row:
@@ -388,6 +388,7 @@ class _Compiler:
                 node_end.extend(ends)
                 node_collapse.extend(collapse)
                 node_tail.extend(tail)
+                node_runs.extend(runs)
                 continue
             for s in range(len(rule.eps)):
                 guarded = False
@@ -402,14 +403,16 @@ class _Compiler:
                 node_entry_off.append(len(entry_term))
                 node_guarded.append(guarded)
                 node_end.append(bool(rule.ends & reach))
-            node_collapse.extend(_collapsing_returns(rid, rule, node_end[base[rid]:]))
+            collapse = _collapsing_returns(rid, rule, node_end[base[rid]:])
+            node_collapse.extend(collapse)
             node_tail.extend(_tail_returns(rid, rule, node_end[base[rid]:],
                                            node_entry_off[base[rid]:]))
+            node_runs.extend(_run_returns(rid, rule, collapse))
 
         tables = self.dfa_tables()
         tables.update(
             node_entry_off=node_entry_off, node_end=node_end, node_collapse=node_collapse,
-            node_tail=node_tail,
+            node_tail=node_tail, node_runs=node_runs,
             entry_term=entry_term, entry_target=entry_target, entry_push_off=entry_push_off,
             pushes=pushes, root_node=base[root] + self.rules[root].start,
             entry_guard=entry_guard, node_guarded=node_guarded, **self.guard_tables(),
@@ -657,8 +660,8 @@ class _Fragment:
 def _node_rows(rules: list[_Rule]) -> list[tuple[list, list[bool], list[bool], list[bool]]]:
     """Per rule of a fragment (rules that call only each other): per node its entries as
     (terminal, target rule, target node, frames to push as (rule, node), guard), then per
-    node whether the rule may end there, its collapsing returns and its tail returns (as
-    `_Compiler.tables` finds them)."""
+    node whether the rule may end there, its collapsing returns, its tail returns and its
+    run returns (as `_Compiler.tables` finds them)."""
     base, where = [], []
     for k, rule in enumerate(rules):
         base.append(len(where))
@@ -674,8 +677,9 @@ def _node_rows(rules: list[_Rule]) -> list[tuple[list, list[bool], list[bool], l
                          for tid, target, push, guard in entries.at(k, s, reach)])
             ends.append(bool(rule.ends & reach))
             entry_off.append(entry_off[-1] + len(rows[-1]))
-        out.append((rows, ends, _collapsing_returns(k, rule, ends),
-                    _tail_returns(k, rule, ends, entry_off)))
+        collapse = _collapsing_returns(k, rule, ends)
+        out.append((rows, ends, collapse, _tail_returns(k, rule, ends, entry_off),
+                    _run_returns(k, rule, collapse)))
     return out
 
 
@@ -772,7 +776,8 @@ def _tail_returns(rid: int, rule: _Rule, ends: list[bool], entry_off: list[int]
     only end there (no entry leaves it), so a return would only pop again, and every call
     returning there is of the rule itself. Right recursion (`s: "a" s | "a"`) then keeps no
     stack, and ambiguous right recursion (`s: "a" s | "a" s s | "a"`) keeps a stack per count
-    of calls still to come, not per order of them (exponentially many). Only the rule's own
+    of calls still to come, not per order of them (exponentially many), which the core holds
+    as one run of the pending call's frame (structure.pyx, push_frame). Only the rule's own
     calls: a frame names its rule in explanations, where a rule repeated in a row is named
     once. (The core still pushes a frame whose register holds a unique array's item.)"""
     others = {ret for row in rule.calls for callee, ret in row if callee != rid}
@@ -781,6 +786,21 @@ def _tail_returns(rid: int, rule: _Rule, ends: list[bool], entry_off: list[int]
         for callee, ret in row:
             if (callee == rid and ret not in others and ends[ret]
                     and entry_off[ret] == entry_off[ret + 1]):
+                out[ret] = True
+    return out
+
+
+def _run_returns(rid: int, rule: _Rule, collapse: list[bool]) -> list[bool]:
+    """Per node of rule `rid`, whether a call returning to it is of the rule itself (and the
+    node does not collapse such frames: see _collapsing_returns): there a frame may be pushed
+    on one just like it, which the core makes a run of that frame (structure.pyx,
+    push_frame), so that stacks differing only in how many such calls are pending are one
+    state (`s: "a" s | "a" s s | "a"`, `s: "a" s "b" | "a"`). Elsewhere the core does not look
+    for one (a read of the frame below at every push)."""
+    out = [False] * len(rule.terms)
+    for row in rule.calls:
+        for callee, ret in row:
+            if callee == rid and not collapse[ret]:
                 out[ret] = True
     return out
 

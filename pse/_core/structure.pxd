@@ -14,7 +14,9 @@
 #
 # States equal but for the top frames of their stacks, pushed over one stack, are merged into
 # one whose frame is a union of the stacks (see merge_stacks): an ambiguity that differs only
-# in what was just called for keeps one state, not one per stack.
+# in what was just called for keeps one state, not one per stack. A frame pushed on one just
+# like it makes a run (the frame repeated lo..hi times), so stacks that differ only in how many
+# times a call is pending are one state too.
 #
 # An array with uniqueItems keeps, in its register, the items it has seen (an id into a store
 # of their canonical texts) and where the open item started; guards on its "[", "," and "]"
@@ -78,6 +80,8 @@ ctypedef struct Frame:
     int32_t item
     uint32_t stack    # a hash of this frame's content and its parent's `stack`: frames
                       # holding equal stacks have equal ones (see same_stack)
+    int32_t lo        # a run: the frame repeated k times over `parent`, for each k in
+    int32_t hi        # lo..hi (1..1: a single frame; see push_frame)
     uint64_t keys
 
 ctypedef struct Tables:
@@ -104,6 +108,7 @@ ctypedef struct Tables:
     uint8_t* node_end         # the node's rule may end here (then the stack is popped)
     uint8_t* node_collapse    # a frame returning here is not pushed on one just like it
     uint8_t* node_tail        # a frame returning here is not pushed (its rule only ends here)
+    uint8_t* node_runs        # a frame returning here may be pushed on one just like it: a run
     uint32_t* node_first      # 8 words per node: union of its entries' first bytes
     uint8_t* node_special     # some entry of the node is a special token's terminal
     bint has_special          # some terminal is
@@ -369,8 +374,6 @@ cdef void stateset_clear(StateSet* s) noexcept nogil
 cdef void stateset_cut(StateSet* s, int32_t n) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 
-cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
-                       ) except -2 nogil
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil

@@ -109,7 +109,7 @@ cdef bint same_stack(Ctx* c, int32_t f, int32_t g) noexcept nogil:
         x = get_frame(c, f)
         y = get_frame(c, g)
         if (x.stack != y.stack or x.node != y.node or x.props != y.props or x.keys != y.keys
-                or x.seen != y.seen or x.item != y.item):
+                or x.seen != y.seen or x.item != y.item or x.lo != y.lo or x.hi != y.hi):
             return False
         f = x.parent
         g = y.parent
@@ -214,17 +214,20 @@ cdef inline uint32_t frame_hash(int32_t node, int32_t parent, const Frame* reg) 
     h ^= (<uint32_t>reg.props + <uint32_t>reg.keys + <uint32_t>(reg.keys >> 32) + (h << 6)
           + (h >> 2))
     h ^= <uint32_t>reg.seen * 0x2545F491u + <uint32_t>reg.item + (h << 6) + (h >> 2)
+    h ^= <uint32_t>reg.lo * 0x27D4EB2Fu + <uint32_t>reg.hi + (h << 6) + (h >> 2)
     return h * 0x85EBCA77u
 
 
-cdef inline void set_frame(Frame* fr, int32_t node, int32_t parent, const PState* reg
-                           ) noexcept nogil:
+cdef inline void set_frame(Frame* fr, int32_t node, int32_t parent, const PState* reg,
+                           int32_t lo, int32_t hi) noexcept nogil:
     fr.node = node
     fr.parent = parent
     fr.props = reg.props
     fr.keys = reg.keys
     fr.seen = reg.seen
     fr.item = reg.item
+    fr.lo = lo
+    fr.hi = hi
 
 
 cdef int32_t* no_ids(int64_t size) noexcept nogil:
@@ -283,12 +286,12 @@ cdef int arena_grow_hash(Arena* a) except -1 nogil:
     return 0
 
 
-cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* reg
-                          ) except -2 nogil:
-    """The id of frame (node, parent, register of `reg`), creating it once: equal stacks get
-    equal ids."""
+cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* reg,
+                          int32_t lo, int32_t hi) except -2 nogil:
+    """The id of frame (node, parent, register of `reg`, run lo..hi), creating it once: equal
+    stacks get equal ids."""
     cdef Frame want
-    set_frame(&want, node, parent, reg)
+    set_frame(&want, node, parent, reg, lo, hi)
     cdef uint32_t content = frame_hash(node, -1, &want)
     cdef int64_t h = frame_hash(node, parent, &want) & a.hash_mask
     cdef int32_t f, k
@@ -305,7 +308,8 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
         k = chunk_of(f, CHUNK_BITS)
         fr = &a.chunks[k][in_chunk(f, k, CHUNK_BITS)]
         if (fr.node == node and fr.parent == parent and fr.props == reg.props
-                and fr.keys == reg.keys and fr.seen == reg.seen and fr.item == reg.item):
+                and fr.keys == reg.keys and fr.seen == reg.seen and fr.item == reg.item
+                and fr.lo == lo and fr.hi == hi):
             return f
         h = (h + 1) & a.hash_mask
     f = a.n_frames
@@ -327,14 +331,30 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
     return f
 
 
-cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
-                       ) except -2 nogil:
-    """A frame returning to `node` under `parent` that restores the register of `reg`."""
+cdef inline int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
+                              ) except -2 nogil:
+    """A frame returning to `node` under `parent` that restores the register of `reg`. Pushed
+    on a frame (or run) just like it, the two are a run one longer: stacks that differ only in
+    how many times a call is pending (`s: "a" s | "a" s s | "a"`) then differ only in the
+    run's bounds, and merge (see join_runs). Looked for where a call of a rule to itself
+    returns (node_runs: elsewhere a push reads no frame for it); not in structures with
+    unique arrays (their items read the registers frame by frame)."""
+    cdef Frame* top
+    if c.t.node_runs[node] and not c.t.has_unique and repeats_frame(c, parent, node, reg):
+        top = get_frame(c, parent)
+        return make_frame(c, node, top.parent, reg, top.lo + 1, top.hi + 1)
+    return make_frame(c, node, parent, reg, 1, 1)
+
+
+cdef int32_t make_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg, int32_t lo,
+                        int32_t hi) except -2 nogil:
+    """The frame (node, parent, register of `reg`, run lo..hi): interned into the arena, or
+    new in the walk's scratch."""
     cdef Scratch* s = c.scratch
     cdef Frame* grown
     cdef Frame* fr
     if s == NULL:
-        return arena_intern(c.arena, node, parent, reg)
+        return arena_intern(c.arena, node, parent, reg, lo, hi)
     if s.n == s.cap:
         grown = <Frame*>realloc(s.frames, (2 * s.cap + 16) * sizeof(Frame))
         if grown == NULL:
@@ -343,7 +363,7 @@ cdef int32_t push_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg
         s.frames = grown
         s.cap = 2 * s.cap + 16
     fr = &s.frames[s.n]
-    set_frame(fr, node, parent, reg)
+    set_frame(fr, node, parent, reg, lo, hi)
     fr.stack = frame_hash(node, -1, fr)
     if parent != NO_FRAME:
         fr.stack = stack_hash(fr.stack, get_frame(c, parent).stack)
@@ -380,11 +400,14 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
 # a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
 # that each call S, holds 2^n stacks after n a's: two states of two members each). "Over one
 # stack" looks past frames that return where their rule only ends (`s: "a" t` calling `t: s
-# "c"`: the pop goes on through them). Stacks of different depths stay apart: merged, their
-# unions would overlap (`s: "a" s | "a" s s | "a"` holds a stack per depth, and its pops would
-# reach the same stacks along many paths). Merged as text is consumed (the arena's frames); a
-# mask walk pops unions but makes none. Not in structures with unique arrays: their items
-# read the registers down the stack.
+# "c"`: the pop goes on through them). Members that are runs of one frame over one stack
+# (see push_frame) join into one run when their bounds meet (join_runs): `s: "a" s | "a" s s |
+# "a"`, whose stacks differ in how many calls of s are pending, keeps two states (the empty
+# stack, and the pending call repeated 1..n times) however many a's were read. Stacks of
+# different depths otherwise stay apart: merged, their unions would overlap (pops would reach
+# the same stacks along many paths). Merged as text is consumed (the arena's frames), in a
+# mask walk once it needs to (see step_set). Not in structures with unique arrays: their
+# items read the registers down the stack.
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
     return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
@@ -460,6 +483,34 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept no
     return n
 
 
+cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
+    """Join the stacks members[:n] that are runs of one frame over one stack with bounds that
+    meet or touch (k..l and l+1..m make k..m) into one run each, in place; the new count."""
+    cdef int32_t i = 0, j
+    cdef Frame* x
+    cdef Frame* y
+    cdef PState reg
+    while i < n:
+        j = i + 1
+        while j < n:
+            x = get_frame(c, members[i])
+            y = get_frame(c, members[j])
+            if (x.node == y.node and x.props == y.props and x.keys == y.keys
+                    and x.seen == y.seen and x.item == y.item
+                    and x.lo <= y.hi + 1 and y.lo <= x.hi + 1
+                    and same_stack(c, x.parent, y.parent)):
+                load_register(&reg, x)
+                members[i] = make_frame(c, x.node, x.parent, &reg, min(x.lo, y.lo),
+                                        max(x.hi, y.hi))
+                n -= 1
+                members[j] = members[n]
+                j = i + 1  # (the longer run may meet one passed over)
+            else:
+                j += 1
+        i += 1
+    return n
+
+
 cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     """The frame holding the stacks members[:n] (n >= 1; reordered in place)."""
     cdef int32_t i, j, m, kept, cell
@@ -482,23 +533,33 @@ cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     cell = NO_FRAME
     for i in range(kept - 1, -1, -1):
         reg.seen = cell
-        cell = push_frame(c, UNION_NODE, members[i], &reg)
+        cell = make_frame(c, UNION_NODE, members[i], &reg, 1, 1)
     return cell
 
 
-cdef inline int32_t stack_below(Ctx* c, int32_t f) noexcept nogil:
-    """The stack under frame f's top (of a union: under its members' tops, which they share),
-    past frames that return where their rule only ends (a pop goes on through them);
-    NOT_MERGED for the empty stack, and for a top that is such a frame itself."""
+cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogil:
+    """The stack under frame f's top (of a union: under its members' tops, which they share;
+    of a run of k frames: the run of k - 1), past frames that return where their rule only
+    ends (a pop goes on through them); NOT_MERGED for the empty stack, for a top that is such
+    a frame itself, and for a run of more than one length (its runs join: see join_runs).
+    A run sets `saw_run`."""
     cdef Frame* fr
     cdef const Tables* t = c.t
+    cdef PState reg
     if f == NO_FRAME:
         return NOT_MERGED
     fr = get_frame(c, f)
     if fr.node == UNION_NODE:
-        fr = get_frame(c, fr.parent)
+        fr = get_frame(c, fr.parent)  # (the first member: they share what is below)
     elif t.node_end[fr.node] and t.node_entry_off[fr.node] == t.node_entry_off[fr.node + 1]:
         return NOT_MERGED
+    if fr.hi > 1:
+        saw_run[0] = True
+        if fr.lo < fr.hi:
+            return NOT_MERGED
+        if not t.node_end[fr.node] or t.node_entry_off[fr.node] != t.node_entry_off[fr.node + 1]:
+            load_register(&reg, fr)
+            return make_frame(c, fr.node, fr.parent, &reg, fr.lo - 1, fr.hi - 1)
     f = fr.parent
     while f != NO_FRAME:
         fr = get_frame(c, f)
@@ -531,12 +592,40 @@ cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     return f == g
 
 
+cdef bint same_runs(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Frames f and g (NOT_MERGED: none) are runs of one frame over one stack."""
+    cdef Frame* x
+    cdef Frame* y
+    if f < 0 or g < 0:
+        return False
+    x = get_frame(c, f)
+    y = get_frame(c, g)
+    return (x.node == y.node and x.props == y.props and x.keys == y.keys and x.seen == y.seen
+            and x.item == y.item and same_stack(c, x.parent, y.parent))
+
+
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
-    """Make the states of `s` equal but for the top of their stacks one state each, whose frame
-    holds all their stacks (see union_of; past MAX_UNION stacks they stay apart), in place;
-    how many states are left (dry: would be left, were no group past MAX_UNION; `s` stays).
-    Only tops over one stack merge (see stack_below): their pops lead back to one place, so a
-    union's members do not overlap."""
+    """Make the states of `s` equal but for their stacks fewer, in place: those equal but for
+    the top of their stacks one each, whose frame holds all their stacks (see union_of; past
+    MAX_UNION stacks they stay apart), then those whose stacks are runs of one frame over one
+    stack with bounds that meet one each (join_runs). How many states are left (dry: about
+    how many would be; `s` stays)."""
+    cdef int32_t n = s.n, left
+    cdef bint saw_run = False
+    left = group_stacks(c, s, False, dry, &saw_run)
+    if saw_run:  # (runs are rare: most sets skip that pass)
+        if dry:  # (both passes counted over the unchanged set: an estimate)
+            return max(1, left - (n - group_stacks(c, s, True, True, &saw_run)))
+        left = group_stacks(c, s, True, False, &saw_run)
+    return left
+
+
+cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_run
+                          ) except -1 nogil:
+    """merge_stacks' passes: with `runs`, states equal but for runs of one frame over one
+    stack join theirs; else states equal but for the top of their stacks, over one stack (see
+    stack_below: their pops lead back to one place, so a union's members do not overlap), get
+    a union of them. How many states are left (dry: would be, were no group past MAX_UNION)."""
     cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
     cdef int64_t size = 1, h
     cdef int32_t members[MAX_UNION]
@@ -544,7 +633,7 @@ cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
     cdef int32_t* slots = NULL
     cdef int32_t* group = few    # per state: the first state it merges with (-1: merged)
     cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
-    cdef int32_t* below = NULL   # ... and the stack under its frame's top
+    cdef int32_t* below = NULL   # ... and the stack under its frame's top (runs: the frame)
     cdef PState* items = s.items
     try:
         if n > INDEX_FROM:
@@ -561,21 +650,26 @@ cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
         for i in range(n):
             group[i] = i
             next[i] = -1
-            below[i] = stack_below(c, items[i].frame)
+            if runs:
+                below[i] = NOT_MERGED if is_union(c, items[i].frame) else items[i].frame
+            else:
+                below[i] = stack_below(c, items[i].frame, saw_run)
             if below[i] == NOT_MERGED:
                 continue
             if slots == NULL:
                 for j in range(i):
-                    if (group[j] == j and same_below(c, below[j], below[i])
-                            and memcmp(&items[j].node, &items[i].node,
-                                       sizeof(PState) - sizeof(int32_t)) == 0):
+                    if (group[j] == j and memcmp(&items[j].node, &items[i].node,
+                                                 sizeof(PState) - sizeof(int32_t)) == 0
+                            and (same_runs(c, below[j], below[i]) if runs
+                                 else same_below(c, below[j], below[i]))):
                         group[i] = j
                         break
             else:
                 h = <int64_t>(state_hash(c, &items[i], False) & <uint64_t>(size - 1))
                 while slots[h] >= 0:
                     j = slots[h]
-                    if same_below(c, below[j], below[i]) and memcmp(
+                    if (same_runs(c, below[j], below[i]) if runs
+                            else same_below(c, below[j], below[i])) and memcmp(
                             &items[j].node, &items[i].node,
                             sizeof(PState) - sizeof(int32_t)) == 0:
                         group[i] = j
@@ -600,6 +694,19 @@ cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
                 k = next[k]
             if n_members < 0:
                 continue  # too many stacks: the group stays apart
+            if runs:  # the joined runs go to the group's first states, the others go
+                n_members = join_runs(c, members, n_members)
+                items[i].frame = members[0]
+                j = 1
+                k = next[i]
+                while k >= 0:
+                    if j < n_members:
+                        items[k].frame = members[j]
+                        j += 1
+                    else:
+                        group[k] = -1
+                    k = next[k]
+                continue
             items[i].frame = union_of(c, members, n_members)
             k = next[i]
             while k >= 0:
@@ -1137,14 +1244,36 @@ cdef inline bint repeats_frame(Ctx* c, int32_t f, int32_t node, const PState* re
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
-    return expand_from(c, at, b, out, NULL)
+    return expand_from(c, at, b, out, NULL, False)
 
 
-cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
-                     ) except -1 nogil:
-    """expand(), where union members in `popped` (NULL: none yet) are popped already."""
+cdef int32_t pop_frame(Ctx* c, int32_t f, PState* at, int32_t* also) except -2 nogil:
+    """Pop frame f (not a union): `at` gets its return node and the caller's register, and
+    the stack left is returned. A run (a frame repeated lo..hi times) leaves the run one
+    shorter, and its parent where the run may be a single frame: the second stack left goes
+    to `also` (NOT_MERGED: none), whose entries are taken at the return node but not its pops.
+    Where the return node may end its rule, popping on returns there under every shorter run,
+    down to the parent: the stacks left are the parent and the run of 1..hi-1 (whose pops are
+    the parent's, taken from it)."""
+    cdef Frame* fr = get_frame(c, f)
+    cdef int32_t lo = fr.lo, hi = fr.hi, parent = fr.parent
+    at.node = fr.node
+    load_register(at, fr)
+    also[0] = NOT_MERGED
+    if hi == 1:
+        return parent
+    if lo > 1 and not c.t.node_end[at.node]:
+        return make_frame(c, at.node, parent, at, lo - 1, hi - 1)
+    also[0] = make_frame(c, at.node, parent, at, 1, hi - 1)
+    return parent
+
+
+cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped,
+                     bint entries_only) except -1 nogil:
+    """expand(), where union members in `popped` (NULL: none yet) are popped already; with
+    `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame)."""
     cdef const Tables* t = c.t
-    cdef int32_t e, p, f, r, term, g, first
+    cdef int32_t e, p, f, r, term, g, first, also
     cdef int32_t node = at.node, frame = at.frame
     cdef int produced = 0
     cdef PState ns, reg
@@ -1190,13 +1319,21 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
                         continue
                 stateset_add_in(c, out, &ns)
                 produced += 1
-        if t.node_end[node] and frame != NO_FRAME:
+        if t.node_end[node] and frame != NO_FRAME and not entries_only:
             fr = get_frame(c, frame)
             if fr.node == UNION_NODE:
                 return produced + expand_members(c, frame, b, out, popped)
-            node = fr.node
-            frame = fr.parent
-            load_register(&reg, fr)
+            if fr.hi == 1:
+                node = fr.node
+                frame = fr.parent
+                load_register(&reg, fr)
+            else:  # a run: its pops leave a second stack, whose entries are taken here
+                frame = pop_frame(c, frame, &reg, &also)
+                node = reg.node
+                if also != NOT_MERGED:
+                    ns = reg
+                    ns.frame = also
+                    produced += expand_from(c, &ns, b, out, popped, True)
             # back in a unique array with an item open: the item has ended before this byte
             if reg.item >= 2 and not item_close(c, &reg, c.pos):
                 return produced
@@ -1208,9 +1345,9 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
                         ) except -1 nogil:
     """expand() past the end of a rule whose caller is a union: from each member's return."""
     cdef int produced = 0
-    cdef int32_t member
+    cdef int32_t member, also
     cdef Frame* fr
-    cdef PState at
+    cdef PState at, at2
     cdef IdSet own
     if popped == NULL:
         own.slots = NULL
@@ -1224,11 +1361,12 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
         cell = fr.seen  # (read first: the scratch may move as expand pushes)
         if not add_id(popped, member):
             continue  # popped already
-        fr = get_frame(c, member)
-        at.node = fr.node
-        at.frame = fr.parent
-        load_register(&at, fr)
-        produced += expand_from(c, &at, b, out, popped)
+        at.frame = pop_frame(c, member, &at, &also)
+        if also != NOT_MERGED:
+            at2 = at
+            at2.frame = also
+            produced += expand_from(c, &at2, b, out, popped, True)
+        produced += expand_from(c, &at, b, out, popped, False)
     return produced
 
 
@@ -1510,7 +1648,7 @@ _TABLE_FIELDS = {
     "dfa_values": np.int64, "term_start": np.int32, "term_counted": np.uint8, "term_min": np.int32,
     "term_max": np.int32, "term_first": np.uint32, "term_special": np.uint8,
     "node_entry_off": np.int32,
-    "node_end": np.uint8, "node_collapse": np.uint8, "node_tail": np.uint8,
+    "node_end": np.uint8, "node_collapse": np.uint8, "node_tail": np.uint8, "node_runs": np.uint8,
     "entry_term": np.int32,
     "entry_target": np.int32, "entry_push_off": np.int32, "pushes": np.int32,
     "entry_guard": np.int32, "node_guarded": np.uint8, "guard_forbid": np.uint64,
@@ -1827,6 +1965,7 @@ cdef class CompiledStructure:
         self.t.node_end = <uint8_t*>_ptr(bufs, "node_end")
         self.t.node_collapse = <uint8_t*>_ptr(bufs, "node_collapse")
         self.t.node_tail = <uint8_t*>_ptr(bufs, "node_tail")
+        self.t.node_runs = <uint8_t*>_ptr(bufs, "node_runs")
         self.t.entry_term = <int32_t*>_ptr(bufs, "entry_term")
         self.t.entry_target = <int32_t*>_ptr(bufs, "entry_target")
         self.t.entry_push_off = <int32_t*>_ptr(bufs, "entry_push_off")
