@@ -657,7 +657,8 @@ class _Fragment:
         self.node_rows = _node_rows(rules)
 
 
-def _node_rows(rules: list[_Rule]) -> list[tuple[list, list[bool], list[bool], list[bool]]]:
+def _node_rows(rules: list[_Rule]
+               ) -> list[tuple[list, list[bool], list[bool], list[bool], list[bool]]]:
     """Per rule of a fragment (rules that call only each other): per node its entries as
     (terminal, target rule, target node, frames to push as (rule, node), guard), then per
     node whether the rule may end there, its collapsing returns, its tail returns and its

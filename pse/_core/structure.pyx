@@ -402,8 +402,8 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
 # stack" looks past frames that return where their rule only ends (`s: "a" t` calling `t: s
 # "c"`: the pop goes on through them). Members that are runs of one frame over one stack
 # (see push_frame) join into one run when their bounds meet (join_runs): `s: "a" s | "a" s s |
-# "a"`, whose stacks differ in how many calls of s are pending, keeps two states (the empty
-# stack, and the pending call repeated 1..n times) however many a's were read. Stacks of
+# "a"`, whose stacks differ in how many calls of s are pending (the empty stack, or the pending
+# call repeated 1..n times), keeps three live states however many a's were read. Stacks of
 # different depths otherwise stay apart: merged, their unions would overlap (pops would reach
 # the same stacks along many paths). Merged as text is consumed (the arena's frames), in a
 # mask walk once it needs to (see step_set). Not in structures with unique arrays: their
