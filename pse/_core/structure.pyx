@@ -495,10 +495,8 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
         while j < n:
             x = get_frame(c, members[i])
             y = get_frame(c, members[j])
-            if (x.node == y.node and x.props == y.props and x.keys == y.keys
-                    and x.seen == y.seen and x.item == y.item
-                    and x.lo <= y.hi + 1 and y.lo <= x.hi + 1
-                    and same_stack(c, x.parent, y.parent)):
+            if (x.lo <= y.hi + 1 and y.lo <= x.hi + 1
+                    and same_runs(c, members[i], members[j])):
                 load_register(&reg, x)
                 members[i] = make_frame(c, x.node, x.parent, &reg, min(x.lo, y.lo),
                                         max(x.hi, y.hi))
