@@ -26,8 +26,9 @@ engines take turns grammar by grammar.
 
 With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right ambiguous`
 (`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
-`stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) are timed by
-quarters as well (whether an engine's time per token grows with the text), with the mean and
+`stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) and one of N
+a's then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks after n
+a's) are timed by quarters as well (whether an engine's time per token grows with the text), with the mean and
 the p99 over the whole text; `--only-long` times these alone, in a process that has run
 nothing else.
 
@@ -102,6 +103,8 @@ AMBIGUOUS = ('start: expr\nexpr: expr "+" expr | expr "*" expr | "(" expr ")" | 
 RIGHT_AMBIGUOUS = 'start: s\ns: "a" s | "a" s s | "a"\n'
 # 2^n stacks after n a's (one per order of the b's and c's to come) in a stack parser
 STACKED = 'start: s\ns: "a" s "b" | "a" t | \nt: s "c"\n'
+# Fibonacci-many stacks after n a's (sequences of the two returns of s still to come)
+INTERLEAVED = 'start: s\ns: "a" s s "b" | "a"\n'
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -313,16 +316,18 @@ def report(results: dict, all_cases: list[Case]) -> None:
 
 def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
-    `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's) and of STACKED
-    (`operands` a's, then as many b's and c's, seeded): whether an engine's cost grows with
-    the text."""
+    `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
+    (`operands` a's, then as many b's and c's, seeded) and of INTERLEAVED (`operands` a's,
+    then "ab" one time fewer): whether an engine's cost grows with the text."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
     closes = "".join(rng.choice("bc") for _ in range(operands))
     for name, source, text in [("ambiguous", AMBIGUOUS, sums),
                                ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands),
-                               ("stacked", STACKED, "a" * operands + closes)]:
+                               ("stacked", STACKED, "a" * operands + closes),
+                               ("interleaved", INTERLEAVED,
+                                "a" * operands + "ab" * (operands - 1))]:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "

@@ -198,9 +198,9 @@ def test_resident_bytes():
 # --- live parser states ----------------------------------------------------------------------
 
 def mixed_pending_calls() -> Forward:
-    """S -> 'a' S 'b' | 'a' S S | 'a': after n a's, about three live states per two a's (the
-    calls still to come, a b's or another S's, interleave: their stacks are neither runs of
-    one frame nor equal below their tops)."""
+    """S -> 'a' S 'b' | 'a' S S | 'a': the calls still to come, a b's or another S's,
+    interleave, and each a pops every stack below the top: the states a step makes before
+    they merge grow with the a's read (max_live_states 64: at the 24th a)."""
     s = Forward()
     s.set(AnyOf(Chain(Phrase("a"), s, Phrase("b")), Chain(Phrase("a"), s, s), Phrase("a")))
     return s
@@ -223,7 +223,7 @@ def test_live_states_bounded(live_bound):
             engine.compute_mask()
             assert engine.consume_token(0)
             n += 1
-    assert 3 * n >= live_bound // 2  # the bound stopped it (about 1.5 live states per a)
+    assert 3 * n >= live_bound // 2  # (grown to the bound, not stopped at the first a's)
     # the engine is unchanged by the refused step and can go back
     engine.rollback(n)
     assert engine.consume_token(0) and engine.compute_mask().any()

@@ -16,7 +16,9 @@
 # one whose frame is a union of the stacks (see merge_stacks): an ambiguity that differs only
 # in what was just called for keeps one state, not one per stack. A frame pushed on one just
 # like it makes a run (the frame repeated lo..hi times), so stacks that differ only in how many
-# times a call is pending are one state too.
+# times a call is pending are one state too. Where many states are still left, those equal
+# but for their stacks become one whatever the stacks: a few tops, each over the union of the
+# stacks below it (a graph-structured stack).
 #
 # An array with uniqueItems keeps, in its register, the items it has seen (an id into a store
 # of their canonical texts) and where the open item started; guards on its "[", "," and "]"
@@ -29,8 +31,9 @@ from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 cdef enum:
     NO_FRAME = -1
     UNION_NODE = -2               # a frame with this node is a cell of a union of stacks: its
-                                  # parent is a member stack (never empty, never a union), its
-                                  # `seen` the next cell (NO_FRAME: the last)
+                                  # parent is a member stack (never empty; a union only in a
+                                  # lazy union, whose cells' `props` is 1), its `seen` the
+                                  # next cell (NO_FRAME: the last)
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
                                   # many on (as text is consumed)
     MAX_UNION = 256               # member stacks of one union

@@ -403,14 +403,33 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
 # "c"`: the pop goes on through them). Members that are runs of one frame over one stack
 # (see push_frame) join into one run when their bounds meet (join_runs): `s: "a" s | "a" s s |
 # "a"`, whose stacks differ in how many calls of s are pending (the empty stack, or the pending
-# call repeated 1..n times), keeps three live states however many a's were read. Stacks of
-# different depths otherwise stay apart: merged, their unions would overlap (pops would reach
-# the same stacks along many paths). Merged as text is consumed (the arena's frames), in a
-# mask walk once it needs to (see step_set). Not in structures with unique arrays: their
-# items read the registers down the stack.
+# call repeated 1..n times), keeps three live states however many a's were read. Where
+# STATE_MERGE_FROM states or more are still left, states equal but for their stacks become
+# one whatever their stacks (BY_STATE): its frame is a lazy union (its cells' `props` 1) of
+# the stacks' tops, those with equal tops one top over the lazy union of what was below them
+# (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
+# member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
+# returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
+# states. Merged as text is consumed (the arena's frames), in a mask walk once it needs to
+# (see step_set). Not in structures with unique arrays: their items read the registers down
+# the stack.
+
+cdef enum:  # merge_stacks' passes (group_stacks)
+    BY_BELOW = 0
+    BY_RUN = 1
+    BY_STATE = 2
+    STATE_MERGE_FROM = 8      # BY_STATE, from this many states left
+
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
     return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
+
+
+cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
+    """Union f may hold any stacks, unions among them (its cells' `props` is 1): else its
+    members are tops over one stack. A lazy union is never taken apart into a larger one (each
+    merge would copy every stack merged before)."""
+    return get_frame(c, f).props != 0
 
 
 # The members a walk down the stacks has popped: unions share their members' stacks, so the
@@ -465,10 +484,10 @@ cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
 
 
 cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept nogil:
-    """Append the member stacks of frame f (itself, unless a union) to out[n:]; the new count,
-    or -1 past MAX_UNION."""
+    """Append the member stacks of frame f (itself, unless a union of tops over one stack) to
+    out[n:]; the new count, or -1 past MAX_UNION."""
     cdef Frame* cell
-    if not is_union(c, f):
+    if not is_union(c, f) or is_lazy(c, f):
         if n == MAX_UNION:
             return -1
         out[n] = f
@@ -480,6 +499,24 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept no
         out[n] = cell.parent
         n += 1
         f = cell.seen
+    return n
+
+
+cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, IdSet* seen) noexcept nogil:
+    """Append the stacks of frame f that are no unions (through unions in unions; each once,
+    those in `seen` already there) to out[n:]; the new count, or -1 past MAX_UNION."""
+    cdef Frame* cell
+    while f != NO_FRAME and n >= 0:
+        if not add_id(seen, f):
+            return n
+        cell = get_frame(c, f)
+        if cell.node != UNION_NODE:
+            if n == MAX_UNION:
+                return -1
+            out[n] = f
+            return n + 1
+        f = cell.seen
+        n = add_tops(c, cell.parent, out, n, seen)
     return n
 
 
@@ -509,8 +546,9 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     return n
 
 
-cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
-    """The frame holding the stacks members[:n] (n >= 1; reordered in place)."""
+cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
+    """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
+    stack, or with `lazy`, any stacks (see is_lazy)."""
     cdef int32_t i, j, m, kept, cell
     cdef PState reg
     for i in range(1, n):  # (insertion sort: a union has a few members)
@@ -528,6 +566,7 @@ cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     if kept == 1:
         return members[0]
     reg = ZERO_REG
+    reg.props = lazy
     cell = NO_FRAME
     for i in range(kept - 1, -1, -1):
         reg.seen = cell
@@ -548,6 +587,8 @@ cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogi
         return NOT_MERGED
     fr = get_frame(c, f)
     if fr.node == UNION_NODE:
+        if fr.props:  # (lazy: its members share nothing)
+            return NOT_MERGED
         fr = get_frame(c, fr.parent)  # (the first member: they share what is below)
     elif t.node_end[fr.node] and t.node_entry_off[fr.node] == t.node_entry_off[fr.node + 1]:
         return NOT_MERGED
@@ -592,6 +633,25 @@ cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
 
 cdef bint same_runs(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     """Frames f and g (NOT_MERGED: none) are runs of one frame over one stack."""
+    return (same_top(c, f, g) and get_frame(c, f).node != UNION_NODE
+            and same_stack(c, get_frame(c, f).parent, get_frame(c, g).parent))
+
+
+cdef int32_t top_over(Ctx* c, int32_t f) noexcept nogil:
+    """Frame f, when its top can be shared by stacks that differ below it (share_tops): a
+    frame over a stack, or an exact run of k >= 2 frames (the frame over the run of k - 1);
+    else NOT_MERGED."""
+    cdef Frame* fr
+    if f == NO_FRAME:
+        return NOT_MERGED
+    fr = get_frame(c, f)
+    if fr.node == UNION_NODE or fr.lo != fr.hi or (fr.hi == 1 and fr.parent == NO_FRAME):
+        return NOT_MERGED
+    return f
+
+
+cdef bint same_top(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Frames f and g (NOT_MERGED: none) return to one node with one register."""
     cdef Frame* x
     cdef Frame* y
     if f < 0 or g < 0:
@@ -599,31 +659,88 @@ cdef bint same_runs(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     x = get_frame(c, f)
     y = get_frame(c, g)
     return (x.node == y.node and x.props == y.props and x.keys == y.keys and x.seen == y.seen
-            and x.item == y.item and same_stack(c, x.parent, y.parent))
+            and x.item == y.item)
+
+
+cdef int32_t parent_of_top(Ctx* c, int32_t f) except -2 nogil:
+    """The stack under the top of frame f (as top_over finds it): its parent, or of a run of
+    k frames, the run of k - 1."""
+    cdef Frame* fr = get_frame(c, f)
+    cdef PState reg
+    if fr.hi == 1:
+        return fr.parent
+    load_register(&reg, fr)
+    return make_frame(c, fr.node, fr.parent, &reg, fr.lo - 1, fr.hi - 1)
+
+
+cdef int32_t top_on(Ctx* c, int32_t f, int32_t below) except -2 nogil:
+    """The top of frame f (as top_over finds it) pushed on the stack `below`."""
+    cdef Frame* fr = get_frame(c, f)
+    cdef PState reg
+    load_register(&reg, fr)
+    return push_frame(c, fr.node, below, &reg)
+
+
+cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
+    """Stacks members[:n] (no unions) with equal tops (see top_over) become one each, the top
+    over the lazy union of what is below them, in place; the new count. So merged states
+    keep a few tops, each over the stacks below it, as a graph-structured stack does: its
+    union is not taken apart until the top is popped."""
+    cdef int32_t below[MAX_UNION]
+    cdef int32_t i = 0, j, m
+    while i < n:
+        if top_over(c, members[i]) != NOT_MERGED:
+            m = 0
+            j = i + 1
+            while j < n:
+                if same_top(c, members[i], top_over(c, members[j])):
+                    if m == 0:
+                        below[0] = parent_of_top(c, members[i])
+                        m = 1
+                    below[m] = parent_of_top(c, members[j])
+                    m += 1
+                    n -= 1
+                    members[j] = members[n]
+                else:
+                    j += 1
+            if m:
+                members[i] = top_on(c, members[i], union_of(c, below, m, True))
+        i += 1
+    return n
 
 
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
     """Make the states of `s` equal but for their stacks fewer, in place: those equal but for
     the top of their stacks one each, whose frame holds all their stacks (see union_of; past
     MAX_UNION stacks they stay apart), then those whose stacks are runs of one frame over one
-    stack with bounds that meet one each (join_runs). How many states are left (dry: about
-    how many would be; `s` stays)."""
+    stack with bounds that meet one each (join_runs), then, where STATE_MERGE_FROM states or
+    more are left, those equal but for their stacks one each, whatever their stacks (a lazy
+    union: see share_tops). How many states are left (dry: about how many would be; `s`
+    stays)."""
     cdef int32_t n = s.n, left
     cdef bint saw_run = False
-    left = group_stacks(c, s, False, dry, &saw_run)
+    left = group_stacks(c, s, BY_BELOW, dry, &saw_run)
     if saw_run:  # (runs are rare: most sets skip that pass)
-        if dry:  # (both passes counted over the unchanged set: an estimate)
-            return max(1, left - (n - group_stacks(c, s, True, True, &saw_run)))
-        left = group_stacks(c, s, True, False, &saw_run)
-    return left
+        if dry:  # (the passes counted over the unchanged set: an estimate)
+            left -= n - group_stacks(c, s, BY_RUN, True, &saw_run)
+        else:
+            left = group_stacks(c, s, BY_RUN, False, &saw_run)
+    if left >= STATE_MERGE_FROM:  # (the passes above keep most sets small: few get here)
+        if dry:
+            left -= n - group_stacks(c, s, BY_STATE, True, &saw_run)
+        else:
+            left = group_stacks(c, s, BY_STATE, False, &saw_run)
+    return max(1, left)
 
 
-cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_run
+cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                           ) except -1 nogil:
-    """merge_stacks' passes: with `runs`, states equal but for runs of one frame over one
-    stack join theirs; else states equal but for the top of their stacks, over one stack (see
-    stack_below: their pops lead back to one place, so a union's members do not overlap), get
-    a union of them. How many states are left (dry: would be, were no group past MAX_UNION)."""
+    """merge_stacks' passes over states equal but for their stacks: BY_BELOW, those whose
+    stacks are over one stack (see stack_below: their pops lead back to one place, so a
+    union's members do not overlap) get a union of them; BY_RUN, those whose stacks are runs
+    of one frame over one stack join theirs; BY_STATE, any get a lazy union of their stacks'
+    tops (share_tops). How many states are left (dry: would be, were no group past
+    MAX_UNION)."""
     cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
     cdef int64_t size = 1, h
     cdef int32_t members[MAX_UNION]
@@ -631,7 +748,10 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
     cdef int32_t* slots = NULL
     cdef int32_t* group = few    # per state: the first state it merges with (-1: merged)
     cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
-    cdef int32_t* below = NULL   # ... and the stack under its frame's top (runs: the frame)
+    cdef IdSet tops
+    cdef bint whole = False
+    cdef int32_t* key = NULL     # ... and what it must share: the stack under its frame's
+                                 # top (BY_BELOW), its frame (BY_RUN; BY_STATE: a stack)
     cdef PState* items = s.items
     try:
         if n > INDEX_FROM:
@@ -640,7 +760,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
                 with gil:
                     raise MemoryError()
         next = group + n
-        below = group + 2 * n
+        key = group + 2 * n
         if n >= INDEX_FROM:  # (a hash of all but the frame; below, a linear search)
             while size < 2 * n:
                 size *= 2
@@ -648,26 +768,26 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
         for i in range(n):
             group[i] = i
             next[i] = -1
-            if runs:
-                below[i] = NOT_MERGED if is_union(c, items[i].frame) else items[i].frame
-            else:
-                below[i] = stack_below(c, items[i].frame, saw_run)
-            if below[i] == NOT_MERGED:
+            if by == BY_BELOW:
+                key[i] = stack_below(c, items[i].frame, saw_run)
+            elif by == BY_RUN:
+                key[i] = NOT_MERGED if is_union(c, items[i].frame) else items[i].frame
+            else:  # (the empty stack is no union's member)
+                key[i] = NOT_MERGED if items[i].frame == NO_FRAME else items[i].frame
+            if key[i] == NOT_MERGED:
                 continue
             if slots == NULL:
                 for j in range(i):
                     if (group[j] == j and memcmp(&items[j].node, &items[i].node,
                                                  sizeof(PState) - sizeof(int32_t)) == 0
-                            and (same_runs(c, below[j], below[i]) if runs
-                                 else same_below(c, below[j], below[i]))):
+                            and same_key(c, by, key[j], key[i])):
                         group[i] = j
                         break
             else:
                 h = <int64_t>(state_hash(c, &items[i], False) & <uint64_t>(size - 1))
                 while slots[h] >= 0:
                     j = slots[h]
-                    if (same_runs(c, below[j], below[i]) if runs
-                            else same_below(c, below[j], below[i])) and memcmp(
+                    if same_key(c, by, key[j], key[i]) and memcmp(
                             &items[j].node, &items[i].node,
                             sizeof(PState) - sizeof(int32_t)) == 0:
                         group[i] = j
@@ -685,14 +805,31 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
         for i in range(n):
             if group[i] != i or next[i] < 0:
                 continue
-            n_members = add_members(c, items[i].frame, members, 0)
-            k = next[i]
+            n_members = 0
+            k = i
+            tops.slots = NULL
             while k >= 0 and n_members >= 0:
-                n_members = add_members(c, items[k].frame, members, n_members)
+                if by == BY_STATE:  # (the stacks' tops, each over its own stack)
+                    n_members = add_tops(c, items[k].frame, members, n_members, &tops)
+                else:
+                    n_members = add_members(c, items[k].frame, members, n_members)
                 k = next[k]
+            idset_free(&tops)
+            whole = n_members < 0 and by == BY_STATE
+            if whole:  # too many tops: the stacks as they are, in unions of unions
+                members[0] = items[i].frame
+                n_members = 1
+                k = next[i]
+                while k >= 0:
+                    if n_members == MAX_UNION:
+                        members[0] = union_of(c, members, n_members, True)
+                        n_members = 1
+                    members[n_members] = items[k].frame
+                    n_members += 1
+                    k = next[k]
             if n_members < 0:
                 continue  # too many stacks: the group stays apart
-            if runs:  # the joined runs go to the group's first states, the others go
+            if by == BY_RUN:  # the joined runs go to the group's first states, the others go
                 n_members = join_runs(c, members, n_members)
                 items[i].frame = members[0]
                 j = 1
@@ -705,7 +842,9 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
                         group[k] = -1
                     k = next[k]
                 continue
-            items[i].frame = union_of(c, members, n_members)
+            if by == BY_STATE and not whole:
+                n_members = share_tops(c, members, n_members)
+            items[i].frame = union_of(c, members, n_members, by == BY_STATE)
             k = next[i]
             while k >= 0:
                 group[k] = -1
@@ -720,6 +859,15 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, bint runs, bint dry, bint* saw_ru
             free(group)
     stateset_cut(s, kept)
     return kept
+
+
+cdef inline bint same_key(Ctx* c, int by, int32_t f, int32_t g) noexcept nogil:
+    """group_stacks: whether the keys f and g of two states group them."""
+    if by == BY_BELOW:
+        return same_below(c, f, g)
+    if by == BY_RUN:
+        return same_runs(c, f, g)
+    return f >= 0 and g >= 0  # (BY_STATE: any stacks but the empty one)
 
 
 # --- unique items -----------------------------------------------------------------------------
@@ -1359,6 +1507,9 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
         cell = fr.seen  # (read first: the scratch may move as expand pushes)
         if not add_id(popped, member):
             continue  # popped already
+        if is_union(c, member):  # (a union of the stacks under a shared top)
+            produced += expand_members(c, member, b, out, popped)
+            continue
         at.frame = pop_frame(c, member, &at, &also)
         if also != NOT_MERGED:
             at2 = at
@@ -1464,6 +1615,10 @@ cdef bint ends_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexcept
                 member = fr.parent
                 if not add_id(popped, member):
                     continue
+                if is_union(c, member):
+                    if ends_from(c, node, member, popped):
+                        return True
+                    continue
                 fr = get_frame(c, member)
                 if ends_from(c, fr.node, fr.parent, popped):
                     return True
@@ -1554,7 +1709,10 @@ cdef bint special_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexc
                 member = fr.parent
                 if add_id(popped, member):
                     fr = get_frame(c, member)
-                    if special_from(c, fr.node, fr.parent, popped):
+                    if fr.node == UNION_NODE:
+                        if special_from(c, node, member, popped):
+                            return True
+                    elif special_from(c, fr.node, fr.parent, popped):
                         return True
             return False
         node = fr.node
@@ -1576,7 +1734,7 @@ cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* poppe
     cdef int k
     cdef int32_t e, g, node = at.node, frame = at.frame
     cdef Frame* fr
-    cdef PState reg
+    cdef PState reg, here
     copy_register(&reg, at)
     while True:
         if not t.node_guarded[node]:
@@ -1592,14 +1750,20 @@ cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* poppe
         if t.node_end[node] and frame != NO_FRAME:
             fr = get_frame(c, frame)
             if fr.node == UNION_NODE:
+                here = reg
+                here.node = node
                 while frame != NO_FRAME:  # each member's return
                     fr = get_frame(c, frame)
                     frame = fr.seen
                     if add_id(popped, fr.parent):
-                        fr = get_frame(c, fr.parent)
-                        reg.node = fr.node
-                        reg.frame = fr.parent
-                        load_register(&reg, fr)
+                        if is_union(c, fr.parent):  # (its members' returns)
+                            reg = here
+                            reg.frame = fr.parent
+                        else:
+                            fr = get_frame(c, fr.parent)
+                            reg.node = fr.node
+                            reg.frame = fr.parent
+                            load_register(&reg, fr)
                         exit_bytes_from(c, &reg, out8, popped)
                 return
             node = fr.node

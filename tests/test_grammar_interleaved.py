@@ -1,0 +1,179 @@
+"""Grammars whose pending calls interleave (`s: "a" s s "b" | "a"`): the stacks after n a's
+are sequences over two or more return frames, Fibonacci-many of them, that neither runs of
+one frame nor unions over one stack compress. States equal but for their stacks become one,
+whose frame is a union of the stacks' tops, each over the union of what was below it (a
+graph of stacks). Checked against an Earley recognizer of its own (prefixes and complete
+texts), itself checked against lark."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pse import Grammar, StructuringEngine
+from pse._core.stepper import consume_tokens
+from test_grammar import lark_accepts, lark_parser, vocab_with_eos
+
+# name: rules, each a list of alternatives, each a list of symbols (a rule's name, or a
+# terminal of one character); the first rule is the start. No empty alternative.
+GRAMMARS = {
+    "fibonacci": {"s": [["a", "s", "s", "b"], ["a"]]},
+    "one or two": {"s": [["a", "s", "b"], ["a", "a", "s", "b", "b"], ["a"]]},
+    "mixed": {"s": [["a", "s", "b"], ["a", "s", "s"], ["a"]]},
+    "three kinds": {"s": [["a", "s", "s", "c"], ["a", "s", "b"], ["a"]]},
+    "through a rule": {"s": [["a", "t", "b"], ["a"]], "t": [["s", "s"], ["s", "c"]]},
+    # returns that may end their rule (a pop goes on through them): an optional b or c
+    "optional ends": {"s": [["a", "s", "s", "b"], ["a", "s", "s"], ["a", "s", "c"], ["a"]]},
+}
+
+
+def lark_source(rules: dict) -> str:
+    lines = ["start: " + next(iter(rules))]
+    for name, alts in rules.items():
+        lines.append(f"{name}: " + " | ".join(
+            " ".join(sym if sym in rules else f'"{sym}"' for sym in alt) for alt in alts))
+    return "\n".join(lines) + "\n"
+
+
+class Earley:
+    """Earley recognition over characters: the chart after a text, extended a character at
+    a time, so that a prefix is checked in time linear in the characters added. A chart is
+    a list, per position, of (items, the items there by the symbol after their dot)."""
+
+    def __init__(self, rules: dict):
+        self.rules = rules
+        self.start = next(iter(rules))
+
+    def _after_dot(self, item: tuple) -> str | None:
+        name, alt, dot, _ = item
+        symbols = self.rules[name][alt]
+        return symbols[dot] if dot < len(symbols) else None
+
+    def _close(self, chart: list, items: set) -> None:
+        """Predict and complete at the new position k = len(chart), then append it."""
+        k = len(chart)
+        todo = list(items)
+        while todo:
+            item = todo.pop()
+            sym = self._after_dot(item)
+            if sym is None:  # complete: advance what waited on it (never empty: origin < k)
+                name, origin = item[0], item[3]
+                new = [(n, a, d + 1, o) for n, a, d, o in chart[origin][1].get(name, ())]
+            elif sym in self.rules:
+                new = [(sym, i, 0, k) for i in range(len(self.rules[sym]))]
+            else:
+                continue
+            for x in new:
+                if x not in items:
+                    items.add(x)
+                    todo.append(x)
+        waiting: dict = {}
+        for item in items:
+            waiting.setdefault(self._after_dot(item), []).append(item)
+        chart.append((items, waiting))
+
+    def begin(self) -> list:
+        chart: list = []
+        self._close(chart, {(self.start, i, 0, 0) for i in range(len(self.rules[self.start]))})
+        return chart
+
+    def extend(self, chart: list, text: str) -> list:
+        """The chart after `text` more characters (a new list; empty sets once refused)."""
+        chart = list(chart)
+        for ch in text:
+            self._close(chart, {(n, a, d + 1, o) for n, a, d, o in chart[-1][1].get(ch, ())})
+        return chart
+
+    def prefix(self, chart: list) -> bool:
+        return bool(chart[-1][0])
+
+    def complete(self, chart: list) -> bool:
+        return any(n == self.start and d == len(self.rules[n][a]) and o == 0
+                   for n, a, d, o in chart[-1][0])
+
+
+def sample(rules: dict, rng: random.Random, depth: int) -> str:
+    """A random text of the language: recursive alternatives while `depth` lasts."""
+    def expand(name: str, depth: int) -> str:
+        alts = rules[name]
+        rec = [a for a in alts if any(s in rules for s in a)]
+        flat = [a for a in alts if a not in rec]
+        alt = rng.choice(rec if depth > 0 and rec else flat or alts)
+        return "".join(expand(s, depth - 1) if s in rules else s for s in alt)
+    return expand(next(iter(rules)), depth)
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_interleaved_pending_calls_agree_with_earley(name):
+    """The Earley oracle agrees with lark on short texts; `matches` agrees with both; along
+    random texts of the language the live states take exactly the bytes the oracle allows
+    next."""
+    rules = GRAMMARS[name]
+    source = lark_source(rules)
+    grammar, parser, oracle = Grammar.from_lark(source), lark_parser(source), Earley(rules)
+    rng = random.Random(7)
+    texts = ["".join(rng.choice("aaabbc") for _ in range(rng.randrange(14)))
+             for _ in range(400)]
+    texts += [sample(rules, rng, rng.randrange(6)) for _ in range(100)]
+    for text in texts:
+        chart = oracle.extend(oracle.begin(), text)
+        assert oracle.complete(chart) == lark_accepts(parser, text), text
+        assert grammar.matches(text) == oracle.complete(chart), text
+    for _ in range(5):  # (the oracle's chart along the way: the bytes that can follow)
+        text = sample(rules, rng, 9)
+        live, chart = grammar.get_steppers(), oracle.begin()
+        for k in range(0, len(text), 7):
+            live = consume_tokens(live, [text[k:k + 7].encode()])
+            chart = oracle.extend(chart, text[k:k + 7])
+            follow = {ch for ch in "abcd" if oracle.prefix(oracle.extend(chart, ch))}
+            assert set().union(*(s.next_bytes().decode() for s in live)) == follow, (text, k)
+        assert any(s.has_reached_accept_state() for s in live), text
+
+
+@pytest.mark.parametrize("name, n", [("fibonacci", 3000), ("one or two", 3000),
+                                     ("three kinds", 3000), ("optional ends", 1000)])
+def test_interleaved_pending_calls_keep_a_few_states(name, n):
+    """Thousands of a's (past the 17th, where Fibonacci-many stacks passed max_live_states)
+    keep at most 16 live states (from 16 on, states equal but for their stacks merge). With
+    optional ends a pop goes on through every stack below, so the states a step makes before
+    they merge grow by one per two a's (max_live_states near 2,000 a's): 1,000 here."""
+    grammar = Grammar.from_lark(lark_source(GRAMMARS[name]))
+    live = grammar.get_steppers()
+    for k in range(n):
+        live = consume_tokens(live, [b"a"])
+        assert 0 < len(live) <= 16, (k, len(live))
+    assert not grammar.matches("a" * n + "d")
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_through_interleaved_calls_equal_the_oracle(name):
+    """Every mask along random texts (mostly a's first, so that calls pile up): exactly the
+    tokens after which the text is still a prefix of the language, and EOS where it is
+    complete (mask walks merge states in their scratch frames)."""
+    rules = GRAMMARS[name]
+    oracle = Earley(rules)
+    tokens = ["a", "aa", "aaaa", "a" * 8, "a" * 16, "b", "bb", "bbbb", "b" * 8, "c", "cc",
+              "ab", "ba", "bc", "cb", "abb", "a" * 6 + "b", "bab", "d"]
+    vocab, eos = vocab_with_eos(tokens)
+    rng = random.Random(13)
+    for _ in range(4):
+        engine = StructuringEngine(vocab)
+        engine.configure(Grammar.from_lark(lark_source(rules)))
+        chart = oracle.begin()
+        text = ""
+        for step in range(50):
+            charts = {i: oracle.extend(chart, t) for i, t in enumerate(tokens)}
+            expected = {i for i, c in charts.items() if oracle.prefix(c)}
+            if oracle.complete(chart):
+                expected.add(eos)
+            got = set(engine.allowed_token_ids().tolist())
+            assert got == expected, (text, step)
+            choices = sorted(got - {eos})
+            if not choices:
+                break
+            with_a = [i for i in choices if tokens[i].startswith("a")] if step < 25 else []
+            tid = rng.choice(with_a or choices)
+            assert engine.consume_token(tid)
+            text += tokens[tid]
+            chart = charts[tid]
