@@ -233,6 +233,11 @@ cdef inline int32_t dfa_next(const Tables* t, int32_t d, uint8_t b) noexcept nog
     return t.dfa_trans[<int64_t>d * t.n_classes + t.byte_class[b]]
 
 
+cdef inline bint only_ends(const Tables* t, int32_t node) noexcept nogil:
+    """`node` only ends its rule (no entries): a frame returning there only pops again."""
+    return t.node_end[node] and t.node_entry_off[node] == t.node_entry_off[node + 1]
+
+
 cdef inline bint has_bit(const uint32_t* words, uint32_t b) noexcept nogil:
     return (words[b >> 5] >> (b & 31)) & 1
 

@@ -590,20 +590,19 @@ cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogi
         if fr.props:  # (lazy: its members share nothing)
             return NOT_MERGED
         fr = get_frame(c, fr.parent)  # (the first member: they share what is below)
-    elif t.node_end[fr.node] and t.node_entry_off[fr.node] == t.node_entry_off[fr.node + 1]:
+    elif only_ends(t, fr.node):
         return NOT_MERGED
     if fr.hi > 1:
         saw_run[0] = True
         if fr.lo < fr.hi:
             return NOT_MERGED
-        if not t.node_end[fr.node] or t.node_entry_off[fr.node] != t.node_entry_off[fr.node + 1]:
+        if not only_ends(t, fr.node):
             load_register(&reg, fr)
             return make_frame(c, fr.node, fr.parent, &reg, fr.lo - 1, fr.hi - 1)
     f = fr.parent
     while f != NO_FRAME:
         fr = get_frame(c, f)
-        if (fr.node == UNION_NODE or not t.node_end[fr.node]
-                or t.node_entry_off[fr.node] != t.node_entry_off[fr.node + 1]):
+        if fr.node == UNION_NODE or not only_ends(t, fr.node):
             break
         f = fr.parent
     return f
@@ -1208,8 +1207,7 @@ cdef bint ends_item(Ctx* c, const PState* s, PState* reg) noexcept nogil:
     cdef bint popped = False
     cdef Frame* fr
     copy_register(reg, s)
-    while (t.node_end[node] and frame != NO_FRAME
-           and t.node_entry_off[node] == t.node_entry_off[node + 1]):
+    while frame != NO_FRAME and only_ends(t, node):
         fr = get_frame(c, frame)
         node = fr.node
         frame = fr.parent
@@ -1271,8 +1269,7 @@ cdef int settle(Ctx* c, PState* s) except -1 nogil:
     repeat is refused at its last byte rather than at the comma. 0: the state is dead."""
     cdef const Tables* t = c.t
     cdef Frame* fr
-    while (t.node_end[s.node] and s.frame != NO_FRAME
-           and t.node_entry_off[s.node] == t.node_entry_off[s.node + 1]):
+    while s.frame != NO_FRAME and only_ends(t, s.node):
         fr = get_frame(c, s.frame)
         s.node = fr.node
         s.frame = fr.parent
