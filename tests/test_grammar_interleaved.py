@@ -135,7 +135,7 @@ def test_interleaved_pending_calls_agree_with_earley(name):
                                      ("three kinds", 3000), ("optional ends", 1000)])
 def test_interleaved_pending_calls_keep_a_few_states(name, n):
     """Thousands of a's (past the 17th, where Fibonacci-many stacks passed max_live_states)
-    keep at most 16 live states (from 16 on, states equal but for their stacks merge). With
+    keep at most 16 live states (from 8 on, states equal but for their stacks merge). With
     optional ends a pop goes on through every stack below, so the states a step makes before
     they merge grow by one per two a's (max_live_states near 2,000 a's): 1,000 here."""
     grammar = Grammar.from_lark(lark_source(GRAMMARS[name]))

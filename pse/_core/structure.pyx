@@ -427,8 +427,9 @@ cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
 
 cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
     """Union f may hold any stacks, unions among them (its cells' `props` is 1): else its
-    members are tops over one stack. A lazy union is never taken apart into a larger one (each
-    merge would copy every stack merged before)."""
+    members are tops over one stack. BY_BELOW never takes a lazy union apart (it would copy
+    every stack merged before into each new union); its tops are gathered when the states
+    holding it merge again (add_tops), and its members popped each once."""
     return get_frame(c, f).props != 0
 
 
@@ -487,7 +488,7 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept no
     """Append the member stacks of frame f (itself, unless a union of tops over one stack) to
     out[n:]; the new count, or -1 past MAX_UNION."""
     cdef Frame* cell
-    if not is_union(c, f) or is_lazy(c, f):
+    if not is_union(c, f):  # (a lazy union is never a BY_BELOW or BY_RUN state's frame)
         if n == MAX_UNION:
             return -1
         out[n] = f
@@ -587,7 +588,7 @@ cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogi
         return NOT_MERGED
     fr = get_frame(c, f)
     if fr.node == UNION_NODE:
-        if fr.props:  # (lazy: its members share nothing)
+        if is_lazy(c, f):  # (its members share nothing)
             return NOT_MERGED
         fr = get_frame(c, fr.parent)  # (the first member: they share what is below)
     elif only_ends(t, fr.node):
