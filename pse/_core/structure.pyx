@@ -410,7 +410,7 @@ cdef inline void copy_register(PState* to, const PState* src) noexcept nogil:
 # (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
 # member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
 # returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
-# states. Merged as text is consumed (the arena's frames), in a mask walk once it needs to
+# states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is consumed (the arena's frames), in a mask walk once it needs to
 # (see step_set). Not in structures with unique arrays: their items read the registers down
 # the stack.
 
@@ -519,6 +519,25 @@ cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, IdSet* seen) n
         f = cell.seen
         n = add_tops(c, cell.parent, out, n, seen)
     return n
+
+
+cdef bint one_run(Ctx* c, const int32_t* members, int32_t n) noexcept nogil:
+    """The stacks members[:n] (no unions) are runs of one frame over one stack X, X itself
+    among them or not: BY_RUN's shape but for bounds that do not meet (k in 0, 1..7, 9).
+    BY_STATE leaves such stacks apart: a frame pushed over their union makes no run (a run
+    needs its frame below), so each step would nest one more union (`s: s "a" "a" "a" | s s
+    "a" | "a"` keeps 9 states apart; merged, it was "too ambiguous" at the 1,020th a)."""
+    cdef int32_t i, j, x
+    for j in range(min(n, 2)):  # (the run is the first member or, that being X, the second)
+        x = get_frame(c, members[j]).parent
+        for i in range(n):
+            if not (same_stack(c, members[i], x) or (
+                    same_top(c, members[i], members[j])
+                    and same_stack(c, get_frame(c, members[i]).parent, x))):
+                break
+        else:
+            return True
+    return False
 
 
 cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
@@ -761,7 +780,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                     raise MemoryError()
         next = group + n
         key = group + 2 * n
-        if n >= INDEX_FROM:  # (a hash of all but the frame; below, a linear search)
+        if n >= INDEX_FROM:  # (a hash of all but the frame, and of the key; below, a search)
             while size < 2 * n:
                 size *= 2
             slots = empty_slots(size)
@@ -784,12 +803,13 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                         group[i] = j
                         break
             else:
-                h = <int64_t>(state_hash(c, &items[i], False) & <uint64_t>(size - 1))
+                h = <int64_t>((state_hash(c, &items[i], False) ^ key_hash(c, by, key[i]))
+                              & <uint64_t>(size - 1))
                 while slots[h] >= 0:
                     j = slots[h]
-                    if same_key(c, by, key[j], key[i]) and memcmp(
-                            &items[j].node, &items[i].node,
-                            sizeof(PState) - sizeof(int32_t)) == 0:
+                    if memcmp(&items[j].node, &items[i].node,
+                              sizeof(PState) - sizeof(int32_t)) == 0 and same_key(
+                                  c, by, key[j], key[i]):
                         group[i] = j
                         break
                     h = (h + 1) & (size - 1)
@@ -843,6 +863,9 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                     k = next[k]
                 continue
             if by == BY_STATE and not whole:
+                if 1 < n_members < STATE_MERGE_FROM and one_run(c, members, n_members):
+                    continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
+                              # | "a"` makes, one per two a's, merge)
                 n_members = share_tops(c, members, n_members)
             items[i].frame = union_of(c, members, n_members, by == BY_STATE)
             k = next[i]
@@ -859,6 +882,21 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
             free(group)
     stateset_cut(s, kept)
     return kept
+
+
+cdef inline uint64_t key_hash(Ctx* c, int by, int32_t key) noexcept nogil:
+    """group_stacks: a hash equal for keys same_key groups (without it, states equal but for
+    their stacks all collide: a search per state through every other, at 1,000 states)."""
+    cdef Frame* fr
+    if by == BY_STATE or key == NO_FRAME:
+        return 0
+    fr = get_frame(c, key)
+    if by == BY_RUN:  # (same_runs: the top, and the stack under the run; not its bounds)
+        return (fr.node * <uint64_t>0x9E3779B97F4A7C15u) ^ (
+            0 if fr.parent == NO_FRAME else get_frame(c, fr.parent).stack)
+    if fr.node == UNION_NODE:  # (same_below: unions hold equal members in one order)
+        fr = get_frame(c, fr.parent)
+    return fr.stack * <uint64_t>0x9E3779B97F4A7C15u
 
 
 cdef inline bint same_key(Ctx* c, int by, int32_t f, int32_t g) noexcept nogil:
@@ -1488,10 +1526,7 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
 cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
                         ) except -1 nogil:
     """expand() past the end of a rule whose caller is a union: from each member's return."""
-    cdef int produced = 0
-    cdef int32_t member, also
-    cdef Frame* fr
-    cdef PState at, at2
+    cdef int produced
     cdef IdSet own
     if popped == NULL:
         own.slots = NULL
@@ -1499,6 +1534,25 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
             return expand_members(c, cell, b, out, &own)
         finally:
             idset_free(&own)
+    if c.union_depth == MAX_UNION_DEPTH:
+        with gil:
+            raise GrammarError(f"the structure is too ambiguous here: its merged stacks nest "
+                               f"more than {MAX_UNION_DEPTH} unions deep")
+    c.union_depth += 1
+    try:
+        produced = members_from(c, cell, b, out, popped)
+    finally:
+        c.union_depth -= 1
+    return produced
+
+
+cdef int members_from(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
+                      ) except -1 nogil:
+    """expand_members(), one union deeper (its depth counted)."""
+    cdef int produced = 0
+    cdef int32_t member, also
+    cdef Frame* fr
+    cdef PState at, at2
     while cell != NO_FRAME:
         fr = get_frame(c, cell)
         member = fr.parent
