@@ -27,17 +27,21 @@ TOKENIZER_NAMES = ("llama3", "qwen3", "gpt4o")
 
 def _stale_extensions() -> list[str]:
     """Modules of this source tree's pse, when it is the one tested (an editable install),
-    whose compiled extension is older than their source (.py, .pyx, or the .pxd Cython reads
-    beside it; see setup.py): the tests would run the old code. (An installed copy's file
-    times say nothing.)"""
+    whose compiled extension is older than their source (.py, .pyx, the .pxd Cython reads
+    beside it, or a .pxi the .pyx includes; see setup.py): the tests would run the old code.
+    (An installed copy's file times say nothing.)"""
     import pse
 
     package = Path(pse.__file__).resolve().parent
     if package != REPO_ROOT / "pse":
         return []
     stale = []
-    for source in [p for suffix in ("py", "pyx", "pxd") for p in package.rglob(f"*.{suffix}")]:
-        for built in source.parent.glob(f"{source.stem}.*.so"):
+    suffixes = ("py", "pyx", "pxd", "pxi")
+    for source in [p for suffix in suffixes for p in package.rglob(f"*.{suffix}")]:
+        stems = [source.stem] if source.suffix != ".pxi" else [
+            pyx.stem for pyx in source.parent.glob("*.pyx")
+            if f'include "{source.name}"' in pyx.read_text()]
+        for built in [b for stem in stems for b in source.parent.glob(f"{stem}.*.so")]:
             if built.stat().st_mtime < source.stat().st_mtime:
                 stale.append(source.name)
     return stale

@@ -1,0 +1,517 @@
+# Included by structure.pyx (one module: the byte step calls these without an indirect call).
+
+# --- unions of stacks -------------------------------------------------------------------------
+# States equal but for the top frames of their stacks, pushed over one stack, become one state
+# whose frame holds all their stacks: a list of cells (frames whose node is UNION_NODE), each
+# with one member stack as its parent and the next cell as its `seen`, the members in the
+# order of their ids, so that the arena interns a union as it interns any frame. Popping a
+# union pops each member in turn, so the merged state parses exactly what the states did, and
+# a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
+# that each call S, holds 2^n stacks after n a's: two states of two members each). "Over one
+# stack" looks past frames that return where their rule only ends (`s: "a" t` calling `t: s
+# "c"`: the pop goes on through them). Members that are runs of one frame over one stack
+# (see push_frame) join into one run when their bounds meet (join_runs): `s: "a" s | "a" s s |
+# "a"`, whose stacks differ in how many calls of s are pending (the empty stack, or the pending
+# call repeated 1..n times), keeps three live states however many a's were read. Where
+# STATE_MERGE_FROM states or more are still left, states equal but for their stacks become
+# one whatever their stacks (BY_STATE): its frame is a lazy union (its cells' `props` 1) of
+# the stacks' tops, those with equal tops one top over the lazy union of what was below them
+# (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
+# member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
+# returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
+# states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is consumed (the arena's frames), in a mask walk once it needs to
+# (see step_set). Not in structures with unique arrays: their items read the registers down
+# the stack.
+
+cdef enum:  # merge_stacks' passes (group_stacks)
+    BY_BELOW = 0
+    BY_RUN = 1
+    BY_STATE = 2
+    STATE_MERGE_FROM = 8      # BY_STATE, from this many states left
+
+
+cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
+    return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
+
+
+cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
+    """Union f may hold any stacks, unions among them (its cells' `props` is 1): else its
+    members are tops over one stack. BY_BELOW never takes a lazy union apart (it would copy
+    every stack merged before into each new union); its tops are gathered when the states
+    holding it merge again (add_tops), and its members popped each once."""
+    return get_frame(c, f).props != 0
+
+
+# The members a walk down the stacks has popped: unions share their members' stacks, so the
+# paths through them multiply; each member is popped once (its frame decides all that follows).
+ctypedef struct IdSet:
+    int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
+    int64_t mask              # `few`, until it holds too many)
+    int32_t n
+    int32_t few[16]
+
+
+cdef inline void idset_free(IdSet* s) noexcept nogil:
+    if s.slots != s.few:
+        free(s.slots)
+
+
+cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
+    """True when `id` is new to `s` (and now in it), False when it was there. Out of memory,
+    an id not there is new every time: the walk is then slower, never wrong."""
+    cdef int64_t h, i, size
+    cdef int32_t* grown
+    if s.slots == NULL:
+        s.slots = s.few
+        memset(s.few, 0xFF, sizeof(s.few))
+        s.mask = 15
+        s.n = 0
+    h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+    while s.slots[h] != -1:  # (at most half full: an empty slot ends the search)
+        if s.slots[h] == id:
+            return False
+        h = (h + 1) & s.mask
+    if 2 * (s.n + 1) > s.mask + 1:
+        size = 2 * (s.mask + 1)
+        grown = no_ids(size)
+        if grown == NULL:
+            return True
+        for i in range(s.mask + 1):
+            if s.slots[i] != -1:
+                h = (<uint32_t>s.slots[i] * 0x9E3779B1u) & (size - 1)
+                while grown[h] != -1:
+                    h = (h + 1) & (size - 1)
+                grown[h] = s.slots[i]
+        idset_free(s)
+        s.slots = grown
+        s.mask = size - 1
+        h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+        while s.slots[h] != -1:
+            h = (h + 1) & s.mask
+    s.slots[h] = id
+    s.n += 1
+    return True
+
+
+cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept nogil:
+    """Append the member stacks of frame f (itself, unless a union of tops over one stack) to
+    out[n:]; the new count, or -1 past MAX_UNION."""
+    cdef Frame* cell
+    if not is_union(c, f):  # (a lazy union is never a BY_BELOW or BY_RUN state's frame)
+        if n == MAX_UNION:
+            return -1
+        out[n] = f
+        return n + 1
+    while f != NO_FRAME:
+        if n == MAX_UNION:
+            return -1
+        cell = get_frame(c, f)
+        out[n] = cell.parent
+        n += 1
+        f = cell.seen
+    return n
+
+
+cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, IdSet* seen) noexcept nogil:
+    """Append the stacks of frame f that are no unions (through unions in unions; each once,
+    those in `seen` already there) to out[n:]; the new count, or -1 past MAX_UNION."""
+    cdef Frame* cell
+    while f != NO_FRAME and n >= 0:
+        if not add_id(seen, f):
+            return n
+        cell = get_frame(c, f)
+        if cell.node != UNION_NODE:
+            if n == MAX_UNION:
+                return -1
+            out[n] = f
+            return n + 1
+        f = cell.seen
+        n = add_tops(c, cell.parent, out, n, seen)
+    return n
+
+
+cdef bint one_run(Ctx* c, const int32_t* members, int32_t n) noexcept nogil:
+    """The stacks members[:n] (no unions) are runs of one frame over one stack X, X itself
+    among them or not: BY_RUN's shape but for bounds that do not meet (k in 0, 1..7, 9).
+    BY_STATE leaves such stacks apart: a frame pushed over their union makes no run (a run
+    needs its frame below), so each step would nest one more union (`s: s "a" "a" "a" | s s
+    "a" | "a"` keeps 9 states apart; merged, it was "too ambiguous" at the 1,020th a)."""
+    cdef int32_t i, j, x
+    for j in range(min(n, 2)):  # (the run is the first member or, that being X, the second)
+        x = get_frame(c, members[j]).parent
+        for i in range(n):
+            if not (same_stack(c, members[i], x) or (
+                    same_top(c, members[i], members[j])
+                    and same_stack(c, get_frame(c, members[i]).parent, x))):
+                break
+        else:
+            return True
+    return False
+
+
+cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
+    """Join the stacks members[:n] that are runs of one frame over one stack with bounds that
+    meet or touch (k..l and l+1..m make k..m) into one run each, in place; the new count."""
+    cdef int32_t i = 0, j
+    cdef Frame* x
+    cdef Frame* y
+    cdef PState reg
+    while i < n:
+        j = i + 1
+        while j < n:
+            x = get_frame(c, members[i])
+            y = get_frame(c, members[j])
+            if (x.lo <= y.hi + 1 and y.lo <= x.hi + 1
+                    and same_runs(c, members[i], members[j])):
+                load_register(&reg, x)
+                members[i] = make_frame(c, x.node, x.parent, &reg, min(x.lo, y.lo),
+                                        max(x.hi, y.hi))
+                n -= 1
+                members[j] = members[n]
+                j = i + 1  # (the longer run may meet one passed over)
+            else:
+                j += 1
+        i += 1
+    return n
+
+
+cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
+    """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
+    stack, or with `lazy`, any stacks (see is_lazy)."""
+    cdef int32_t i, j, m, kept, cell
+    cdef PState reg
+    for i in range(1, n):  # (insertion sort: a union has a few members)
+        m = members[i]
+        j = i - 1
+        while j >= 0 and members[j] > m:
+            members[j + 1] = members[j]
+            j -= 1
+        members[j + 1] = m
+    kept = 1
+    for i in range(1, n):
+        if members[i] != members[kept - 1]:
+            members[kept] = members[i]
+            kept += 1
+    if kept == 1:
+        return members[0]
+    reg = ZERO_REG
+    reg.props = lazy
+    cell = NO_FRAME
+    for i in range(kept - 1, -1, -1):
+        reg.seen = cell
+        cell = make_frame(c, UNION_NODE, members[i], &reg, 1, 1)
+    return cell
+
+
+cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogil:
+    """The stack under frame f's top (of a union: under its members' tops, which they share;
+    of a run of k frames: the run of k - 1), past frames that return where their rule only
+    ends (a pop goes on through them); NOT_MERGED for the empty stack, for a top that is such
+    a frame itself, and for a run of more than one length (its runs join: see join_runs).
+    A run sets `saw_run`."""
+    cdef Frame* fr
+    cdef const Tables* t = c.t
+    cdef PState reg
+    if f == NO_FRAME:
+        return NOT_MERGED
+    fr = get_frame(c, f)
+    if fr.node == UNION_NODE:
+        if is_lazy(c, f):  # (its members share nothing)
+            return NOT_MERGED
+        fr = get_frame(c, fr.parent)  # (the first member: they share what is below)
+    elif only_ends(t, fr.node):
+        return NOT_MERGED
+    if fr.hi > 1:
+        saw_run[0] = True
+        if fr.lo < fr.hi:
+            return NOT_MERGED
+        if not only_ends(t, fr.node):
+            load_register(&reg, fr)
+            return make_frame(c, fr.node, fr.parent, &reg, fr.lo - 1, fr.hi - 1)
+    f = fr.parent
+    while f != NO_FRAME:
+        fr = get_frame(c, f)
+        if fr.node == UNION_NODE or not only_ends(t, fr.node):
+            break
+        f = fr.parent
+    return f
+
+
+cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Stacks f and g (as stack_below finds them) are equal: same_stack, or unions whose
+    cells hold equal members in the same order (a walk's unions are not interned: merging two
+    groups over one stack makes two unions of the same members)."""
+    cdef Frame* x
+    cdef Frame* y
+    if f == g:
+        return True
+    if f < 0 or g < 0:  # (the empty stack, NOT_MERGED)
+        return False
+    if not (is_union(c, f) and is_union(c, g)):
+        return same_stack(c, f, g)
+    while f != NO_FRAME and g != NO_FRAME:
+        x = get_frame(c, f)
+        y = get_frame(c, g)
+        if not same_stack(c, x.parent, y.parent):
+            return False
+        f = x.seen
+        g = y.seen
+    return f == g
+
+
+cdef bint same_runs(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Frames f and g (NOT_MERGED: none) are runs of one frame over one stack."""
+    return (same_top(c, f, g) and get_frame(c, f).node != UNION_NODE
+            and same_stack(c, get_frame(c, f).parent, get_frame(c, g).parent))
+
+
+cdef int32_t top_over(Ctx* c, int32_t f) noexcept nogil:
+    """Frame f, when its top can be shared by stacks that differ below it (share_tops): a
+    frame over a stack, or an exact run of k >= 2 frames (the frame over the run of k - 1);
+    else NOT_MERGED."""
+    cdef Frame* fr
+    if f == NO_FRAME:
+        return NOT_MERGED
+    fr = get_frame(c, f)
+    if fr.node == UNION_NODE or fr.lo != fr.hi or (fr.hi == 1 and fr.parent == NO_FRAME):
+        return NOT_MERGED
+    return f
+
+
+cdef bint same_top(Ctx* c, int32_t f, int32_t g) noexcept nogil:
+    """Frames f and g (NOT_MERGED: none) return to one node with one register."""
+    cdef Frame* x
+    cdef Frame* y
+    if f < 0 or g < 0:
+        return False
+    x = get_frame(c, f)
+    y = get_frame(c, g)
+    return (x.node == y.node and x.props == y.props and x.keys == y.keys and x.seen == y.seen
+            and x.item == y.item)
+
+
+cdef int32_t parent_of_top(Ctx* c, int32_t f) except -2 nogil:
+    """The stack under the top of frame f (as top_over finds it): its parent, or of a run of
+    k frames, the run of k - 1."""
+    cdef Frame* fr = get_frame(c, f)
+    cdef PState reg
+    if fr.hi == 1:
+        return fr.parent
+    load_register(&reg, fr)
+    return make_frame(c, fr.node, fr.parent, &reg, fr.lo - 1, fr.hi - 1)
+
+
+cdef int32_t top_on(Ctx* c, int32_t f, int32_t below) except -2 nogil:
+    """The top of frame f (as top_over finds it) pushed on the stack `below`."""
+    cdef Frame* fr = get_frame(c, f)
+    cdef PState reg
+    load_register(&reg, fr)
+    return push_frame(c, fr.node, below, &reg)
+
+
+cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
+    """Stacks members[:n] (no unions) with equal tops (see top_over) become one each, the top
+    over the lazy union of what is below them, in place; the new count. So merged states
+    keep a few tops, each over the stacks below it, as a graph-structured stack does: its
+    union is not taken apart until the top is popped."""
+    cdef int32_t below[MAX_UNION]
+    cdef int32_t i = 0, j, m
+    while i < n:
+        if top_over(c, members[i]) != NOT_MERGED:
+            m = 0
+            j = i + 1
+            while j < n:
+                if same_top(c, members[i], top_over(c, members[j])):
+                    if m == 0:
+                        below[0] = parent_of_top(c, members[i])
+                        m = 1
+                    below[m] = parent_of_top(c, members[j])
+                    m += 1
+                    n -= 1
+                    members[j] = members[n]
+                else:
+                    j += 1
+            if m:
+                members[i] = top_on(c, members[i], union_of(c, below, m, True))
+        i += 1
+    return n
+
+
+cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
+    """Make the states of `s` equal but for their stacks fewer, in place: those equal but for
+    the top of their stacks one each, whose frame holds all their stacks (see union_of; past
+    MAX_UNION stacks they stay apart), then those whose stacks are runs of one frame over one
+    stack with bounds that meet one each (join_runs), then, where STATE_MERGE_FROM states or
+    more are left, those equal but for their stacks one each, whatever their stacks (a lazy
+    union: see share_tops). How many states are left (dry: about how many would be; `s`
+    stays)."""
+    cdef int32_t n = s.n, left
+    cdef bint saw_run = False
+    left = group_stacks(c, s, BY_BELOW, dry, &saw_run)
+    if saw_run:  # (runs are rare: most sets skip that pass)
+        if dry:  # (the passes counted over the unchanged set: an estimate)
+            left -= n - group_stacks(c, s, BY_RUN, True, &saw_run)
+        else:
+            left = group_stacks(c, s, BY_RUN, False, &saw_run)
+    if left >= STATE_MERGE_FROM:  # (the passes above keep most sets small: few get here)
+        if dry:
+            left -= n - group_stacks(c, s, BY_STATE, True, &saw_run)
+        else:
+            left = group_stacks(c, s, BY_STATE, False, &saw_run)
+    return max(1, left)
+
+
+cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
+                          ) except -1 nogil:
+    """merge_stacks' passes over states equal but for their stacks: BY_BELOW, those whose
+    stacks are over one stack (see stack_below: their pops lead back to one place, so a
+    union's members do not overlap) get a union of them; BY_RUN, those whose stacks are runs
+    of one frame over one stack join theirs; BY_STATE, any get a lazy union of their stacks'
+    tops (share_tops). How many states are left (dry: would be, were no group past
+    MAX_UNION)."""
+    cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
+    cdef int64_t size = 1, h
+    cdef int32_t members[MAX_UNION]
+    cdef int32_t few[3 * INDEX_FROM]
+    cdef int32_t* slots = NULL
+    cdef int32_t* group = few    # per state: the first state it merges with (-1: merged)
+    cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
+    cdef IdSet tops
+    cdef bint whole = False
+    cdef int32_t* key = NULL     # ... and what it must share: the stack under its frame's
+                                 # top (BY_BELOW), its frame (BY_RUN; BY_STATE: a stack)
+    cdef PState* items = s.items
+    try:
+        if n > INDEX_FROM:
+            group = <int32_t*>malloc(3 * n * sizeof(int32_t))
+            if group == NULL:
+                with gil:
+                    raise MemoryError()
+        next = group + n
+        key = group + 2 * n
+        if n >= INDEX_FROM:  # (a hash of all but the frame, and of the key; below, a search)
+            while size < 2 * n:
+                size *= 2
+            slots = empty_slots(size)
+        for i in range(n):
+            group[i] = i
+            next[i] = -1
+            if by == BY_BELOW:
+                key[i] = stack_below(c, items[i].frame, saw_run)
+            elif by == BY_RUN:
+                key[i] = NOT_MERGED if is_union(c, items[i].frame) else items[i].frame
+            else:  # (the empty stack is no union's member)
+                key[i] = NOT_MERGED if items[i].frame == NO_FRAME else items[i].frame
+            if key[i] == NOT_MERGED:
+                continue
+            if slots == NULL:
+                for j in range(i):
+                    if (group[j] == j and memcmp(&items[j].node, &items[i].node,
+                                                 sizeof(PState) - sizeof(int32_t)) == 0
+                            and same_key(c, by, key[j], key[i])):
+                        group[i] = j
+                        break
+            else:
+                h = <int64_t>((state_hash(c, &items[i], False) ^ key_hash(c, by, key[i]))
+                              & <uint64_t>(size - 1))
+                while slots[h] >= 0:
+                    j = slots[h]
+                    if memcmp(&items[j].node, &items[i].node,
+                              sizeof(PState) - sizeof(int32_t)) == 0 and same_key(
+                                  c, by, key[j], key[i]):
+                        group[i] = j
+                        break
+                    h = (h + 1) & (size - 1)
+                if group[i] == i:
+                    slots[h] = i
+            if group[i] != i:  # chained after its first
+                j = group[i]
+                next[i] = next[j]
+                next[j] = i
+                n_grouped += 1
+        if dry or n_grouped == 0:
+            return n - n_grouped
+        for i in range(n):
+            if group[i] != i or next[i] < 0:
+                continue
+            n_members = 0
+            k = i
+            tops.slots = NULL
+            while k >= 0 and n_members >= 0:
+                if by == BY_STATE:  # (the stacks' tops, each over its own stack)
+                    n_members = add_tops(c, items[k].frame, members, n_members, &tops)
+                else:
+                    n_members = add_members(c, items[k].frame, members, n_members)
+                k = next[k]
+            idset_free(&tops)
+            whole = n_members < 0 and by == BY_STATE
+            if whole:  # too many tops: the stacks as they are, in unions of unions
+                members[0] = items[i].frame
+                n_members = 1
+                k = next[i]
+                while k >= 0:
+                    if n_members == MAX_UNION:
+                        members[0] = union_of(c, members, n_members, True)
+                        n_members = 1
+                    members[n_members] = items[k].frame
+                    n_members += 1
+                    k = next[k]
+            if n_members < 0:
+                continue  # too many stacks: the group stays apart
+            if by == BY_RUN:  # the joined runs go to the group's first states, the others go
+                n_members = join_runs(c, members, n_members)
+                items[i].frame = members[0]
+                j = 1
+                k = next[i]
+                while k >= 0:
+                    if j < n_members:
+                        items[k].frame = members[j]
+                        j += 1
+                    else:
+                        group[k] = -1
+                    k = next[k]
+                continue
+            if by == BY_STATE and not whole:
+                if 1 < n_members < STATE_MERGE_FROM and one_run(c, members, n_members):
+                    continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
+                              # | "a"` makes, one per two a's, merge)
+                n_members = share_tops(c, members, n_members)
+            items[i].frame = union_of(c, members, n_members, by == BY_STATE)
+            k = next[i]
+            while k >= 0:
+                group[k] = -1
+                k = next[k]
+        for i in range(n):
+            if group[i] >= 0:
+                items[kept] = items[i]
+                kept += 1
+    finally:
+        free(slots)
+        if group != few:
+            free(group)
+    stateset_cut(s, kept)
+    return kept
+
+
+cdef inline uint64_t key_hash(Ctx* c, int by, int32_t key) noexcept nogil:
+    """group_stacks: a hash equal for keys same_key groups (without it, states equal but for
+    their stacks all collide: a search per state through every other, at 1,000 states)."""
+    cdef Frame* fr
+    if by == BY_STATE or key == NO_FRAME:
+        return 0
+    fr = get_frame(c, key)
+    if by == BY_RUN:  # (same_runs: the top, and the stack under the run; not its bounds)
+        return (fr.node * <uint64_t>0x9E3779B97F4A7C15u) ^ (
+            0 if fr.parent == NO_FRAME else get_frame(c, fr.parent).stack)
+    if fr.node == UNION_NODE:  # (same_below: unions hold equal members in one order)
+        fr = get_frame(c, fr.parent)
+    return fr.stack * <uint64_t>0x9E3779B97F4A7C15u
+
+
+cdef inline bint same_key(Ctx* c, int by, int32_t f, int32_t g) noexcept nogil:
+    """group_stacks: whether the keys f and g of two states group them."""
+    if by == BY_BELOW:
+        return same_below(c, f, g)
+    if by == BY_RUN:
+        return same_runs(c, f, g)
+    return f >= 0 and g >= 0  # (BY_STATE: any stacks but the empty one)
