@@ -33,7 +33,8 @@ cdef enum:
     UNION_NODE = -2               # a frame with this node is a cell of a union of stacks: its
                                   # parent is a member stack (never empty; a union only in a
                                   # lazy union, whose cells' `props` is 1), its `seen` the
-                                  # next cell (NO_FRAME: the last)
+                                  # next cell (NO_FRAME: the last), its `keys` a hash of the
+                                  # members from it on (of their `stack`s: see key_hash)
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
                                   # many on (as text is consumed)
     MAX_UNION = 256               # member stacks of one union
