@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import pse
-from pse import (AnyOf, Chain, Forward, GrammarError, JsonSchema, Optional, Phrase,
+from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, JsonSchema, Optional, Phrase,
                  SchemaError, StructuringEngine, Vocabulary, compiler, json_schema, limits)
 
 
@@ -200,7 +200,7 @@ def test_resident_bytes():
 def mixed_pending_calls() -> Forward:
     """S -> 'a' S 'b' | 'a' S S | 'a': the calls still to come, a b's or another S's,
     interleave, and each a pops every stack below the top: the states a step makes before
-    they merge grow with the a's read (max_live_states 64: at the 24th a)."""
+    they merge grow with the a's read (past max_live_states, the step merges what it has)."""
     s = Forward()
     s.set(AnyOf(Chain(Phrase("a"), s, Phrase("b")), Chain(Phrase("a"), s, s), Phrase("a")))
     return s
@@ -215,8 +215,10 @@ def live_bound():
 
 
 def test_live_states_bounded(live_bound):
+    """Live states that differ in more than their stacks (here where a run of a's may end:
+    one state per a read) do not merge: past the bound, a GrammarError."""
     engine = StructuringEngine(Vocabulary.from_tokens(["a", "b", "c"]))
-    engine.configure(mixed_pending_calls())
+    engine.configure(Grammar.from_lark("start: X+\nX: /a{1,200}/\n"))
     n = 0
     with pytest.raises(GrammarError, match="max_live_states"):
         while n < 10 * live_bound:  # (a structure that stopped growing fails, not hangs)
@@ -227,6 +229,19 @@ def test_live_states_bounded(live_bound):
     # the engine is unchanged by the refused step and can go back
     engine.rollback(n)
     assert engine.consume_token(0) and engine.compute_mask().any()
+
+
+def test_a_step_past_the_bound_merges_what_it_has(live_bound):
+    """A step that pops a union of stacks of every depth makes a state per member before
+    they merge: past the bound it merges what it has made so far and goes on (it was "too
+    ambiguous" at the 24th a under a bound of 64, and masks from the 258th), as do the roots
+    a mask starts from."""
+    engine = StructuringEngine(Vocabulary.from_tokens(["a", "b", "c"]))
+    engine.configure(mixed_pending_calls())
+    for n in range(10 * live_bound):
+        assert set(engine.allowed_token_ids().tolist()) == ({0, 1} if n > 1 else {0}), n
+        assert engine.consume_token(0)
+    assert engine.consume_token(1)  # (a b closes the last call)
 
 
 def test_live_state_bound_argument():

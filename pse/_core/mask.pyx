@@ -482,9 +482,12 @@ cdef class Matcher:
         cdef int32_t i
         cdef const PState* s
         cdef SliceEntry entry
+        cdef WalkMerging roots_merge   # (roots past the bound merge: see stateset_add_in)
+        roots_merge.on = True
         self.structure.ctx(&c)
         c.scratch = &self.w.scratch
         c.seen_scratch = &self.w.seen
+        c.walk_merging = &roots_merge
         self.w.scratch.n = 0
         seen_reset(&self.w.seen)
         if self.structure.t.has_unique:

@@ -165,9 +165,20 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     """stateset_add, where a state equal to one already there but for its frame's id, with
     an equal stack, is not added either: in an ambiguous grammar's walk such copies would
     multiply at every byte."""
-    cdef int32_t i, n = s.n
+    cdef int32_t i, n
     cdef int64_t h
     cdef uint64_t slot
+    if s.n >= max_live and not c.t.has_unique:
+        # a step that would pass the bound merges what it has made so far (popping a union of
+        # stacks of every depth makes a state per member before they merge again); a mask
+        # walk that does not merge yet is made again, merging (see step_set)
+        if c.scratch == NULL or (c.walk_merging != NULL and c.walk_merging.on):
+            merge_stacks(c, s)
+        elif c.walk_merging != NULL:
+            c.walk_merging.on = True
+            with gil:
+                raise WideWalk()
+    n = s.n
     if n < INDEX_FROM:
         for i in range(n):
             if same_state(c, &s.items[i], p):
