@@ -752,7 +752,6 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.text = w.text
     c.pos = w.base
     c.walk_merging = &w.merging
-    c.union_depth = 0
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:

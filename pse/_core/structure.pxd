@@ -38,10 +38,6 @@ cdef enum:
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
                                   # many on (as text is consumed)
     MAX_UNION = 256               # member stacks of one union
-    MAX_UNION_DEPTH = 1000        # unions one pop passes through, one under another: past it
-                                  # a step is "too ambiguous" (expand_members recurses per union,
-                                  # about 400 bytes of C stack each; ends_from, special_from and
-                                  # exit_bytes_from follow the same pops)
     NOT_MERGED = -5               # merge_stacks: a state whose stack is empty
     SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
     CHUNK_BITS = 12
@@ -198,7 +194,6 @@ cdef struct Ctx:
     const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
     int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
     WalkMerging* walk_merging # a mask walk's (scratch) merging (NULL: never merge in scratch)
-    int32_t union_depth       # expand_members: unions being popped, one in another
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -431,4 +426,3 @@ cdef class CompiledStructure:
         c.text = NULL
         c.pos = 0
         c.walk_merging = NULL
-        c.union_depth = 0

@@ -424,6 +424,12 @@ cdef inline bint repeats_frame(Ctx* c, int32_t f, int32_t node, const PState* re
             and fr.seen == reg.seen and fr.item == reg.item)
 
 
+cdef enum:  # unions, or their members' returns, waiting to be popped (expand_members,
+            # pops_reach, exit_bytes_from), before one is popped in a call of its own
+    PENDING = 256
+    PENDING_STATES = 64
+
+
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     """Start every terminal reachable from `at`'s node (popping the stack where rules end) on
     byte b; with b = NO_BYTE, the states before each such terminal's first byte."""
@@ -452,9 +458,10 @@ cdef int32_t pop_frame(Ctx* c, int32_t f, PState* at, int32_t* also) except -2 n
 
 
 cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped,
-                     bint entries_only) except -1 nogil:
+                     bint entries_only, int32_t* reached=NULL) except -1 nogil:
     """expand(), where union members in `popped` (NULL: none yet) are popped already; with
-    `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame)."""
+    `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame); with
+    `reached`, a union the pops reach is left there (else NO_FRAME), not popped."""
     cdef const Tables* t = c.t
     cdef int32_t e, p, f, r, term, g, first, also
     cdef int32_t node = at.node, frame = at.frame
@@ -505,6 +512,9 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
         if t.node_end[node] and frame != NO_FRAME and not entries_only:
             fr = get_frame(c, frame)
             if fr.node == UNION_NODE:
+                if reached != NULL:  # (the caller pops it: see expand_members)
+                    reached[0] = frame
+                    return produced
                 return produced + expand_members(c, frame, b, out, popped)
             if fr.hi == 1:
                 node = fr.node
@@ -526,50 +536,48 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
 
 cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
                         ) except -1 nogil:
-    """expand() past the end of a rule whose caller is a union: from each member's return."""
-    cdef int produced
-    cdef IdSet own
-    if popped == NULL:
-        own.slots = NULL
-        try:
-            return expand_members(c, cell, b, out, &own)
-        finally:
-            idset_free(&own)
-    if c.union_depth == MAX_UNION_DEPTH:
-        with gil:
-            raise GrammarError(f"the structure is too ambiguous here: its merged stacks nest "
-                               f"more than {MAX_UNION_DEPTH} unions deep")
-    c.union_depth += 1
-    try:
-        produced = members_from(c, cell, b, out, popped)
-    finally:
-        c.union_depth -= 1
-    return produced
-
-
-cdef int members_from(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
-                      ) except -1 nogil:
-    """expand_members(), one union deeper (its depth counted)."""
+    """expand() past the end of a rule whose caller is a union: from each member's return.
+    The unions met on the way (a member that is a union, or the union a member's pops reach)
+    wait in a list, not in a recursion, however deep they nest (past the list's room, one is
+    popped in a call of its own)."""
     cdef int produced = 0
-    cdef int32_t member, also
+    cdef int32_t member, also, reached, n = 0
+    cdef int32_t waiting[PENDING]
     cdef Frame* fr
     cdef PState at, at2
-    while cell != NO_FRAME:
-        fr = get_frame(c, cell)
-        member = fr.parent
-        cell = fr.seen  # (read first: the scratch may move as expand pushes)
-        if not add_id(popped, member):
-            continue  # popped already
-        if is_union(c, member):  # (a union of the stacks under a shared top)
-            produced += expand_members(c, member, b, out, popped)
-            continue
-        at.frame = pop_frame(c, member, &at, &also)
-        if also != NOT_MERGED:
-            at2 = at
-            at2.frame = also
-            produced += expand_from(c, &at2, b, out, popped, True)
-        produced += expand_from(c, &at, b, out, popped, False)
-    return produced
+    cdef IdSet own
+    own.slots = NULL
+    try:
+        if popped == NULL:
+            popped = &own
+        while True:
+            while cell != NO_FRAME:
+                fr = get_frame(c, cell)
+                member = fr.parent
+                cell = fr.seen  # (read first: the scratch may move as expand pushes)
+                if not add_id(popped, member):
+                    continue  # popped already
+                reached = member if is_union(c, member) else NO_FRAME
+                if reached == NO_FRAME:
+                    at.frame = pop_frame(c, member, &at, &also)
+                    if also != NOT_MERGED:
+                        at2 = at
+                        at2.frame = also
+                        produced += expand_from(c, &at2, b, out, popped, True)
+                    produced += expand_from(c, &at, b, out, popped, False, &reached)
+                if reached == NO_FRAME:
+                    continue
+                if n < PENDING:
+                    waiting[n] = reached
+                    n += 1
+                else:
+                    produced += expand_members(c, reached, b, out, popped)
+            if n == 0:
+                return produced
+            n -= 1
+            cell = waiting[n]
+    finally:
+        idset_free(&own)
 
 
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil:
@@ -647,38 +655,68 @@ cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
     popped.slots = NULL
-    found = ends_from(c, s.node, s.frame, &popped)
+    found = pops_reach(c, s.node, s.frame, &popped, False)
     idset_free(&popped)
     return found
 
 
-cdef bint ends_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexcept nogil:
-    """Whether every rule can end from `node` under `frame`, down to the empty stack (through
-    some member of each union, those in `popped` tried already)."""
+cdef inline void member_return(Ctx* c, int32_t node, int32_t member, int32_t* to_node,
+                               int32_t* to_frame) noexcept nogil:
+    """Where a union's `member` goes on from `node`, whose rule ends: a union, popped at
+    `node` in turn; a frame, popped to its return node over its parent."""
+    cdef Frame* fr = get_frame(c, member)
+    if fr.node == UNION_NODE:
+        to_node[0] = node
+        to_frame[0] = member
+    else:
+        to_node[0] = fr.node
+        to_frame[0] = fr.parent
+
+
+cdef bint pops_reach(Ctx* c, int32_t node, int32_t frame, IdSet* popped, bint special
+                    ) noexcept nogil:
+    """Whether the pops from `node` under `frame`, where rules end (through some member of
+    each union, those in `popped` tried already), reach the empty stack (is_accepting) or,
+    with `special`, a node a special token may start at (special_next). The members wait in
+    a list, not in a recursion (past its room, one is tried in a call of its own)."""
     cdef Frame* fr
-    cdef int32_t member
-    while c.t.node_end[node]:
-        if frame == NO_FRAME:
-            return True
-        fr = get_frame(c, frame)
-        if fr.node == UNION_NODE:
+    cdef int32_t member, n = 0, m_node, m_frame
+    cdef int32_t nodes[PENDING]
+    cdef int32_t frames[PENDING]
+    while True:
+        while True:
+            if special and c.t.node_special[node]:
+                return True
+            if not c.t.node_end[node]:
+                break
+            if frame == NO_FRAME:
+                if special:
+                    break
+                return True
+            fr = get_frame(c, frame)
+            if fr.node != UNION_NODE:
+                node = fr.node
+                frame = fr.parent
+                continue
             while frame != NO_FRAME:
                 fr = get_frame(c, frame)
                 frame = fr.seen
                 member = fr.parent
                 if not add_id(popped, member):
                     continue
-                if is_union(c, member):
-                    if ends_from(c, node, member, popped):
-                        return True
-                    continue
-                fr = get_frame(c, member)
-                if ends_from(c, fr.node, fr.parent, popped):
+                member_return(c, node, member, &m_node, &m_frame)
+                if n < PENDING:
+                    nodes[n] = m_node
+                    frames[n] = m_frame
+                    n += 1
+                elif pops_reach(c, m_node, m_frame, popped, special):
                     return True
+            break
+        if n == 0:
             return False
-        node = fr.node
-        frame = fr.parent
-    return False
+        n -= 1
+        node = nodes[n]
+        frame = frames[n]
 
 
 # --- special tokens ---------------------------------------------------------------------------
@@ -739,37 +777,9 @@ cdef bint special_next(Ctx* c, const PState* s) noexcept nogil:
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
     popped.slots = NULL
-    found = special_from(c, node, frame, &popped)
+    found = pops_reach(c, node, frame, &popped, True)
     idset_free(&popped)
     return found
-
-
-cdef bint special_from(Ctx* c, int32_t node, int32_t frame, IdSet* popped) noexcept nogil:
-    """special_next from `node` under `frame` (through the members of a union not in
-    `popped`)."""
-    cdef Frame* fr
-    cdef int32_t member
-    while True:
-        if c.t.node_special[node]:
-            return True
-        if not c.t.node_end[node] or frame == NO_FRAME:
-            return False
-        fr = get_frame(c, frame)
-        if fr.node == UNION_NODE:
-            while frame != NO_FRAME:
-                fr = get_frame(c, frame)
-                frame = fr.seen
-                member = fr.parent
-                if add_id(popped, member):
-                    fr = get_frame(c, member)
-                    if fr.node == UNION_NODE:
-                        if special_from(c, node, member, popped):
-                            return True
-                    elif special_from(c, fr.node, fr.parent, popped):
-                        return True
-            return False
-        node = fr.node
-        frame = fr.parent
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
@@ -782,48 +792,61 @@ cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
 
 cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* popped
                           ) noexcept nogil:
-    """exit_bytes(), through the members of a union not in `popped`."""
+    """exit_bytes(), through the members of a union not in `popped` (each member's return
+    waits in a list, as in pops_reach)."""
     cdef const Tables* t = c.t
-    cdef int k
-    cdef int32_t e, g, node = at.node, frame = at.frame
+    cdef int k, n = 0
+    cdef int32_t e, g, node, frame
     cdef Frame* fr
-    cdef PState reg, here
-    copy_register(&reg, at)
+    cdef PState reg, then
+    cdef PState waiting[PENDING_STATES]
+    then = at[0]
     while True:
-        if not t.node_guarded[node]:
-            for k in range(8):
-                out8[k] |= t.node_first[8 * node + k]
-        else:
-            for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
-                g = t.entry_guard[e]
-                if g != 0 and not entry_open(t, e, g, &reg):
-                    continue
+        node = then.node
+        frame = then.frame
+        copy_register(&reg, &then)
+        while True:
+            if not t.node_guarded[node]:
                 for k in range(8):
-                    out8[k] |= t.term_first[8 * t.entry_term[e] + k]
-        if t.node_end[node] and frame != NO_FRAME:
+                    out8[k] |= t.node_first[8 * node + k]
+            else:
+                for e in range(t.node_entry_off[node], t.node_entry_off[node + 1]):
+                    g = t.entry_guard[e]
+                    if g != 0 and not entry_open(t, e, g, &reg):
+                        continue
+                    for k in range(8):
+                        out8[k] |= t.term_first[8 * t.entry_term[e] + k]
+            if not t.node_end[node] or frame == NO_FRAME:
+                break
             fr = get_frame(c, frame)
-            if fr.node == UNION_NODE:
-                here = reg
-                here.node = node
-                while frame != NO_FRAME:  # each member's return
-                    fr = get_frame(c, frame)
-                    frame = fr.seen
-                    if add_id(popped, fr.parent):
-                        if is_union(c, fr.parent):  # (its members' returns)
-                            reg = here
-                            reg.frame = fr.parent
-                        else:
-                            fr = get_frame(c, fr.parent)
-                            reg.node = fr.node
-                            reg.frame = fr.parent
-                            load_register(&reg, fr)
-                        exit_bytes_from(c, &reg, out8, popped)
-                return
-            node = fr.node
-            frame = fr.parent
-            load_register(&reg, fr)
-        else:
+            if fr.node != UNION_NODE:
+                node = fr.node
+                frame = fr.parent
+                load_register(&reg, fr)
+                continue
+            while frame != NO_FRAME:  # each member's return
+                fr = get_frame(c, frame)
+                frame = fr.seen
+                if not add_id(popped, fr.parent):
+                    continue
+                then = reg
+                then.node = node
+                then.frame = fr.parent  # (a union: its members' returns, from `node`)
+                if not is_union(c, fr.parent):
+                    fr = get_frame(c, fr.parent)
+                    then.node = fr.node
+                    then.frame = fr.parent
+                    load_register(&then, fr)
+                if n < PENDING_STATES:
+                    waiting[n] = then
+                    n += 1
+                else:
+                    exit_bytes_from(c, &then, out8, popped)
+            break
+        if n == 0:
             return
+        n -= 1
+        then = waiting[n]
 
 
 cdef inline bint entry_open(const Tables* t, int32_t e, int32_t g, const PState* reg
