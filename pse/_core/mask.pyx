@@ -572,6 +572,7 @@ cdef class Matcher:
         cdef const Trie* tr = w.trie
         cdef int32_t i = 0, j, k, k2, b, x, n_seed, n_roots = w.roots.n
         cdef PState r, ended
+        cdef WalkMerging* merging
         cdef const Slice* sl
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
@@ -614,10 +615,15 @@ cdef class Matcher:
                     expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
                     # a state whose terminal ended on b (term -1) starts the next ones below
                     n_seed = w.seed.n
-                    for k2 in range(n_seed):
-                        if w.seed.items[k2].term < 0:
-                            ended = w.seed.items[k2]  # a copy: the set may move as it grows
-                            expand(c, &ended, NO_BYTE, &w.seed)
+                    merging = c.walk_merging  # (none while the loop reads the set it grows)
+                    c.walk_merging = NULL
+                    try:
+                        for k2 in range(n_seed):
+                            if w.seed.items[k2].term < 0:
+                                ended = w.seed.items[k2]  # a copy: the set may move as it grows
+                                expand(c, &ended, NO_BYTE, &w.seed)
+                    finally:
+                        c.walk_merging = merging
                     for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                         x = sl.exit_nodes[j]
                         if large_subtree(tr, x, smallest):

@@ -174,6 +174,8 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
         # walk that does not merge yet is made again, merging (see step_set)
         if c.scratch == NULL or (c.walk_merging != NULL and c.walk_merging.on):
             merge_stacks(c, s)
+            if s.n > max_live - max_live // 4:  # (too little gained to merge again so soon)
+                too_ambiguous()
         elif c.walk_merging != NULL:
             c.walk_merging.on = True
             with gil:
@@ -199,12 +201,16 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     return 0
 
 
+cdef int too_ambiguous() except -1 nogil:
+    with gil:
+        raise GrammarError(f"the structure is too ambiguous here: more than {max_live} "
+                           f"live parser states at once (pse.limits.max_live_states())")
+
+
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
     cdef PState* grown
     if s.n >= max_live:
-        with gil:
-            raise GrammarError(f"the structure is too ambiguous here: more than {max_live} "
-                               f"live parser states at once (pse.limits.max_live_states())")
+        too_ambiguous()
     if s.n == s.cap:
         grown = <PState*>realloc(s.items, 2 * s.cap * sizeof(PState))
         if grown == NULL:
