@@ -43,7 +43,7 @@ PYTHON_MODULES = ["automaton", "bounded_cache", "compiler", "counted_lengths", "
                   "json_spelling", "json_value", "machines", "products", "regex", "schema_types",
                   *(f"json_schema.{name}" for name in (
                       "common", "merge", "formats", "refs", "logic", "negation", "enums",
-                      "strings", "string_sets", "numbers", "objects", "names", "arrays",
+                      "strings", "string_sets", "numbers", "members", "objects", "names", "arrays",
                       "compile", "schema"))]
 
 SANITIZE = os.environ.get("PSE_SANITIZE", "")

@@ -1,44 +1,23 @@
 """JSON Schema objects: properties, patternProperties, additionalProperties, required, property
-counts and dependencies, members in the schema's order or in any order (the automata of key
-names are names.py's).
+counts and dependencies (the automata of key names are names.py's, the members as machines
+members.py's).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-from typing import Any, Callable
+from typing import Any
 
 from pse import automaton
 from pse.bounded_cache import BoundedCache
 from pse.errors import SchemaError
-from pse.json_spelling import KeyStates, json_names_dfa
-from pse.machines import Chain, DfaTerminal, StateMachine, Terminal
-from pse.registers import KEY_BITS, KEY_CLOSE, KEY_OPEN, Guard, Guarded, Scope
-from pse.regex import compile_regex
+from pse.machines import StateMachine
+from pse.registers import KEY_BITS, Guard, Guarded, Scope
 from pse.json_schema.common import _content, _count, _escape, _every_state_loops
+from pse.json_schema.members import Members
 from pse.json_schema.merge import SOME_PROPERTY, _all_of, _search
 
-# An object member: its opening (the key, or a comma and the key) made for its place, first
-# or not, and the rest (the value) one machine wherever the member stands.
-Member = tuple[Callable[[bool], StateMachine], StateMachine]
-
-
-@functools.lru_cache(maxsize=64)
-def _comma_dfa(ws: int) -> automaton.DFA:
-    """A comma with at most `ws` blanks on each side."""
-    if not ws:
-        return automaton.literal_dfa(b",")
-    blank = f"[ \\t\\n\\r]{{0,{ws}}}"
-    return compile_regex(f"{blank},{blank}")
-
-
-@functools.lru_cache(maxsize=4096)
-def _comma_then_dfa(ws: int, text: str) -> automaton.DFA:
-    """`_comma_dfa(ws)` then `text` (a member's key): one per key, built without a subset
-    construction (a key starts with a quote, which no comma's blank is)."""
-    return automaton.then_literal(_comma_dfa(ws), text.encode())
 # The most values of different kinds one property is split into, by which of the object's
 # SOME_PROPERTY requirements a value of it meets (2 to the number of requirements it may meet
 # by its value).
@@ -130,10 +109,61 @@ def _dependent_required(node: dict, pointer: str) -> dict[str, list[str]]:
     return out
 
 
+def _value_schema(name: str, props: dict, patterns: dict, additional: Any, pointer: str) -> Any:
+    """What a named property must satisfy: its own schema (or additionalProperties when it is
+    not listed) and every patternProperties schema whose pattern it has."""
+    own = [props[name]] if name in props else []
+    matching = [sub for pat, sub in patterns.items() if _search(pat, name, pointer)]
+    if not own and not matching:
+        own = [additional]
+    schemas = own + matching
+    return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+
+
+def _needs_before(at: int, needs: dict[str, list[str]], order: dict[str, int],
+                  bit: dict[str, int]) -> tuple:
+    """The clauses of a key at place `at` in schema order (`order`: each present name's
+    place): for each present name placed before it, the key bits of its needs placed before
+    it too (those that cannot come after it)."""
+    out = ((bit[x], sum(bit[d] for d in needs[x] if d in order and order[d] < at))
+           for x in needs if x in order and order[x] < at)
+    return tuple((x, ds) for x, ds in out if ds)
+
+
+def _some_property_cases(node: dict, some: list[dict], some_bit: list[int],
+                         values: dict[str, StateMachine], named_kinds: dict[str, list],
+                         other_kinds: list[tuple], n_max: int | None,
+                         required: list[str]) -> dict | None:
+    """The object as an anyOf of cases, one per listed name that can meet a requirement of
+    some property (and one for the other keys), where only listed names can meet it (or a
+    required one, under maxProperties): a key bit could be left unset with no key left to
+    set it, a dead end. None: every requirement can be met by the other keys."""
+    by_others = 0
+    for o in other_kinds:
+        by_others |= o[-1]
+    for k, w in enumerate(some):
+        if by_others & some_bit[k] and (n_max is None or not any(
+                b & some_bit[k] for n in required for _, b in named_kinds.get(n, ()))):
+            continue
+        rest = {**node, SOME_PROPERTY: [x for x in some if x is not w]}
+        cases = [_all_of([rest, {"required": [n], "properties": {n: w["value"]}}])
+                 for n in values if any(b & some_bit[k] for _, b in named_kinds[n])]
+        if by_others & some_bit[k]:
+            cases.append({**node, SOME_PROPERTY: [x for x in some if x is not w] + [{
+                **w, "names": {"allOf": [w["names"], {"not": {"enum": list(values)}}]}}]})
+        return {"anyOf": cases}
+    return None
+
+
 class _Objects:
     """The _Compiler methods for objects (a mixin of compile._Compiler)."""
 
     def object(self, node: dict, pointer: str) -> StateMachine | None:
+        """The machine of the objects `node` allows (None: no object meets it). In steps: the
+        named properties that can be present, with their values; the keys not listed; the
+        key bits that tell keys apart; the values split by the requirements of some property
+        (SOME_PROPERTY) they meet; the other keys whose repeats must be refused; then the
+        members, with the guards that count and check keys."""
         props: dict = node.get("properties", {}) or {}
         required = list(dict.fromkeys(node.get("required", []) or []))
         # in place applicators are merged or distributed into this node by now, so the
@@ -148,34 +178,10 @@ class _Objects:
         names = list(dict.fromkeys(list(props) + required
                                    + [n for a, bs in depends.items() for n in [a, *bs]]))
         allowed = self.property_names_dfa(node, pointer)
-
-        def value_schema(name: str) -> Any:
-            """What a named property must satisfy: its own schema (or additionalProperties
-            when it is not listed) and every patternProperties schema whose pattern it has."""
-            own = [props[name]] if name in props else []
-            matching = [sub for pat, sub in patterns.items() if _search(pat, name, pointer)]
-            if not own and not matching:
-                own = [additional]
-            schemas = own + matching
-            return schemas[0] if len(schemas) == 1 else {"allOf": schemas}
-
-        # the named properties that can be present, with their value machines
-        schemas = {name: value_schema(name) for name in names}
-        values: dict[str, StateMachine] = {}
-        for name in names:
-            m = self.compile(schemas[name], f"{pointer}/properties/{_escape(name)}")
-            if m is not None and (allowed is None or allowed.matches(_content(name))):
-                values[name] = m
-        absent = {n for n in names if n not in values}
-        changed = True
-        while changed:  # a property whose dependencies cannot be present cannot be either
-            changed = False
-            for a, bs in depends.items():
-                if a in values and any(b in absent for b in bs):
-                    del values[a]
-                    absent.add(a)
-                    changed = True
-        if any(n in absent for n in required):
+        schemas = {name: _value_schema(name, props, patterns, additional, pointer)
+                   for name in names}
+        values = self.present_values(names, schemas, depends, allowed, pointer)
+        if any(n not in values for n in required):
             return None
         sources = [x for x in needs if x in values and needs[x]]
         if node.get("maxProperties") is not None and sources:
@@ -190,9 +196,115 @@ class _Objects:
             return None
 
         any_order = self.property_order == "any"
+        bit = self.key_bits(names, values, required, depends, n_max, len(some), pointer)
+        some_bit = [1 << (len(bit) + k) for k in range(len(some))]
+        named_kinds = {name: self.some_kinds(schemas[name], [
+            k for k, taken in enumerate(some_names)
+            if taken is None or taken.matches(_content(name))], some, some_bit,
+            f"{pointer}/properties/{_escape(name)}") for name in values}
+        other_kinds = [(keys, m, where, states, b)
+                       for keys, schema, where, states, meets in others
+                       for m, b in self.some_kinds(schema, meets, some, some_bit, where)]
+        met = 0
+        for b in [b for ks in named_kinds.values() for _, b in ks] + [o[-1] for o in other_kinds]:
+            met |= b
+        if met != sum(some_bit):
+            return None  # no property can meet one of the requirements
+        cases = _some_property_cases(node, some, some_bit, values, named_kinds, other_kinds,
+                                     n_max, required)
+        if cases is not None:
+            return self.compile(cases, pointer)
+        if n_max is not None and len(some) > 1:
+            self.fail(f"{pointer}/maxProperties", "maxProperties", "beside more than one "
+                      "requirement that some key be present (the opposite of an open object "
+                      "shape, see SOME_PROPERTY), generation could reach a dead end: one key "
+                      "may meet several of them, so the places still needed are not known")
+        other_kinds, kept, few = self.repeated_keys(other_kinds, n_min, len(bit) + len(some),
+                                                    pointer)
+        n_few = len({f[0] for f in few})  # (names: a name's value may come in kinds)
+        n_possible = math.inf if other_kinds else len(values) + n_few
+        # (by now, under maxProperties, no required key can meet a requirement: see above)
+        if n_min > n_possible or (n_max is not None and n_max < len(required) + bool(some)):
+            return None
+
+        # keys that must still come, under maxProperties: the required ones, and one more
+        # while the first requirement is not met (not one per requirement: a key may meet
+        # several; the count stays a lower bound, so no object is wrongly refused)
+        reserve = 0
+        if n_max is not None:
+            reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
         counted = n_min > 0 or n_max is not None
-        # key bits: every present-able name in any order (a key appears at most once); else
-        # those a dependency clause reads and, under maxProperties, the required ones
+        maker = Members(self, any_order, counted, n_min, n_max, reserve)
+        # in schema order with keys of their own names only, a key is taken only while
+        # enough keys may follow it to reach minProperties (else, once past them, a dead
+        # end): the count before it, at least n_min - 1 - the keys that may still follow
+        least_for_order = not any_order and not other_kinds
+        # in schema order, a key whose dependentRequired names (and theirs) are listed
+        # before it needs them present already: none of them can come after it; and a key
+        # is taken only where the names a present one needs are not passed over
+        order = {x: i for i, x in enumerate(values)}
+        before = {n: 0 if any_order else sum(bit[d] for d in needs.get(n, ())
+                                             if d in order and order[d] < order[n])
+                  for n in values}
+        if any(before.values()) and n_min > 1 and not other_kinds:
+            self.fail(f"{pointer}/minProperties", "minProperties", "beside dependentRequired "
+                      "on names listed before the key in schema order, with no other keys: "
+                      "which keys may still follow depends on those taken, so generation "
+                      "could reach a dead end; use property_order=\"any\"")
+        members = []
+        for i, n in enumerate(values):
+            least = max(0, n_min - 1 - (len(values) - i - 1 + n_few)) if least_for_order else 0
+            passed = () if any_order else _needs_before(i, needs, order, bit)
+            members.append([maker.named(n, m, maker.guard(bit.get(n, 0), b, least=least,
+                                                          need=before[n], clauses=passed))
+                            for m, b in named_kinds[n]])
+        last = () if any_order else _needs_before(len(values), needs, order, bit)
+        least = max(0, n_min - n_few) if least_for_order else 0
+        other_members = [maker.other(*o, k, last) for o, k in zip(other_kinds, kept)] + [
+            maker.named(n, m, maker.guard(b_n, b, forbid=b_n, clauses=last, least=least))
+            for n, m, b, b_n in few]
+        clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
+                        if a in values and bs)
+        need = (sum(bit.get(n, 0) for n in required) if any_order else 0) | sum(some_bit)
+        close: StateMachine = self.phrase("}")
+        if need or n_min or clauses:
+            close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
+        if any_order:
+            body, empty = maker.in_any_order([*(k for ks in members for k in ks),
+                                              *other_members])
+        else:
+            body, empty = maker.in_order(
+                [(ks, n in required) for ks, n in zip(members, values)], other_members)
+        machine = self.bracketed(self.phrase("{"), body, close, empty)
+        return Scope(machine) if bit or counted or any_order or some else machine
+
+    def present_values(self, names: list[str], schemas: dict[str, Any],
+                       depends: dict[str, list[str]], allowed: automaton.DFA | None,
+                       pointer: str) -> dict[str, StateMachine]:
+        """The named properties that can be present (a value can meet their schema, their
+        name is allowed, and so are the names they depend on), with their value machines."""
+        values: dict[str, StateMachine] = {}
+        for name in names:
+            m = self.compile(schemas[name], f"{pointer}/properties/{_escape(name)}")
+            if m is not None and (allowed is None or allowed.matches(_content(name))):
+                values[name] = m
+        changed = True
+        while changed:  # a property whose dependencies cannot be present cannot be either
+            changed = False
+            for a, bs in depends.items():
+                if a in values and any(b not in values for b in bs):
+                    del values[a]
+                    changed = True
+        return values
+
+    def key_bits(self, names: list[str], values: dict[str, StateMachine], required: list[str],
+                 depends: dict[str, list[str]], n_max: int | None, n_some: int,
+                 pointer: str) -> dict[str, int]:
+        """The key bit of each name that needs one: every present-able name in any order (a
+        key appears at most once); else those a dependency clause reads and, under
+        maxProperties, the required ones. (`n_some` requirements of some property take the
+        bits after them.)"""
+        any_order = self.property_order == "any"
         wanted = list(values) if any_order else [
             n for n in values if n in depends or any(n in bs for bs in depends.values())
             or (n_max is not None and n in required)]
@@ -207,230 +319,77 @@ class _Objects:
             if a in values and any(b not in bit for b in bs):
                 raise SchemaError(f"{pointer}/dependentRequired: more than {KEY_BITS} "
                                   "properties (KEY_BITS) are involved")
-        if len(bit) + len(some) > KEY_BITS:
+        if len(bit) + n_some > KEY_BITS:
             raise SchemaError(f"{pointer}: more than {KEY_BITS} properties and requirements of "
                               "some property (KEY_BITS) to keep track of")
-        some_bit = [1 << (len(bit) + k) for k in range(len(some))]
+        return bit
 
-        def kinds(schema: Any, meets: list[int], where: str) -> list[tuple[StateMachine, int]]:
-            """The values `schema` allows, split by which of the requirements `meets` lists
-            (those whose names the key has) they meet: (machine, their bits)."""
-            split = [(schema, 0)]
-            for k in meets:
-                if some[k]["value"] in (True, {}):
-                    split = [(x, b | some_bit[k]) for x, b in split]
-                    continue
-                meet, fail = some[k]["value"], some[k]["else"]
-                split = [(y, b | extra) for x, b in split for y, extra in (
-                    (_all_of([x, meet]), some_bit[k]), (_all_of([x, fail]), 0)) if y is not False]
-            if len(split) > MAX_SOME_VARIANTS:
-                raise SchemaError(f"{where}: the values of this property meet more than "
-                                  f"{MAX_SOME_VARIANTS} combinations of requirements of some "
-                                  "property (MAX_SOME_VARIANTS)")
-            out = [(self.compile(x, where), b) for x, b in split]  # (`schema`: compiled once)
-            return [(m, b) for m, b in out if m is not None]
-
-        named_kinds = {name: kinds(schemas[name], [
-            k for k, taken in enumerate(some_names)
-            if taken is None or taken.matches(_content(name))],
-            f"{pointer}/properties/{_escape(name)}") for name in values}
-        other_kinds = [(keys, m, where, states, b)
-                       for keys, schema, where, states, meets in others
-                       for m, b in kinds(schema, meets, where)]
-        met = 0
-        for b in [b for ks in named_kinds.values() for _, b in ks] + [o[-1] for o in other_kinds]:
-            met |= b
-        if met != sum(some_bit):
-            return None  # no property can meet one of the requirements
-        by_others = 0
-        for o in other_kinds:
-            by_others |= o[-1]
-        for k, w in enumerate(some):
-            if by_others & some_bit[k] and (n_max is None or not any(
-                    b & some_bit[k] for n in required for _, b in named_kinds.get(n, ()))):
+    def some_kinds(self, schema: Any, meets: list[int], some: list[dict], some_bit: list[int],
+                   where: str) -> list[tuple[StateMachine, int]]:
+        """The values `schema` allows, split by which of the requirements of some property
+        (`some`, with their bits `some_bit`) that `meets` lists (those whose names the key
+        has) they meet: (machine, their bits)."""
+        split = [(schema, 0)]
+        for k in meets:
+            if some[k]["value"] in (True, {}):
+                split = [(x, b | some_bit[k]) for x, b in split]
                 continue
-            # only listed names can meet it (or a required one, under maxProperties): a
-            # key bit could be left unset with no key left to set it, a dead end; so one
-            # case per name instead (and one for the other keys)
-            rest = {**node, SOME_PROPERTY: [x for x in some if x is not w]}
-            cases = [_all_of([rest, {"required": [n], "properties": {n: w["value"]}}])
-                     for n in values if any(b & some_bit[k] for _, b in named_kinds[n])]
-            if by_others & some_bit[k]:
-                cases.append({**node, SOME_PROPERTY: [x for x in some if x is not w] + [{
-                    **w, "names": {"allOf": [w["names"], {"not": {"enum": list(values)}}]}}]})
-            return self.compile({"anyOf": cases}, pointer)
-        if n_max is not None and len(some) > 1:
-            self.fail(f"{pointer}/maxProperties", "maxProperties", "beside more than one "
-                      "requirement that some key be present (the opposite of an open object "
-                      "shape, see SOME_PROPERTY), generation could reach a dead end: one key "
-                      "may meet several of them, so the places still needed are not known")
-        # a key not listed may repeat in the text, where a JSON reader keeps one value for it:
-        # where the number of keys or their values matter (minProperties above 1, some key
-        # meeting a requirement), those keys are kept (`kept`) and a repeat is refused at its
-        # closing quote. Keys of a few names get a key bit each instead, like listed ones
-        # (`few`); other keys that can end only a few ways could find them all taken
-        # (with minProperties 1 or less, only the keys of a region where a value can meet
-        # a requirement: a repeat could undo what the first value met)
-        kept = [False] * len(other_kinds)
-        few_bit: dict[str, int] = {}
-        few: list[tuple[str, StateMachine, int]] = []  # (name, value, met bits)
+            meet, fail = some[k]["value"], some[k]["else"]
+            split = [(y, b | extra) for x, b in split for y, extra in (
+                (_all_of([x, meet]), some_bit[k]), (_all_of([x, fail]), 0)) if y is not False]
+        if len(split) > MAX_SOME_VARIANTS:
+            raise SchemaError(f"{where}: the values of this property meet more than "
+                              f"{MAX_SOME_VARIANTS} combinations of requirements of some "
+                              "property (MAX_SOME_VARIANTS)")
+        out = [(self.compile(x, where), b) for x, b in split]  # (`schema`: compiled once)
+        return [(m, b) for m, b in out if m is not None]
+
+    def repeated_keys(self, other_kinds: list[tuple], n_min: int, bits_used: int,
+                      pointer: str) -> tuple[list[tuple], list[bool], list[tuple]]:
+        """A key not listed may repeat in the text, where a JSON reader keeps one value for
+        it: where the number of keys or their values matter (minProperties above 1, some key
+        meeting a requirement), those keys are kept and a repeat is refused at its closing
+        quote. Keys of a few names get a key bit each instead, like listed ones (after the
+        `bits_used` first bits); other keys that can end only a few ways could find them all
+        taken (with minProperties 1 or less, only the keys of a region where a value can
+        meet a requirement: a repeat could undo what the first value met).
+
+        Returns the other keys' kinds left, whether each is kept, and the few names as
+        (name, value, met bits, its key bit)."""
         meeting = {id(o[0]) for o in other_kinds if o[-1]}
-        if other_kinds and (n_min > 1 or meeting):
-            still = []
-            ends: dict[int, Any] = {}  # per key automaton (kinds of values share one)
-            for o in other_kinds:
-                keys, m, where, _, met_by = o
-                if n_min <= 1 and id(keys) not in meeting:
-                    still.append((o, False))
-                    continue
-                if id(keys) not in ends:
-                    ends[id(keys)] = _key_endings(keys)
-                names_ = ends[id(keys)]
-                if names_ is True:
-                    still.append((o, True))
-                    continue
-                if names_ is None:
-                    self.fail(where, "minProperties" if n_min > 1 else "not", "over keys "
-                              "not listed that can end only a few ways: a key repeated in "
-                              "the text (which JSON readers count once) could not be "
-                              "refused without a dead end")
-                    still.append((o, False))
-                    continue
-                for name in names_:
-                    few_bit.setdefault(name, _bit(len(bit) + len(some) + len(few_bit)))
-                    few.append((name, m, met_by))
-            if len(bit) + len(some) + len(few_bit) > KEY_BITS:
-                raise SchemaError(f"{pointer}: more than {KEY_BITS} properties, requirements "
-                                  "of some property and names of other keys (KEY_BITS) to "
-                                  "keep track of")
-            other_kinds = [o for o, _ in still]
-            kept = [k for _, k in still]
-        n_possible = math.inf if other_kinds else len(values) + len(few_bit)
-        # (by now, under maxProperties, no required key can meet a requirement: see above)
-        if n_min > n_possible or (n_max is not None and n_max < len(required) + bool(some)):
-            return None
-        # in schema order with keys of their own names only, a key is taken only while
-        # enough keys may follow it to reach minProperties (else, once past them, a dead end):
-        # the count before it, at least n_min - 1 - the keys that may still follow
-        def min_before(after: int) -> int:
-            return max(0, n_min - 1 - after) if not any_order and not other_kinds else 0
-        # keys that must still come, under maxProperties: the required ones, and one more
-        # while the first requirement is not met (not one per requirement: a key may meet
-        # several; the count stays a lower bound, so no object is wrongly refused)
-        reserve = 0
-        if n_max is not None:
-            reserve = sum(bit[n] for n in required if n in bit) | (some_bit[0] if some else 0)
-
-        def key_guard(b: int, met: int = 0, item: int = 0, forbid: int = 0,
-                      least: int = 0, need: int = 0, clauses: tuple = ()) -> Guard | None:
-            if not (b or met or counted or item or need or clauses):
-                return None
-            return Guard(forbid=b if any_order else forbid, need=need, clauses=clauses,
-                         set=b | met, inc=int(counted), min_props=least, max_props=n_max,
-                         reserve=reserve,
-                         cap=n_max if n_max is not None else n_min, item=item)
-
-        def opening(text: str, first: bool, guard: Guard | None) -> StateMachine:
-            """The start of a member: its key (or opening quote) with the comma before it,
-            one terminal, so that a guard that refuses the key refuses the comma too."""
-            term = self.phrase(text) if first else self.comma_then(text)
-            return term if guard is None else Guarded(term, guard)
-
-        def spelled_key(name: str, first: bool, guard: Guard | None) -> StateMachine:
-            """`opening` for a name JSON can spell in more than one way (a slash, a quote,
-            a backslash or a control character: "\\/" or "/", "\\n" or "\\u000a"): every
-            spelling, as one terminal."""
-            nfa = automaton.NFA()
-            parts = []
-            if not first:
-                parts.append(automaton.embed(nfa, self.comma_dfa()))
-            parts += [automaton.literal(nfa, b'"'), automaton.embed(nfa, json_names_dfa([name])),
-                      automaton.literal(nfa, b'"' if self.ws else b'":')]
-            dfa = automaton.minimize(automaton.determinize(nfa, automaton.concat(nfa, parts)))
-            term = DfaTerminal(dfa, f"key {name!r}")
-            return term if guard is None else Guarded(term, guard)
-
-        def named(name: str, m: StateMachine, guard: Guard | None) -> Member:
-            if any(ord(c) < 0x20 or c in '"\\/' for c in name):
-                return ((lambda first: spelled_key(name, first, guard)),
-                        m if not self.ws else Chain(self.colon(), m))
-            text = json.dumps(name, ensure_ascii=False)
-            if not self.ws:  # compact: the colon joins the key's terminal
-                return (lambda first: opening(text + ":", first, guard)), m
-            return (lambda first: opening(text, first, guard)), Chain(self.colon(), m)
-
-        def other(keys: automaton.DFA, m: StateMachine, where: str, states: KeyStates | None,
-                  met: int, keep: bool, clauses: tuple) -> Member:
-            rest = DfaTerminal(keys, f"keys at {where}", states=states)
-            guard = key_guard(0, met, KEY_OPEN if keep else 0, clauses=clauses)
-            quote: StateMachine = self.phrase('":' if not self.ws else '"')
-            if keep:
-                quote = Guarded(quote, Guard(item=KEY_CLOSE))
-            close = quote if not self.ws else Chain(quote, self.colon())
-            return (lambda first: opening('"', first, guard)), Chain(rest, close, m)
-
-        # in schema order, a key whose dependentRequired names (and theirs) are listed
-        # before it needs them present already: none of them can come after it; and a key
-        # is taken only where the names a present one needs are not passed over
-        order = {x: i for i, x in enumerate(values)}
-        before = {n: 0 if any_order else sum(bit[d] for d in needs.get(n, ())
-                                             if d in values and order[d] < order[n])
-                  for n in values}
-
-        def passed(at: int) -> tuple:
-            """The clauses of a key at place `at`: a present name's needs placed before."""
-            if any_order:
-                return ()
-            out = ((bit[x], sum(bit[d] for d in needs[x] if d in values and order[d] < at))
-                   for x in needs if x in values and order[x] < at)
-            return tuple((x, ds) for x, ds in out if ds)
-        if any(before.values()) and n_min > 1 and not other_kinds:
-            self.fail(f"{pointer}/minProperties", "minProperties", "beside dependentRequired "
-                      "on names listed before the key in schema order, with no other keys: "
-                      "which keys may still follow depends on those taken, so generation "
-                      "could reach a dead end; use property_order=\"any\"")
-        members = [[named(n, m, key_guard(bit.get(n, 0), b, least=min_before(
-            len(values) - i - 1 + len(few_bit)), need=before[n], clauses=passed(i)))
-            for m, b in named_kinds[n]] for i, n in enumerate(values)]
-        last = passed(len(values))
-        other_members = [other(*o, k, last) for o, k in zip(other_kinds, kept)] + [
-            named(n, m, key_guard(few_bit[n], b, forbid=few_bit[n], clauses=last,
-                                  least=min_before(len(few_bit) - 1))) for n, m, b in few]
-        clauses = tuple((bit[a], sum(bit[b] for b in bs)) for a, bs in depends.items()
-                        if a in values and bs)
-        need = (sum(bit.get(n, 0) for n in required) if any_order else 0) | sum(some_bit)
-        close: StateMachine = self.phrase("}")
-        if need or n_min or clauses:
-            close = Guarded(close, Guard(need=need, min_props=n_min, clauses=clauses))
-        if any_order:
-            graph: dict = {"first": [], "more": []}
-            for i, (open_, tail) in enumerate([*(k for ks in members for k in ks),
-                                               *other_members]):
-                graph["first"].append((open_(True), ("member", i)))
-                graph["more"].append((open_(False), ("member", i)))
-                graph[("member", i)] = [(tail, "more")]
-            body = StateMachine(graph, start_state="first", end_states=["first", "more"])
-            empty: Any = "first"
-        else:
-            body, empty = self.ordered_members(
-                [(ks, n in required) for ks, n in zip(members, values)], other_members)
-        machine = self.bracketed(self.phrase("{"), body, close, empty)
-        # the member builders refer to each other through this frame: a cycle that would keep
-        # the whole compiler until the garbage collector ran
-        key_guard = opening = spelled_key = named = other = None  # type: ignore  # noqa: F811
-        return Scope(machine) if bit or counted or any_order or some else machine
-
-    def comma_then(self, text: str) -> Terminal:
-        """`,` then `text`, with the blanks allowed around the comma, as one terminal."""
-        if not self.ws:
-            return self.phrase("," + text)
-        # (a key of its own: hashing the automaton's transitions costs more than this)
-        return DfaTerminal(_comma_then_dfa(self.ws, text), f",{text}",
-                           key=("comma then", self.ws, text))
-
-    def comma_dfa(self) -> automaton.DFA:
-        """A comma with the blanks allowed around it."""
-        return _comma_dfa(self.ws)
+        if not other_kinds or (n_min <= 1 and not meeting):
+            return other_kinds, [False] * len(other_kinds), []
+        still = []
+        few_bit: dict[str, int] = {}
+        few: list[tuple[str, StateMachine, int]] = []
+        ends: dict[int, Any] = {}  # per key automaton (kinds of values share one)
+        for o in other_kinds:
+            keys, m, where, _, met_by = o
+            if n_min <= 1 and id(keys) not in meeting:
+                still.append((o, False))
+                continue
+            if id(keys) not in ends:
+                ends[id(keys)] = _key_endings(keys)
+            names_ = ends[id(keys)]
+            if names_ is True:
+                still.append((o, True))
+                continue
+            if names_ is None:
+                self.fail(where, "minProperties" if n_min > 1 else "not", "over keys not "
+                          "listed that can end only a few ways: a key repeated in the text "
+                          "(which JSON readers count once) could not be refused without a "
+                          "dead end")
+                still.append((o, False))
+                continue
+            for name in names_:
+                few_bit.setdefault(name, _bit(bits_used + len(few_bit)))
+                few.append((name, m, met_by))
+        if bits_used + len(few_bit) > KEY_BITS:
+            raise SchemaError(f"{pointer}: more than {KEY_BITS} properties, requirements of "
+                              "some property and names of other keys (KEY_BITS) to keep "
+                              "track of")
+        return ([o for o, _ in still], [k for _, k in still],
+                [(n, m, b, few_bit[n]) for n, m, b in few])
 
     def dependency_cases(self, node: dict, sources: list[str], needs: dict[str, list[str]],
                          pointer: str) -> StateMachine | None:
@@ -459,39 +418,3 @@ class _Objects:
                  *(d for x in present for d in needs[x])])),
                 "properties": {**(node.get("properties") or {}), **{x: False for x in gone}}})
         return self.compile({"anyOf": cases}, pointer)
-
-    def ordered_members(self, members: list[tuple[list[Member], bool]],
-                        others: list[Member]) -> tuple[StateMachine, Any]:
-        """Named members in schema order (optional ones skippable), then other keys, and
-        the end state of an empty object. A member's opening is made for its place (first
-        in the object, or after a comma); the rest of the member (its value) is one copy
-        whatever the place. A named member may come in kinds (see SOME_PROPERTY), each a
-        member of its own at the same place."""
-        graph: dict = {}
-        n = len(members)
-        # states as ints (cheaper to make, hash and collect than tuples): 2i + first before
-        # member i (first: no member yet), then one per kind of member and of other key
-        free = 2 * n + 2
-        empty = self.phrase("")
-        first_possible = True  # can member i be the first? (all before it are optional)
-        for i, (kinds, req) in enumerate(members):
-            # (lists: Cython would type these tuples as C tuples of unequal lengths)
-            places = [True] if i == 0 else [True, False] if first_possible else [False]
-            for first in places:
-                edges = graph.setdefault(2 * i + first, [])
-                for v, (open_, _) in enumerate(kinds):
-                    edges.append((open_(first), free + v))
-                if not req:
-                    edges.append((empty, 2 * (i + 1) + first))
-            for v, (_, tail) in enumerate(kinds):
-                graph[free + v] = [(tail, 2 * (i + 1))]
-            free += len(kinds)
-            first_possible = first_possible and not req
-        ends = [2 * n] + ([2 * n + 1] if first_possible else [])
-        for end in ends:
-            graph.setdefault(end, [])
-        for j, (open_, tail) in enumerate(others):
-            for end in ends:
-                graph[end].append((open_(bool(end & 1)), free + j))
-            graph[free + j] = [(tail, 2 * n)]
-        return StateMachine(graph, start_state=1, end_states=ends), 2 * n + 1
