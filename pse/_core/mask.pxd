@@ -25,7 +25,8 @@ ctypedef struct Walker:
     int32_t n_levels
     Scratch scratch                # frames pushed during the walk; dropped after it
     StateSet roots                 # live states, each inside (or before) a terminal
-    StateSet seed
+    StateSet seed                  # the states an exit byte leads to (see Matcher.plan) ...
+    StateSet ended                 # ... and those of them whose terminal ended on it
     Slice** slices                 # the cache entry of each root
     int32_t* root_group            # the first root with the same entry (walked as one group,
     int32_t* root_next             # as jobs are: see add_job), and the next one (-1: none)

@@ -13,8 +13,8 @@ cimport numpy as cnp
 from pse._core.structure cimport (
     Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique, exit_bytes,
     expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, special_terms,
-    stateset_add, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
-    step_set, take_special,
+    stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
+    step_bytes, step_set, take_special,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -98,6 +98,8 @@ cdef class Matcher:
         self.w.roots.slots = NULL
         self.w.seed.items = NULL
         self.w.seed.slots = NULL
+        self.w.ended.items = NULL
+        self.w.ended.slots = NULL
         self.w.scratch.frames = NULL
 
     def __init__(self, SliceCache cache):
@@ -120,6 +122,7 @@ cdef class Matcher:
         stateset_init(&self.live, 4)
         stateset_init(&self.w.roots, 16)
         stateset_init(&self.w.seed, 16)
+        stateset_init(&self.w.ended, 16)
         self.w.n_levels = cache.trie.t.max_depth + 2
         self.w.levels = <StateSet*>calloc(self.w.n_levels, sizeof(StateSet))
         self.w.marks = <int32_t*>calloc(self.w.n_levels, sizeof(int32_t))
@@ -173,6 +176,7 @@ cdef class Matcher:
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
         stateset_free(&self.w.seed)
+        stateset_free(&self.w.ended)
 
     def reset(self):
         """Back to the start of the structure."""
@@ -570,9 +574,8 @@ cdef class Matcher:
             memset(self.w.job_slots, 0xFF, self.w.n_job_slots * sizeof(int32_t))
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
-        cdef int32_t i = 0, j, k, k2, b, x, n_seed, n_roots = w.roots.n
-        cdef PState r, ended
-        cdef WalkMerging* merging
+        cdef int32_t i = 0, j, k, k2, b, x, n_roots = w.roots.n
+        cdef PState r
         cdef const Slice* sl
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
@@ -613,17 +616,15 @@ cdef class Matcher:
                         continue
                     stateset_clear(&w.seed)
                     expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
-                    # a state whose terminal ended on b (term -1) starts the next ones below
-                    n_seed = w.seed.n
-                    merging = c.walk_merging  # (none while the loop reads the set it grows)
-                    c.walk_merging = NULL
-                    try:
-                        for k2 in range(n_seed):
-                            if w.seed.items[k2].term < 0:
-                                ended = w.seed.items[k2]  # a copy: the set may move as it grows
-                                expand(c, &ended, NO_BYTE, &w.seed)
-                    finally:
-                        c.walk_merging = merging
+                    # a state whose terminal ended on b (term -1) starts the next ones below;
+                    # copied out first: growing, the set may merge in place, which would move
+                    # states not yet read
+                    stateset_clear(&w.ended)
+                    for k2 in range(w.seed.n):
+                        if w.seed.items[k2].term < 0:
+                            stateset_append(&w.ended, &w.seed.items[k2])
+                    for k2 in range(w.ended.n):
+                        expand(c, &w.ended.items[k2], NO_BYTE, &w.seed)
                     for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                         x = sl.exit_nodes[j]
                         if large_subtree(tr, x, smallest):

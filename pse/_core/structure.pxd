@@ -382,6 +382,7 @@ cdef void stateset_free(StateSet* s) noexcept nogil
 cdef void stateset_clear(StateSet* s) noexcept nogil
 cdef void stateset_cut(StateSet* s, int32_t n) noexcept nogil
 cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
+cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil
 
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
