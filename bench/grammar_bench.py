@@ -28,7 +28,9 @@ With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right a
 (`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
 `stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) and one of N
 a's then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks after n
-a's) are timed by quarters as well (whether an engine's time per token grows with the text), with the mean and
+a's) and N a's of `pop through` (`s: "a" s "b" | "a" s s | "a"`) and of `nested ends` (`s: "a"
+s s "b" | "a" s "c" | "a" s | "a"`), where each a pops through stacks of every depth, are
+timed by quarters as well (whether an engine's time per token grows with the text), with the mean and
 the p99 over the whole text; `--only-long` times these alone, in a process that has run
 nothing else.
 
@@ -105,6 +107,10 @@ RIGHT_AMBIGUOUS = 'start: s\ns: "a" s | "a" s s | "a"\n'
 STACKED = 'start: s\ns: "a" s "b" | "a" t | \nt: s "c"\n'
 # Fibonacci-many stacks after n a's (sequences of the two returns of s still to come)
 INTERLEAVED = 'start: s\ns: "a" s s "b" | "a"\n'
+# every a pops through stacks of every depth (a union of unions per a): the second s of `s
+# s` may end the rule, or a return only ends it
+POP_THROUGH = 'start: s\ns: "a" s "b" | "a" s s | "a"\n'
+NESTED_ENDS = 'start: s\ns: "a" s s "b" | "a" s "c" | "a" s | "a"\n'
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -317,8 +323,9 @@ def report(results: dict, all_cases: list[Case]) -> None:
 def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
     `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
-    (`operands` a's, then as many b's and c's, seeded) and of INTERLEAVED (`operands` a's,
-    then "ab" one time fewer): whether an engine's cost grows with the text."""
+    (`operands` a's, then as many b's and c's, seeded), of INTERLEAVED (`operands` a's,
+    then "ab" one time fewer) and of POP_THROUGH and NESTED_ENDS (`operands` a's): whether
+    an engine's cost grows with the text."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
@@ -327,7 +334,9 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
                                ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands),
                                ("stacked", STACKED, "a" * operands + closes),
                                ("interleaved", INTERLEAVED,
-                                "a" * operands + "ab" * (operands - 1))]:
+                                "a" * operands + "ab" * (operands - 1)),
+                               ("pop through", POP_THROUGH, "a" * operands),
+                               ("nested ends", NESTED_ENDS, "a" * operands)]:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "

@@ -22,6 +22,8 @@ ctypedef struct Walker:
     int16_t* loop_kinds            # ... and per DFA state, those it loops on (-1: not found yet)
     StateSet* levels               # one state set per trie depth
     int32_t* marks                 # scratch-frame mark per trie depth
+    uint32_t* level_bytes          # per trie depth, 8 words: the bytes its set can take next
+    uint8_t* level_filtered        # ... where known (see walk_subtree)
     int32_t n_levels
     Scratch scratch                # frames pushed during the walk; dropped after it
     StateSet roots                 # live states, each inside (or before) a terminal

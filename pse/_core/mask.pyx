@@ -11,10 +11,11 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique, exit_bytes,
-    expand, has_bit, in_unique, is_accepting, seen_free, seen_init, seen_reset, special_terms,
-    stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
-    step_bytes, step_set, take_special,
+    Ctx, Frame, IdSet, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique,
+    exit_bytes, expand, expand_in, has_bit, idset_free, in_unique, is_accepting, seen_free,
+    seen_init, seen_reset, set_next_bytes, special_terms, stateset_add, stateset_append,
+    stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
+    take_special,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -50,6 +51,8 @@ cdef extern from *:
 
 cdef enum:
     NOT_PLANNED = 0x7FFFFFFF     # a root none of whose exits is planned (see Matcher.plan)
+    FILTER_FROM = 32             # union members a step pops before its siblings are filtered
+                                 # (see walk_subtree)
 
 
 cdef int64_t walk_subtrees_taken = 0  # subtrees walks of live states took at once (see finish)
@@ -70,6 +73,8 @@ cdef class Matcher:
     def __cinit__(self):
         self.w.levels = NULL
         self.w.marks = NULL
+        self.w.level_bytes = NULL
+        self.w.level_filtered = NULL
         self.w.slices = NULL
         self.w.plan_from = NULL
         self.w.root_group = NULL
@@ -126,6 +131,8 @@ cdef class Matcher:
         self.w.n_levels = cache.trie.t.max_depth + 2
         self.w.levels = <StateSet*>calloc(self.w.n_levels, sizeof(StateSet))
         self.w.marks = <int32_t*>calloc(self.w.n_levels, sizeof(int32_t))
+        self.w.level_bytes = <uint32_t*>calloc(8 * self.w.n_levels, sizeof(uint32_t))
+        self.w.level_filtered = <uint8_t*>calloc(self.w.n_levels, 1)
         self.w.slices_cap = 16
         self.w.slices = <Slice**>malloc(self.w.slices_cap * sizeof(Slice*))
         self.w.unique = <uint8_t*>malloc(self.w.slices_cap)
@@ -135,7 +142,8 @@ cdef class Matcher:
         self.w.risky_bits = <const uint32_t**>malloc(self.w.slices_cap * sizeof(uint32_t*))
         self.w.risky_nodes = <const int32_t**>malloc(self.w.slices_cap * sizeof(int32_t*))
         self.w.n_risky = <int32_t*>malloc(self.w.slices_cap * sizeof(int32_t))
-        if (self.w.levels == NULL or self.w.marks == NULL or self.w.slices == NULL
+        if (self.w.levels == NULL or self.w.marks == NULL or self.w.level_bytes == NULL
+                or self.w.level_filtered == NULL or self.w.slices == NULL
                 or self.w.unique == NULL or self.w.plan_from == NULL or self.w.root_group == NULL
                 or self.w.root_next == NULL or self.w.risky_bits == NULL
                 or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
@@ -156,6 +164,8 @@ cdef class Matcher:
                 stateset_free(&self.w.levels[i])
             free(self.w.levels)
         free(self.w.marks)
+        free(self.w.level_bytes)
+        free(self.w.level_filtered)
         free(self.w.slices)
         free(self.w.unique)
         free(self.w.plan_from)
@@ -581,6 +591,7 @@ cdef class Matcher:
         cdef uint32_t bits
         cdef int32_t smallest
         cdef bint big
+        cdef IdSet popped
         w.n_jobs = 0
         while i < n_roots + w.n_jobs:
             if i < n_roots:
@@ -623,8 +634,12 @@ cdef class Matcher:
                     for k2 in range(w.seed.n):
                         if w.seed.items[k2].term < 0:
                             stateset_append(&w.ended, &w.seed.items[k2])
-                    for k2 in range(w.ended.n):
-                        expand(c, &w.ended.items[k2], NO_BYTE, &w.seed)
+                    popped.slots = NULL
+                    try:
+                        for k2 in range(w.ended.n):
+                            expand_in(c, &w.ended.items[k2], NO_BYTE, &w.seed, &popped)
+                    finally:
+                        idset_free(&popped)
                     for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                         x = sl.exit_nodes[j]
                         if large_subtree(tr, x, smallest):
@@ -759,6 +774,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.text = w.text
     c.pos = w.base
     c.walk_merging = &w.merging
+    c.popped = 0
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:
@@ -820,11 +836,16 @@ cdef inline bint covers(const uint32_t* have, const uint32_t* need) noexcept nog
 cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first, int b,
                   StateSet* seed) except -1 nogil:
     """Expand states[first] and (with `next`) the states chained from it on byte b into
-    `seed`."""
+    `seed` (a group's states share their stacks' unions: each member is popped once)."""
     cdef int32_t j = first
-    while j >= 0:
-        expand(c, &states[j], b, seed)
-        j = next[j] if next != NULL else -1
+    cdef IdSet popped
+    popped.slots = NULL
+    try:
+        while j >= 0:
+            expand_in(c, &states[j], b, seed, &popped)
+            j = next[j] if next != NULL else -1
+    finally:
+        idset_free(&popped)
     return 0
 
 
@@ -936,7 +957,10 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     forced path's spanning check), else 0. `known` (or NULL): an entry whose tokens within
     are set in `out` already: its full nodes are skipped. Where a state's terminal goes back
     to the same DFA state over every kind of byte below a node (the rest of a name, a
-    number, a string), every token there is allowed: taken at once (see walk_terminal)."""
+    number, a string), every token there is allowed: taken at once (see walk_terminal).
+    Where a step pops many unions' members (a pop through stacks of every depth), the bytes
+    its set can take next are found once, and siblings whose byte is not among them skipped
+    (each would pop them all again to find nothing)."""
     cdef Ctx c
     cdef const Tables* t = w.tables
     cdef const Trie* tr = w.trie
@@ -945,7 +969,7 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     cdef const StateSet* cur
     cdef StateSet* nxt
     cdef const PState* s
-    cdef bint unique = t.has_unique, taken
+    cdef bint unique = t.has_unique, taken, filtering = False
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
@@ -954,6 +978,10 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
             i = tr.node_end[i]
             continue
         depth = tr.node_depth[i]
+        if (filtering and w.level_filtered[depth - 1]
+                and not has_bit(&w.level_bytes[8 * (depth - 1)], tr.node_byte[i])):
+            i = tr.node_end[i]
+            continue
         cur = seed if depth - 1 == base_depth else &w.levels[depth - 1]
         nxt = &w.levels[depth]
         w.scratch.n = w.marks[depth - 1]
@@ -961,6 +989,15 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
             c.pos = w.base + depth - 1
             w.text[c.pos] = tr.node_byte[i]
         step_set(&c, cur, tr.node_byte[i], nxt)
+        if filtering:
+            w.level_filtered[depth] = False
+        if c.popped >= FILTER_FROM and tr.node_end[i] < tr.node_end[tr.node_parent[i]]:
+            if not filtering:  # (from here on the flags are kept: most walks never get here)
+                memset(w.level_filtered, 0, w.n_levels)
+                filtering = True
+            if not w.level_filtered[depth - 1]:  # (siblings follow)
+                set_next_bytes(&c, cur, &w.level_bytes[8 * (depth - 1)])
+                w.level_filtered[depth - 1] = True
         if nxt.n == 0:
             i = tr.node_end[i]
             continue

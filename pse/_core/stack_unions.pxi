@@ -42,20 +42,6 @@ cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
     return get_frame(c, f).props != 0
 
 
-# The members a walk down the stacks has popped: unions share their members' stacks, so the
-# paths through them multiply; each member is popped once (its frame decides all that follows).
-ctypedef struct IdSet:
-    int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
-    int64_t mask              # `few`, until it holds too many)
-    int32_t n
-    int32_t few[16]
-
-
-cdef inline void idset_free(IdSet* s) noexcept nogil:
-    if s.slots != s.few:
-        free(s.slots)
-
-
 cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
     """True when `id` is new to `s` (and now in it), False when it was there. Out of memory,
     an id not there is new every time: the walk is then slower, never wrong."""

@@ -27,6 +27,7 @@
 # whose key count matters keeps its keys so too (KEY_OPEN, KEY_CLOSE), so that no key repeats.
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
+from libc.stdlib cimport free
 
 cdef enum:
     NO_FRAME = -1
@@ -185,6 +186,14 @@ ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their s
     int32_t check_at          # off: the set size at which a walk next checks whether its set
                               # would merge (at least max_live // 64)
 
+# The members a walk down the stacks has popped: unions share their members' stacks, so the
+# paths through them multiply; each member is popped once (its frame decides all that follows).
+ctypedef struct IdSet:
+    int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
+    int64_t mask              # `few`, until it holds too many)
+    int32_t n
+    int32_t few[16]
+
 cdef struct Ctx:
     const Tables* t
     Arena* arena
@@ -194,8 +203,15 @@ cdef struct Ctx:
     const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
     int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
     WalkMerging* walk_merging # a mask walk's (scratch) merging (NULL: never merge in scratch)
+    int32_t popped            # union members popped since the last step_set began (a mask
+                              # walk's hint: see walk_subtree)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
+
+cdef inline void idset_free(IdSet* s) noexcept nogil:
+    if s.slots != NULL and s.slots != s.few:  # (no call where nothing was popped: most steps)
+        free(s.slots)
+
 
 cdef extern from *:
     """
@@ -385,6 +401,8 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil
 
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
+cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
+                   ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n
@@ -400,6 +418,7 @@ cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
+cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil
 
 
 cdef class CompiledStructure:
@@ -427,3 +446,4 @@ cdef class CompiledStructure:
         c.text = NULL
         c.pos = 0
         c.walk_merging = NULL
+        c.popped = 0

@@ -442,6 +442,14 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     return expand_from(c, at, b, out, NULL, False)
 
 
+cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
+                   ) except -1 nogil:
+    """expand(), where union members in `popped` are popped already (their successors are in
+    `out`): states that share their stacks' unions, expanded on one byte into one set, pop
+    each member once (see step_set)."""
+    return expand_from(c, at, b, out, popped, False)
+
+
 cdef int32_t pop_frame(Ctx* c, int32_t f, PState* at, int32_t* also) except -2 nogil:
     """Pop frame f (not a union): `at` gets its return node and the caller's register, and
     the stack left is returned. A run (a frame repeated lo..hi times) leaves the run one
@@ -563,6 +571,7 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
                 cell = fr.seen  # (read first: the scratch may move as expand pushes)
                 if not add_id(popped, member):
                     continue  # popped already
+                c.popped += 1
                 reached = member if is_union(c, member) else NO_FRAME
                 if reached == NO_FRAME:
                     at.frame = pop_frame(c, member, &at, &also)
@@ -588,6 +597,13 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
 
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil:
     """Add every successor of `s` on byte b to `out`; returns how many were produced."""
+    return step_state_in(c, s, b, out, NULL)
+
+
+cdef inline int step_state_in(Ctx* c, const PState* s, uint8_t b, StateSet* out,
+                              IdSet* popped) except -1 nogil:
+    """step_state(), where union members in `popped` (NULL: none yet) are popped already
+    (their successors are in `out`, and count for another state)."""
     cdef const Tables* t = c.t
     cdef PState ns
     cdef int produced = 0
@@ -600,7 +616,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
                 produced = 1
         if not term_accepting(t, s.term, s.dstate, s.count):
             return produced
-    return produced + expand(c, s, b, out)
+    return produced + expand_in(c, s, b, out, popped)
 
 
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
@@ -611,9 +627,21 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     WideWalk that first time)."""
     cdef int32_t i
     cdef WalkMerging* m = c.walk_merging
+    cdef IdSet popped
     stateset_clear(out)
-    for i in range(cur.n):
-        step_state(c, &cur.items[i], b, out)
+    c.popped = 0
+    if cur.n == 1:  # (most steps: no set to share)
+        step_state(c, &cur.items[0], b, out)
+    elif cur.n > 1:
+        # one set of popped union members for all the states: a member's pops do not depend
+        # on the state that reached it, and states of a walk share their stacks' unions
+        # (popped once per state, a step cost the states times the unions' size)
+        popped.slots = NULL
+        try:
+            for i in range(cur.n):
+                step_state_in(c, &cur.items[i], b, out, &popped)
+        finally:
+            idset_free(&popped)
     if c.t.has_unique or out.n < MERGE_FROM:
         return out.n
     if c.scratch == NULL:
@@ -786,6 +814,32 @@ cdef bint special_next(Ctx* c, const PState* s) noexcept nogil:
     found = pops_reach(c, node, frame, &popped, True)
     idset_free(&popped)
     return found
+
+
+cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil:
+    """The set of bytes any state of `set` can consume next, as 8 words of bits (a superset:
+    guards on items are taken as open). Each union member is popped once, as in step_set."""
+    cdef const Tables* t = c.t
+    cdef const PState* s
+    cdef const PState* last = NULL
+    cdef PState probe
+    cdef IdSet popped
+    cdef int32_t i, b
+    memset(out8, 0, 8 * sizeof(uint32_t))
+    popped.slots = NULL
+    for i in range(set.n):
+        s = &set.items[i]
+        if s.term >= 0:
+            if (last == NULL or s.term != last.term or s.dstate != last.dstate
+                    or s.count != last.count):  # (a walk's states share their terminals')
+                for b in range(256):
+                    if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
+                        out8[b >> 5] |= (<uint32_t>1) << (b & 31)
+                last = s
+            if not term_accepting(t, s.term, s.dstate, s.count):
+                continue
+        exit_bytes_from(c, s, out8, &popped)
+    idset_free(&popped)
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
