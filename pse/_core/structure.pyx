@@ -822,9 +822,8 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
     cdef const Tables* t = c.t
     cdef const PState* s
     cdef const PState* last = NULL
-    cdef PState probe
     cdef IdSet popped
-    cdef int32_t i, b
+    cdef int32_t i
     memset(out8, 0, 8 * sizeof(uint32_t))
     popped.slots = NULL
     for i in range(set.n):
@@ -832,9 +831,7 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
         if s.term >= 0:
             if (last == NULL or s.term != last.term or s.dstate != last.dstate
                     or s.count != last.count):  # (a walk's states share their terminals')
-                for b in range(256):
-                    if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
-                        out8[b >> 5] |= (<uint32_t>1) << (b & 31)
+                term_bytes(t, s, out8)
                 last = s
             if not term_accepting(t, s.term, s.dstate, s.count):
                 continue
@@ -925,17 +922,21 @@ cdef inline bint entry_open(const Tables* t, int32_t e, int32_t g, const PState*
 
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil:
     """The set of bytes `s` can consume next, as 8 words of bits."""
-    cdef const Tables* t = c.t
-    cdef int b
-    cdef PState probe
     memset(out8, 0, 8 * sizeof(uint32_t))
     if s.term >= 0:
-        for b in range(256):
-            if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
-                out8[b >> 5] |= (<uint32_t>1) << (b & 31)
-        if not term_accepting(t, s.term, s.dstate, s.count):
+        term_bytes(c.t, s, out8)
+        if not term_accepting(c.t, s.term, s.dstate, s.count):
             return
     exit_bytes(c, s, out8)
+
+
+cdef void term_bytes(const Tables* t, const PState* s, uint32_t* out8) noexcept nogil:
+    """The bytes that go on within `s`'s terminal (s.term >= 0), ORed into `out8`."""
+    cdef int b
+    cdef PState probe
+    for b in range(256):
+        if term_step(t, s.term, s.dstate, s.count, <uint8_t>b, &probe):
+            out8[b >> 5] |= (<uint32_t>1) << (b & 31)
 
 
 # --- the compiled structure: compiled_structure.pxi -------------------------------------------
