@@ -194,6 +194,16 @@ ctypedef struct IdSet:
     int32_t n
     int32_t few[16]
 
+# The exit bytes below union frames, each union's found once (see exit_bytes_kept).
+ctypedef struct UnionBytes:
+    int32_t* slots            # open addressing over union frame ids: their index, -1 = empty
+    int64_t mask
+    int32_t* ids
+    uint32_t* bytes           # 8 words per union: the bytes its members' returns can start
+    int32_t n
+    int32_t cap
+    bint off                  # out of memory once: each state's bytes are found on their own
+
 cdef struct Ctx:
     const Tables* t
     Arena* arena
@@ -417,6 +427,10 @@ cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
 cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
+cdef void exit_bytes_kept(Ctx* c, const PState* at, uint32_t* out8, UnionBytes* m
+                          ) noexcept nogil
+cdef void union_bytes_init(UnionBytes* m) noexcept nogil
+cdef void union_bytes_free(UnionBytes* m) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil
 
