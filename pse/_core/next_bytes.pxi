@@ -36,7 +36,7 @@ cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* poppe
     """exit_bytes(), through the members of a union not in `popped`."""
     cdef PState then = at[0]
     cdef int32_t u = chain_bytes(c, &then, out8)
-    if u != NO_FRAME:
+    if u != NO_FRAME and add_id(popped, u):
         members_bytes(c, u, out8, popped)
 
 
@@ -84,7 +84,7 @@ cdef inline int32_t member_bytes(Ctx* c, int32_t member, uint32_t* out8) noexcep
 
 cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexcept nogil:
     """The exit bytes of union u's members' returns not in `popped` (and of the unions they
-    reach, each waiting in a list, as in pops_reach), ORed into `out8`."""
+    reach, each once, waiting in a list: see expand_members), ORed into `out8`."""
     cdef int n = 0
     cdef int32_t v
     cdef Frame* cell
@@ -96,7 +96,7 @@ cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexce
             if not add_id(popped, cell.parent):
                 continue
             v = member_bytes(c, cell.parent, out8)
-            if v == NO_FRAME:
+            if v == NO_FRAME or (v != cell.parent and not add_id(popped, v)):
                 continue
             if n < PENDING:
                 waiting[n] = v

@@ -529,6 +529,8 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
                 if reached != NULL:  # (the caller pops it: see expand_members)
                     reached[0] = frame
                     return produced
+                if popped != NULL and not add_id(popped, frame):
+                    return produced  # (its members are popped, or wait to be)
                 return produced + expand_members(c, frame, b, out, popped)
             if fr.hi == 1:
                 node = fr.node
@@ -553,7 +555,8 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
     """expand() past the end of a rule whose caller is a union: from each member's return.
     The unions met on the way (a member that is a union, or the union a member's pops reach)
     wait in a list, not in a recursion, however deep they nest (past the list's room, one is
-    popped in a call of its own)."""
+    popped in a call of its own). A union goes into `popped` as it is met, as its members
+    do: one met again, through another member, is not gone through again."""
     cdef int produced = 0
     cdef int32_t member, also, reached, n = 0
     cdef int32_t waiting[PENDING]
@@ -580,7 +583,7 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
                         at2.frame = also
                         produced += expand_from(c, &at2, b, out, popped, True)
                     produced += expand_from(c, &at, b, out, popped, False, &reached)
-                if reached == NO_FRAME:
+                if reached == NO_FRAME or (reached != member and not add_id(popped, reached)):
                     continue
                 if n < PENDING:
                     waiting[n] = reached
