@@ -337,9 +337,9 @@ def test_planned_masks_under_a_low_bound_equal_the_oracle(name, bound):
 
 @pytest.mark.parametrize("bound", [10, 16, 25])
 def test_planned_masks_where_unions_share_unions_equal_the_oracle(bound):
-    """Masks along a text with every exit planned under a lowered bound, where unions merged
-    mid-step hold unions that other unions hold too. A plan keeps each union's exit bytes
-    (exit_bytes_kept): a union reached again takes the bytes kept for it, and a version that
+    """Masks along a text with every exit planned under a lowered bound, where unions hold
+    unions that other unions hold too. A mask walker keeps each arena union's exit bytes
+    (union_bytes_of): a union reached again takes the bytes kept for it, and a version that
     did not add them to the union reaching it lost "ccb" and "ccc" near the 50th byte (found
     by a fuzz against the oracle; the tests above did not see it)."""
     check_planned_along({"s": [["c"], ["s", "b"], ["b"], ["b", "s", "s"]]},
@@ -389,9 +389,9 @@ def test_masks_after_many_pops_equal_the_oracle(name, planned):
     `mixed` took 2.7 s with the Llama 3 vocabulary, 0.04 s so), and after one such step the
     bytes that can follow are found once and the other children of the trie node skipped
     by them (each would pop every member to find nothing). Planned: every exit a job
-    (Matcher.plan) up to the default cap of jobs, each job's exit bytes from those kept per
-    union for the plan (exit_bytes_kept: a mask after 952 a's of `nested ends` took 0.78 s
-    with the Llama 3 vocabulary, each job popping the unions below it)."""
+    (Matcher.plan) up to the default cap of jobs, each job's exit bytes from those the
+    walker keeps per arena union (union_bytes_of: a mask after 952 a's of `nested ends` took
+    0.78 s with the Llama 3 vocabulary, each job popping the unions below it)."""
     rules = POP_THROUGH[name]
     oracle = Earley(rules)
     tokens = (["a", "a" * 8, "b", "c", "bb", "bc", "cb"]

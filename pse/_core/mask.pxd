@@ -7,7 +7,8 @@
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
 from pse._core.structure cimport (
-    Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables, WalkMerging,
+    Arena, CompiledStructure, Ctx, PState, Scratch, SeenStore, StateSet, Tables, UnionBytes,
+    WalkMerging,
 )
 from pse._core.slices cimport Slice, SliceCache, SliceEntry
 from pse._core.trie cimport TokenTrie, Trie
@@ -58,6 +59,8 @@ ctypedef struct Walker:
     const int32_t** risky_nodes    # ... as trie nodes
     int32_t* n_risky
     WalkMerging merging            # whether the walks merge their sets (see structure.step_set)
+    UnionBytes exits               # the exit bytes of the arena's unions met, kept for every
+                                   # mask (see structure.union_bytes_of)
     int32_t walk_from              # scratch frames when the last walk began
 
 

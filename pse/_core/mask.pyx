@@ -11,11 +11,11 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, IdSet, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, UnionBytes,
-    any_in_unique, exit_bytes, exit_bytes_kept, expand, expand_in, has_bit, idset_free,
-    in_unique, is_accepting, seen_free, seen_init, seen_reset, set_next_bytes, special_terms,
-    stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
-    step_bytes, step_set, take_special, union_bytes_free, union_bytes_init,
+    Ctx, Frame, IdSet, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique,
+    exit_bytes, expand, expand_in, has_bit, idset_free, in_unique, is_accepting, seen_free,
+    seen_init, seen_reset, set_next_bytes, special_terms, stateset_add, stateset_append,
+    stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
+    take_special, union_bytes_free, union_bytes_init,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -95,6 +95,7 @@ cdef class Matcher:
         self.w.n_risky = NULL
         self.w.merging.on = False
         self.w.merging.check_at = 0
+        union_bytes_init(&self.w.exits)
         self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
         self.live.items = NULL
@@ -182,6 +183,7 @@ cdef class Matcher:
         free(self.w.n_risky)
         free(self.w.text)
         seen_free(&self.w.seen)
+        union_bytes_free(&self.w.exits)
         free(self.w.scratch.frames)
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
@@ -502,6 +504,7 @@ cdef class Matcher:
         c.scratch = &self.w.scratch
         c.seen_scratch = &self.w.seen
         c.walk_merging = &roots_merge
+        c.exits = &self.w.exits
         self.w.scratch.n = 0
         seen_reset(&self.w.seen)
         if self.structure.t.has_unique:
@@ -592,65 +595,60 @@ cdef class Matcher:
         cdef int32_t smallest
         cdef bint big
         cdef IdSet popped
-        cdef UnionBytes kept  # (each state's exit bytes pop the unions below it: found once)
         w.n_jobs = 0
-        union_bytes_init(&kept)
-        try:
-            while i < n_roots + w.n_jobs:
-                if i < n_roots:
-                    smallest = w.plan_from[i]
-                    r = w.roots.items[i]
-                    sl = w.slices[i]
-                else:
-                    smallest = w.job_plan_from[i - n_roots]
-                    r = w.jobs[i - n_roots]  # a copy: add_job may move the jobs
-                    sl = w.job_slices[i - n_roots]
-                if smallest != NOT_PLANNED and w.n_jobs >= max_jobs:
-                    for j in range(i, n_roots):
-                        w.plan_from[j] = NOT_PLANNED
-                    for j in range(max(i - n_roots, 0), w.n_jobs):
-                        w.job_plan_from[j] = NOT_PLANNED
-                    return 0
-                i += 1
-                if smallest == NOT_PLANNED:
-                    continue
-                memset(bytes8, 0, sizeof(bytes8))
-                exit_bytes_kept(c, &r, bytes8, &kept)
-                for k in range(8):
-                    bits = bytes8[k] & sl.exit_bytes[k]
-                    while bits:
-                        b = 32 * k + ctz32(bits)
-                        bits &= bits - 1
-                        big = False
-                        for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                            if large_subtree(tr, sl.exit_nodes[j], smallest):
-                                big = True
-                                break
-                        if not big:
-                            continue
-                        stateset_clear(&w.seed)
-                        expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
-                        # a state whose terminal ended on b (term -1) starts the next ones below;
-                        # copied out first: growing, the set may merge in place, which would move
-                        # states not yet read
-                        stateset_clear(&w.ended)
-                        for k2 in range(w.seed.n):
-                            if w.seed.items[k2].term < 0:
-                                stateset_append(&w.ended, &w.seed.items[k2])
-                        popped.slots = NULL
-                        try:
-                            for k2 in range(w.ended.n):
-                                expand_in(c, &w.ended.items[k2], NO_BYTE, &w.seed, &popped)
-                        finally:
-                            idset_free(&popped)
-                        for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                            x = sl.exit_nodes[j]
-                            if large_subtree(tr, x, smallest):
-                                for k2 in range(w.seed.n):
-                                    if w.seed.items[k2].term >= 0:
-                                        self.add_job(&w.seed.items[k2], x)
-        finally:
-            union_bytes_free(&kept)
+        while i < n_roots + w.n_jobs:
+            if i < n_roots:
+                smallest = w.plan_from[i]
+                r = w.roots.items[i]
+                sl = w.slices[i]
+            else:
+                smallest = w.job_plan_from[i - n_roots]
+                r = w.jobs[i - n_roots]  # a copy: add_job may move the jobs
+                sl = w.job_slices[i - n_roots]
+            if smallest != NOT_PLANNED and w.n_jobs >= max_jobs:
+                for j in range(i, n_roots):
+                    w.plan_from[j] = NOT_PLANNED
+                for j in range(max(i - n_roots, 0), w.n_jobs):
+                    w.job_plan_from[j] = NOT_PLANNED
+                return 0
+            i += 1
+            if smallest == NOT_PLANNED:
+                continue
+            memset(bytes8, 0, sizeof(bytes8))
+            exit_bytes(c, &r, bytes8)
+            for k in range(8):
+                bits = bytes8[k] & sl.exit_bytes[k]
+                while bits:
+                    b = 32 * k + ctz32(bits)
+                    bits &= bits - 1
+                    big = False
+                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                        if large_subtree(tr, sl.exit_nodes[j], smallest):
+                            big = True
+                            break
+                    if not big:
+                        continue
+                    stateset_clear(&w.seed)
+                    expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
+                    # a state whose terminal ended on b (term -1) starts the next ones below;
+                    # copied out first: growing, the set may merge in place, which would move
+                    # states not yet read
+                    stateset_clear(&w.ended)
+                    for k2 in range(w.seed.n):
+                        if w.seed.items[k2].term < 0:
+                            stateset_append(&w.ended, &w.seed.items[k2])
+                    popped.slots = NULL
+                    try:
+                        for k2 in range(w.ended.n):
+                            expand_in(c, &w.ended.items[k2], NO_BYTE, &w.seed, &popped)
+                    finally:
+                        idset_free(&popped)
+                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                        x = sl.exit_nodes[j]
+                        if large_subtree(tr, x, smallest):
+                            for k2 in range(w.seed.n):
+                                if w.seed.items[k2].term >= 0:
+                                    self.add_job(&w.seed.items[k2], x)
         return 0
 
     cdef int add_job(self, const PState* s, int32_t node) except -1:
@@ -780,6 +778,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.pos = w.base
     c.walk_merging = &w.merging
     c.popped = 0
+    c.exits = &w.exits
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:

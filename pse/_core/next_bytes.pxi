@@ -84,13 +84,14 @@ cdef inline int32_t member_bytes(Ctx* c, int32_t member, uint32_t* out8) noexcep
 
 cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexcept nogil:
     """The exit bytes of union u's members' returns not in `popped` (and of the unions they
-    reach, each once, waiting in a list: see expand_members), ORed into `out8`."""
+    reach, each once, waiting in a list: see expand_members), ORed into `out8`; an arena
+    union's as kept (or_kept)."""
     cdef int n = 0
     cdef int32_t v
     cdef Frame* cell
     cdef int32_t waiting[PENDING]
     while True:
-        while u != NO_FRAME:
+        while u != NO_FRAME and not or_kept(c, u, out8):
             cell = get_frame(c, u)
             u = cell.seen
             if not add_id(popped, cell.parent):
@@ -109,11 +110,13 @@ cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexce
         u = waiting[n]
 
 
-# --- exit bytes for many states over one union graph (a plan: Matcher.plan) ------------------
-# Each state's exit bytes pop the unions below it; where many states sit over one graph of
-# unions (each a pops through stacks of every depth), each would pop all of it. What a union's
-# members' returns can start depends only on the union (each member's return loads its own
-# register), and frames never change once made: the bytes are kept per union, found once.
+# --- exit bytes kept per arena union (a mask walker's: Walker.exits) --------------------------
+# Each state's exit bytes pop the unions below it; where each a pops through stacks of every
+# depth, many states sit over one graph of unions, and a mask finds the exit bytes of many
+# (a plan's roots and jobs, the sets a walk filters by: set_next_bytes), each popping all of
+# it. What a union's members' returns can start depends only on the union (each member's
+# return loads its own register), and the arena's frames never change (a walk's own, in the
+# scratch, are dropped after it): a walker keeps each arena union's bytes, found once.
 
 cdef void union_bytes_init(UnionBytes* m) noexcept nogil:
     memset(m, 0, sizeof(UnionBytes))
@@ -126,26 +129,26 @@ cdef void union_bytes_free(UnionBytes* m) noexcept nogil:
     memset(m, 0, sizeof(UnionBytes))
 
 
-cdef void exit_bytes_kept(Ctx* c, const PState* at, uint32_t* out8, UnionBytes* m
-                          ) noexcept nogil:
-    """exit_bytes(), each union's bytes found once in `m` and kept there (as long as the
-    frames are: `m` is for one plan). Out of memory, exit_bytes() itself."""
-    cdef PState then = at[0]
-    cdef int32_t u = chain_bytes(c, &then, out8), i, k
-    if u == NO_FRAME:
-        return
-    i = union_bytes_of(c, m, u)
+cdef inline bint or_kept(Ctx* c, int32_t u, uint32_t* out8) noexcept nogil:
+    """OR the exit bytes of union u into `out8` from those kept (c.exits), when it is the
+    arena's; False when it is not, none are kept, or out of memory (the caller pops it)."""
+    cdef int32_t i
+    cdef int k
+    if c.exits == NULL or u & SCRATCH_BIT:
+        return False
+    i = union_bytes_of(c, c.exits, u)
     if i < 0:
-        exit_bytes(c, at, out8)
-        return
+        return False
     for k in range(8):
-        out8[k] |= m.bytes[8 * i + k]
+        out8[k] |= c.exits.bytes[8 * i + k]
+    return True
 
 
 cdef int32_t union_bytes_of(Ctx* c, UnionBytes* m, int32_t u) noexcept nogil:
-    """The index in `m` of union u's exit bytes, found now with those of the unions below it
-    (post-order, on a stack of its own: unions nest as deep as the text is long) unless
-    found before; -1 out of memory (`m` is then left empty and off)."""
+    """The index in `m` of arena union u's exit bytes, found now with those of the unions
+    below it (all the arena's: its frames only point to its older ones; post-order, on a
+    stack of its own, since unions nest as deep as the text is long) unless found before; -1
+    out of memory (`m` is then left empty and off)."""
     cdef int32_t i = union_find(m, u), j, k, v, cell_id, sp = 0, cap = 0
     cdef int32_t* work = NULL  # pairs: a union's index in `m`, its next cell
     cdef int32_t* grown

@@ -194,7 +194,8 @@ ctypedef struct IdSet:
     int32_t n
     int32_t few[16]
 
-# The exit bytes below union frames, each union's found once (see exit_bytes_kept).
+# The exit bytes of arena unions, each found once (see union_bytes_of): what a union's members
+# can start next depends only on the union, and the arena's frames never change.
 ctypedef struct UnionBytes:
     int32_t* slots            # open addressing over union frame ids: their index, -1 = empty
     int64_t mask
@@ -202,7 +203,7 @@ ctypedef struct UnionBytes:
     uint32_t* bytes           # 8 words per union: the bytes its members' returns can start
     int32_t n
     int32_t cap
-    bint off                  # out of memory once: each state's bytes are found on their own
+    bint off                  # out of memory once: the unions are popped each time
 
 cdef struct Ctx:
     const Tables* t
@@ -215,6 +216,7 @@ cdef struct Ctx:
     WalkMerging* walk_merging # a mask walk's (scratch) merging (NULL: never merge in scratch)
     int32_t popped            # union members popped since the last step_set began (a mask
                               # walk's hint: see walk_subtree)
+    UnionBytes* exits         # a mask walker's exit bytes of arena unions (NULL: none kept)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -427,8 +429,6 @@ cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
 cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
-cdef void exit_bytes_kept(Ctx* c, const PState* at, uint32_t* out8, UnionBytes* m
-                          ) noexcept nogil
 cdef void union_bytes_init(UnionBytes* m) noexcept nogil
 cdef void union_bytes_free(UnionBytes* m) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
@@ -461,3 +461,4 @@ cdef class CompiledStructure:
         c.pos = 0
         c.walk_merging = NULL
         c.popped = 0
+        c.exits = NULL
