@@ -167,6 +167,40 @@ def test_frames_and_items_seen_across_chunks():
     assert unique.matches(json.dumps(items + [len(items)], separators=(",", ":")))
 
 
+def test_frames_are_interned_while_the_hash_grows():
+    """The arena interns frames (equal frames, one id) through a hash that doubles as frames
+    come, its ids moved to the larger one a few per new frame (no step pays for all). Two
+    engines read one text of nested calls (4,000 frames: the hash grows from 1,024 slots to
+    8,192), the second 150 bytes behind, so that it looks up frames made before a growth
+    while they may still be in the smaller hash: it makes none (the frames are distinct, and
+    as many as one engine alone makes over a structure of its own)."""
+    def nested_calls():
+        outer, inner = Forward(), Forward()
+        outer.set(Optional(Chain(Phrase("("), inner, Phrase(")"))))
+        inner.set(Optional(Chain(Phrase("["), outer, Phrase("]"))))
+        return outer
+
+    vocab = Vocabulary.from_tokens(["(", "["])
+    text = [0, 1] * 2100
+    alone = nested_calls()
+    engine = StructuringEngine(vocab)
+    engine.configure(alone)
+    for token in text:
+        assert engine.consume_token(token)
+    shared = nested_calls()
+    lead, behind = StructuringEngine(vocab), StructuringEngine(vocab)
+    lead.configure(shared)
+    behind.configure(shared)
+    for i in range(len(text) + 150):
+        if i < len(text):
+            assert lead.consume_token(text[i])
+        if i >= 150:
+            assert behind.consume_token(text[i - 150])
+    frames = shared.compile().arena_frames()
+    assert alone.compile().n_frames >= 4000
+    assert len(frames) == len(set(frames)) == alone.compile().n_frames
+
+
 def test_counted_run_near_its_bounds(llama):
     engine = StructuringEngine(llama)
     engine.configure(Chain(Character("ab", min_length=3, max_length=7), Phrase(";")))

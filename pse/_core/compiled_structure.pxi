@@ -278,6 +278,7 @@ cdef class CompiledStructure:
     def __cinit__(self):
         self.arena.n_chunks = 0
         self.arena.hash_slots = NULL
+        self.arena.old_slots = NULL
         self.seen.n_chunks = 0
         self.seen.slots = NULL
 
@@ -418,6 +419,19 @@ cdef class CompiledStructure:
     def n_frames(self) -> int:
         """Number of distinct stack frames created so far (grows with nesting seen)."""
         return self.arena.n_frames
+
+    def arena_frames(self) -> list:
+        """The frames of the arena, by id, each as (node, parent, props, keys, seen, item, lo,
+        hi): what interning compares (equal frames get one id). For tests and debugging."""
+        cdef Ctx c
+        cdef Frame* f
+        cdef int32_t i
+        self.ctx(&c)
+        out = []
+        for i in range(self.arena.n_frames):
+            f = get_frame(&c, i)
+            out.append((f.node, f.parent, f.props, f.keys, f.seen, f.item, f.lo, f.hi))
+        return out
 
     def __repr__(self):
         return (f"<CompiledStructure rules={self.n_rules} nodes={self.t.n_nodes} "

@@ -151,6 +151,9 @@ ctypedef struct Arena:
     int32_t n_frames
     int32_t* hash_slots       # open addressing over frame ids, -1 = empty
     int64_t hash_mask
+    int32_t* old_slots        # while the hash grows: the smaller one (NULL: none), its ids
+    int64_t old_mask          # moved a few slots per new frame (no step pays for all of
+    int64_t moved             # them), the first `moved` slots already
 
 ctypedef struct Scratch:
     Frame* frames

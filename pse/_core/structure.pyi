@@ -21,6 +21,8 @@ class CompiledStructure:
     def n_dfa_states(self) -> int: ...
     @property
     def n_frames(self) -> int: ...
+    def arena_frames(self) -> list[tuple[int, ...]]:
+        """The arena's frames by id, as (node, parent, props, keys, seen, item, lo, hi)."""
 
 def get_max_live_states() -> int:
     """The bound on parser states in one set (see pse.limits)."""

@@ -269,6 +269,7 @@ cdef int arena_init(Arena* a) except -1:
     a.n_chunks = 0
     a.hash_slots = empty_slots(1024)
     a.hash_mask = 1023
+    a.old_slots = NULL
     a.n_frames = 0
     return 0
 
@@ -281,26 +282,69 @@ cdef void arena_free(Arena* a) noexcept:
     a.n_chunks = 0
     free(a.hash_slots)
     a.hash_slots = NULL
+    free(a.old_slots)
+    a.old_slots = NULL
+
+
+cdef enum:
+    MOVED_PER_FRAME = 4  # old hash slots moved per new frame: the old table is gone after a
+                         # quarter of its size in new frames, the new one then at most 3/8 full
 
 
 cdef int arena_grow_hash(Arena* a) except -1 nogil:
-    cdef int64_t size = (a.hash_mask + 1) * 2
-    cdef int32_t* slots = empty_slots(size)
-    cdef int32_t i
-    cdef int64_t h
-    cdef Frame* fr
-    cdef int32_t k
-    for i in range(a.n_frames):
-        k = chunk_of(i, CHUNK_BITS)
-        fr = &a.chunks[k][in_chunk(i, k, CHUNK_BITS)]
-        h = frame_hash(fr.node, fr.parent, fr) & (size - 1)
-        while slots[h] >= 0:
-            h = (h + 1) & (size - 1)
-        slots[h] = i
-    free(a.hash_slots)
+    """Start a hash twice as large; the old one's ids move over with the next frames (see
+    arena_move). Rehashing every frame at once made the step that crossed a power of two
+    pay for all of them: a step the more costly the longer the text."""
+    cdef int32_t* slots = empty_slots(2 * (a.hash_mask + 1))
+    while a.old_slots != NULL:  # (not reached: the last growth's move is over by now)
+        arena_move(a)
+    a.old_slots = a.hash_slots
+    a.old_mask = a.hash_mask
+    a.moved = 0
     a.hash_slots = slots
-    a.hash_mask = size - 1
+    a.hash_mask = 2 * (a.hash_mask + 1) - 1
     return 0
+
+
+cdef void arena_move(Arena* a) noexcept nogil:
+    """Move the ids of the next MOVED_PER_FRAME slots of the old hash into the new one."""
+    cdef int64_t h, end = min(a.moved + MOVED_PER_FRAME, a.old_mask + 1)
+    cdef int32_t f, k
+    cdef Frame* fr
+    while a.moved < end:
+        f = a.old_slots[a.moved]
+        a.moved += 1
+        if f < 0:
+            continue
+        k = chunk_of(f, CHUNK_BITS)
+        fr = &a.chunks[k][in_chunk(f, k, CHUNK_BITS)]
+        h = frame_hash(fr.node, fr.parent, fr) & a.hash_mask
+        while a.hash_slots[h] >= 0:
+            h = (h + 1) & a.hash_mask
+        a.hash_slots[h] = f
+    if a.moved > a.old_mask:
+        free(a.old_slots)
+        a.old_slots = NULL
+
+
+cdef inline int32_t arena_find(const Arena* a, const int32_t* slots, int64_t mask,
+                               uint32_t hash, const Frame* want) noexcept nogil:
+    """The id of the frame equal to `want` (its hash `hash`) in `slots`, or -1 - the empty
+    slot where its search ended."""
+    cdef int64_t h = hash & mask
+    cdef int32_t f, k
+    cdef const Frame* fr
+    while True:
+        f = slots[h]
+        if f < 0:
+            return -1 - <int32_t>h
+        k = chunk_of(f, CHUNK_BITS)
+        fr = &a.chunks[k][in_chunk(f, k, CHUNK_BITS)]
+        if (fr.node == want.node and fr.parent == want.parent and fr.props == want.props
+                and fr.keys == want.keys and fr.seen == want.seen and fr.item == want.item
+                and fr.lo == want.lo and fr.hi == want.hi):
+            return f
+        h = (h + 1) & mask
 
 
 cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* reg,
@@ -310,25 +354,20 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
     cdef Frame want
     set_frame(&want, node, parent, reg, lo, hi)
     cdef uint32_t content = frame_hash(node, -1, &want)
-    cdef int64_t h = frame_hash(node, parent, &want) & a.hash_mask
-    cdef int32_t f, k
-    cdef Frame* fr
+    cdef uint32_t hash = frame_hash(node, parent, &want)
+    cdef int32_t f, k, slot
     if parent == NO_FRAME:
         want.stack = content
     else:
         k = chunk_of(parent, CHUNK_BITS)
         want.stack = stack_hash(content, a.chunks[k][in_chunk(parent, k, CHUNK_BITS)].stack)
-    while True:
-        f = a.hash_slots[h]
-        if f < 0:
-            break
-        k = chunk_of(f, CHUNK_BITS)
-        fr = &a.chunks[k][in_chunk(f, k, CHUNK_BITS)]
-        if (fr.node == node and fr.parent == parent and fr.props == reg.props
-                and fr.keys == reg.keys and fr.seen == reg.seen and fr.item == reg.item
-                and fr.lo == lo and fr.hi == hi):
+    slot = arena_find(a, a.hash_slots, a.hash_mask, hash, &want)
+    if slot >= 0:
+        return slot
+    if a.old_slots != NULL:  # (an id not moved yet)
+        f = arena_find(a, a.old_slots, a.old_mask, hash, &want)
+        if f >= 0:
             return f
-        h = (h + 1) & a.hash_mask
     f = a.n_frames
     k = chunk_of(f, CHUNK_BITS)
     if k >= MAX_CHUNKS:
@@ -342,8 +381,10 @@ cdef int32_t arena_intern(Arena* a, int32_t node, int32_t parent, const PState* 
         a.n_chunks += 1
     a.chunks[k][in_chunk(f, k, CHUNK_BITS)] = want
     a.n_frames = f + 1
-    a.hash_slots[h] = f
-    if 2 * a.n_frames > a.hash_mask:
+    a.hash_slots[-1 - slot] = f
+    if a.old_slots != NULL:
+        arena_move(a)
+    elif 2 * a.n_frames > a.hash_mask:
         arena_grow_hash(a)
     return f
 
