@@ -33,7 +33,7 @@ cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
 
 cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* popped
                           ) noexcept nogil:
-    """exit_bytes(), through the members of a union not in `popped`."""
+    """exit_bytes(), through the unions and union members not in `popped`."""
     cdef PState then = at[0]
     cdef int32_t u = chain_bytes(c, &then, out8)
     if u != NO_FRAME and add_id(popped, u):
@@ -134,7 +134,7 @@ cdef inline bint or_kept(Ctx* c, int32_t u, uint32_t* out8) noexcept nogil:
     arena's; False when it is not, none are kept, or out of memory (the caller pops it)."""
     cdef int32_t i
     cdef int k
-    if c.exits == NULL or u & SCRATCH_BIT:
+    if c.exits == NULL or c.exits.off or u & SCRATCH_BIT:
         return False
     i = union_bytes_of(c, c.exits, u)
     if i < 0:

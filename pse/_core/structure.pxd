@@ -190,7 +190,8 @@ ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their s
                               # would merge (at least max_live // 64)
 
 # The members a walk down the stacks has popped: unions share their members' stacks, so the
-# paths through them multiply; each member is popped once (its frame decides all that follows).
+# paths through them multiply; each member is popped once (its frame decides all that follows),
+# and each union gone through once (its id is its first cell's: a member may be a union).
 ctypedef struct IdSet:
     int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
     int64_t mask              # `few`, until it holds too many)

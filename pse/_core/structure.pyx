@@ -472,9 +472,8 @@ cdef inline bint repeats_frame(Ctx* c, int32_t f, int32_t node, const PState* re
 
 
 cdef enum:  # unions, or their members' returns, waiting to be popped (expand_members,
-            # pops_reach, exit_bytes_from), before one is popped in a call of its own
+            # pops_reach, members_bytes), before one is popped in a call of its own
     PENDING = 256
-    PENDING_STATES = 64
 
 
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
@@ -485,9 +484,9 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
 
 cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
                    ) except -1 nogil:
-    """expand(), where union members in `popped` are popped already (their successors are in
-    `out`): states that share their stacks' unions, expanded on one byte into one set, pop
-    each member once (see step_set)."""
+    """expand(), where union members and unions in `popped` are popped already (their
+    successors are in `out`): states that share their stacks' unions, expanded on one byte
+    into one set, pop each once (see step_set)."""
     return expand_from(c, at, b, out, popped, False)
 
 
@@ -514,9 +513,9 @@ cdef int32_t pop_frame(Ctx* c, int32_t f, PState* at, int32_t* also) except -2 n
 
 cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped,
                      bint entries_only, int32_t* reached=NULL) except -1 nogil:
-    """expand(), where union members in `popped` (NULL: none yet) are popped already; with
-    `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame); with
-    `reached`, a union the pops reach is left there (else NO_FRAME), not popped."""
+    """expand(), where union members and unions in `popped` (NULL: none yet) are popped
+    already; with `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame);
+    with `reached`, a union the pops reach is left there (else NO_FRAME), not popped."""
     cdef const Tables* t = c.t
     cdef int32_t e, p, f, r, term, g, first, also
     cdef int32_t node = at.node, frame = at.frame
@@ -646,8 +645,8 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
 
 cdef inline int step_state_in(Ctx* c, const PState* s, uint8_t b, StateSet* out,
                               IdSet* popped) except -1 nogil:
-    """step_state(), where union members in `popped` (NULL: none yet) are popped already
-    (their successors are in `out`, and count for another state)."""
+    """step_state(), where union members and unions in `popped` (NULL: none yet) are popped
+    already (their successors are in `out`, and count for another state)."""
     cdef const Tables* t = c.t
     cdef PState ns
     cdef int produced = 0
