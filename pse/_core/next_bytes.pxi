@@ -91,7 +91,9 @@ cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexce
     cdef Frame* cell
     cdef int32_t waiting[PENDING]
     while True:
-        while u != NO_FRAME and not or_kept(c, u, out8):
+        if or_kept(c, u, out8):  # (checked once per union, not per cell: a cell's `seen` is
+            u = NO_FRAME         # the rest of the list, a union too)
+        while u != NO_FRAME:
             cell = get_frame(c, u)
             u = cell.seen
             if not add_id(popped, cell.parent):
