@@ -228,6 +228,32 @@ def test_same_engine_twice_in_a_batch(vocab):
         assert np.array_equal(row, ref)
 
 
+def test_fast_forward_beside_a_mask_walk_is_refused(vocab, busy_switching):
+    """The fast-forward's check that a token could run on past the forced bytes walks with
+    the engine's walk buffers too: beside a mask walk in another thread it gets the clear
+    error, and neither the mask nor the forced tokens are corrupted."""
+    engine = StructuringEngine(vocab, mask_memo=0)
+    engine.configure(pse.Regex("[ ][a-z]+[.]"))  # (a long walk: every " word" token)
+    ref_mask = engine.compute_mask().copy()
+    ref_forced = engine.compute_ff_tokens()
+    assert ref_forced == [] and ref_mask.any()  # (" " is forced, and held back)
+    refused = []
+
+    def work(i: int) -> None:
+        for _ in range(300):
+            try:
+                if i == 0:
+                    assert np.array_equal(engine.compute_mask(), ref_mask)
+                else:
+                    assert engine.compute_ff_tokens() == ref_forced
+            except RuntimeError as exc:
+                assert "another thread" in str(exc)
+                refused.append(i)
+
+    errors = run_threads(work, 2)
+    assert not errors, errors[0]
+
+
 def test_one_engine_in_two_threads_is_refused(vocab, busy_switching):
     """An engine is one sequence: a second thread asking it for a mask while a walk is under
     way gets a clear error, never a corrupted mask."""

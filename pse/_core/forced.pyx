@@ -233,6 +233,7 @@ cdef class Boundary:
 
         Raises:
             ValueError: `start` is not within 0 .. len(data).
+            RuntimeError: the matcher is computing a mask in another thread.
         """
         cdef Matcher m = self.matcher
         cdef Py_ssize_t n = len(self.data)
@@ -243,13 +244,17 @@ cdef class Boundary:
         node = trie_find(m.w.trie, p + start, n - start)
         if node < 0:
             return False
-        m.w.scratch.n = 0
-        seen_reset(&m.w.seen)
-        if m.structure.t.has_unique:
-            m.load_text(self.data)
-            m.w.base += start  # the path below `node` continues data[start:]
+        m.claim()  # (the walk buffers are the matcher's: a mask walk may hold them)
         try:
-            return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
-        except WideWalk:  # (again, merging: it cannot be raised twice)
             m.w.scratch.n = 0
-            return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
+            seen_reset(&m.w.seen)
+            if m.structure.t.has_unique:
+                m.load_text(self.data)
+                m.w.base += start  # the path below `node` continues data[start:]
+            try:
+                return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
+            except WideWalk:  # (again, merging: it cannot be raised twice)
+                m.w.scratch.n = 0
+                return walk_subtree(&m.w, &self.after, node, NULL, NULL) == 1
+        finally:
+            m.busy = False
