@@ -152,7 +152,22 @@ def read_json(text: str) -> Any:
                          f"(sys.getrecursionlimit() {sys.getrecursionlimit()})") from None
 
 
-class Json(StateMachine):
+class JsonValued(StateMachine):
+    """A machine whose matches are JSON texts (`Json`, `JsonSchema`): their value is the
+    Python value the text reads into, and a complete match is one structured output."""
+
+    def parse_value(self, text: str) -> Any:
+        """The Python value of a complete JSON text."""
+        return read_json(text)
+
+    def value_parser(self) -> Callable[[str], Any]:
+        return read_json
+
+    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
+        return [(self.name, read_json(text))] if complete else []
+
+
+class Json(JsonValued):
     """Any JSON value: object, array, string (every escape and `\\uXXXX`), number, true,
     false or null.
 
@@ -189,16 +204,6 @@ class Json(StateMachine):
                         Phrase("null")))
         self.value = value
         super().__init__({0: [(value, "$")]}, start_state=0, end_states=("$",))
-
-    def parse_value(self, text: str) -> Any:
-        """The Python value of a complete JSON text."""
-        return read_json(text)
-
-    def value_parser(self) -> Callable[[str], Any]:
-        return read_json
-
-    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
-        return [(self.name, read_json(text))] if complete else []
 
     def cache_key(self) -> str | None:
         """The whitespace bound (None for a subclass): see `StateMachine.cache_key`."""

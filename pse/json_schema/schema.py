@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 from pse import compile_cache, limits
 from pse.errors import GrammarError, MultipliedOut, SchemaError
-from pse.json_value import read_json, whitespace_bound
+from pse.json_value import JsonValued, whitespace_bound
 from pse.machines import StateMachine
 from pse.json_schema.compile import _Compiler
 
-class JsonSchema(StateMachine):
+class JsonSchema(JsonValued):
     """A JSON Schema (dict or JSON text) as a structure.
 
     Args:
@@ -184,16 +184,6 @@ class JsonSchema(StateMachine):
         if not isinstance(extra.get("one_of_apart", True), bool):
             raise ValueError("its one_of_apart is malformed")
         return True
-
-    def parse_value(self, text: str) -> Any:
-        """The Python value of a complete JSON text."""
-        return read_json(text)
-
-    def value_parser(self) -> Callable[[str], Any]:
-        return read_json
-
-    def structured_outputs(self, text: str, complete: bool) -> list[tuple[str, Any]]:
-        return [(self.name, read_json(text))] if complete else []
 
     def __repr__(self) -> str:
         # a bounded summary: a schema shared in many places can dump exponentially long
