@@ -87,11 +87,15 @@ def set_cache_dir(path: str | os.PathLike | None, max_bytes: int = DEFAULT_MAX_B
 
     Raises:
         TypeError: `path` is not a str, a path or None.
-        ValueError: `max_bytes` is not an int >= 0.
+        ValueError: `path` is empty (None turns the cache off), or `max_bytes` is not an
+            int >= 0.
     """
     global _configured, _max_bytes
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"the cache folder is a str or a path, not {type(path).__name__}")
+    if path is not None and not os.fspath(path):
+        raise ValueError("the cache folder is an empty path: give a folder, or None to turn "
+                         "the cache off")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
         raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
     with _lock:

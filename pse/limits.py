@@ -46,6 +46,8 @@ BYTES_PER_BLOCK = 256
 # between small steps, and reading the clock cost more than most of them.
 CLOCK_CHECK_EVERY = 16
 
+MAX_INT32 = 2**31 - 1  # (the core keeps the live state bound in a C int)
+
 _local = threading.local()
 
 
@@ -178,11 +180,12 @@ def set_max_live_states(n: int) -> None:
     raises `GrammarError` when consuming or masking, instead of slowing every mask.
 
     Args:
-        n: the new bound, at least 1.
+        n: the new bound, from 1 to 2**31 - 1.
 
     Raises:
-        ValueError: n is not an int >= 1.
+        ValueError: n is not an int from 1 to 2**31 - 1.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"the live state bound must be an int >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_INT32:
+        raise ValueError(f"the live state bound must be an int from 1 to {MAX_INT32:,}, "
+                         f"got {n!r}")
     _structure.set_max_live_states(n)

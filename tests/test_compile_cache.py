@@ -153,6 +153,9 @@ def test_set_cache_dir_checks_its_arguments(clean):
         pse.set_cache_dir(3)
     with pytest.raises(ValueError):
         pse.set_cache_dir(clean, max_bytes=-1)
+    with pytest.raises(ValueError, match="empty"):  # (it would be the current folder)
+        pse.set_cache_dir("")
+    assert pse.get_cache_dir() is None  # (nothing changed: `clean` left it off)
 
 
 # -- a hit is the same structure --------------------------------------------------------------
