@@ -885,8 +885,8 @@ def _merged_terminals(edges: list, graph: dict, start: Hashable, ends: Any) -> l
     """`edges` with each group of more than MERGE_TERMINALS plain terminals (one match of a
     DFA: no guard, label, count, special token or key states) into one target as one
     terminal (end states other than the start that no edge leaves are one target:
-    `inline_machine` makes them one node); a group whose union is past the automaton limits
-    stays as it is."""
+    `inline_machine` makes them one node), or as few as the automaton limits allow
+    (`_unions_of`)."""
     def place(target: Hashable) -> Hashable:
         return _LAST if target != start and target in ends and not graph.get(target) \
             else target
@@ -901,26 +901,58 @@ def _merged_terminals(edges: list, graph: dict, start: Hashable, ends: Any) -> l
                 and getattr(sub, "states", None) is None):
             groups.setdefault(place(target), []).append(sub)
             first.setdefault(place(target), target)
-    merged: dict[Hashable, Terminal] = {}
+    merged: dict[Hashable, list[Terminal]] = {}
     for at, subs in groups.items():
-        if len(subs) <= MERGE_TERMINALS:
-            continue
-        key = ("union", tuple(sub.terminal_key() for sub in subs))
-        union = _UNIONS.get(key)
-        if union is None:
-            try:
-                dfa = automaton.minimize(automaton.union([sub.unit_dfa() for sub in subs]))
-            except GrammarError:  # (past MAX_DFA_STATES: the terminals stay apart)
-                continue
-            union = DfaTerminal(dfa, f"any of {len(subs)} terminals", key=key)
-            _UNIONS.put(key, union)
-        merged[at] = union
+        if len(subs) > MERGE_TERMINALS:
+            merged[at] = _unions_of(subs)
     if not merged:
         return edges
     taken = {id(sub) for at in merged for sub in groups[at]}
-    return [(union, first[at]) for at, union in merged.items()] + [
+    return [(union, first[at]) for at, unions in merged.items() for union in unions] + [
         (sub, target) for sub, target in edges
         if not (id(sub) in taken and place(target) in merged)]
+
+
+def _unions_of(subs: list[Terminal]) -> list[Terminal]:
+    """Terminals matching what `subs` match, as few as the automaton limits allow: the
+    terminals in the order of their keys (words sharing a prefix together) in runs whose
+    automata hold at most MAX_DFA_STATES states in all, each run one terminal (halved again
+    where its union is still past the limits; a single terminal stays as it is). A word list
+    past the limits in one automaton was left as separate terminals, a live state each:
+    2,000 words were "too ambiguous" at their first byte."""
+    ordered = sorted(subs, key=lambda sub: repr(sub.terminal_key()))
+    runs: list[list[Terminal]] = [[]]
+    size = 0
+    for sub in ordered:
+        n = sub.unit_dfa().n_states
+        if runs[-1] and size + n > automaton.MAX_DFA_STATES:
+            runs.append([])
+            size = 0
+        runs[-1].append(sub)
+        size += n
+    return [union for run in runs for union in _halved_unions(run)]
+
+
+def _halved_unions(run: list[Terminal]) -> list[Terminal]:
+    union = _union(run) if len(run) > 1 else run[0]
+    if union is not None:
+        return [union]
+    return _halved_unions(run[:len(run) // 2]) + _halved_unions(run[len(run) // 2:])
+
+
+def _union(subs: list[Terminal]) -> Terminal | None:
+    """One terminal matching what `subs` match (kept in `_UNIONS`), or None past the
+    automaton limits."""
+    key = ("union", tuple(sub.terminal_key() for sub in subs))
+    union = _UNIONS.get(key)
+    if union is None:
+        try:
+            dfa = automaton.minimize(automaton.union([sub.unit_dfa() for sub in subs]))
+        except GrammarError:  # (past MAX_DFA_STATES)
+            return None
+        union = DfaTerminal(dfa, f"any of {len(subs)} terminals", key=key)
+        _UNIONS.put(key, union)
+    return union
 
 
 def _check_depth(depth: int, rule: _Rule, m: StateMachine) -> None:

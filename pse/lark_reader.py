@@ -207,6 +207,12 @@ class BnfBuilder:
                                "(pse.compiler.MAX_NODES)")
         if (low, high) == (0, 1):
             return alts + [()]
+        if () in alts:  # each copy may be empty: at most `high` non-empty ones, as `x{0,n}`
+            # (`"a"?{300}` spelled as 300 optional parts nested 300 rules deep at its start)
+            alts, low = [alt for alt in alts if alt], 0
+        if low > 1 and len(alts) > 1 and len(alts) ** min(low, 8) > MAX_SPELLED_OUT:
+            alts = self.one(alts)  # (the copies of one rule: spelling out many copies of
+            # several alternatives paired them up one rule at a time, quadratic in the count)
         if high is not None:
             return self.expansion([list(alts) for _ in range(low)]
                                   + [self.up_to(alts, high - low)])
@@ -311,9 +317,12 @@ REPEATS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
 
 
 def _product(numbers) -> int:
+    """The product of `numbers`, or MAX_SPELLED_OUT + 1 once it is larger."""
     out = 1
     for n in numbers:
         out *= n
+        if out > MAX_SPELLED_OUT:
+            return MAX_SPELLED_OUT + 1
     return out
 
 

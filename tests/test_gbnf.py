@@ -389,3 +389,60 @@ def test_random_grammars_agree_with_their_regex(grammar_and_regex, data):
         expected = (bool(compiled.fullmatch(sample)) if len(sample) <= 12
                     else lark_accepts(parser, sample))
         assert grammar.matches(sample) == expected, (text, sample)
+
+
+@pytest.mark.parametrize("gbnf, regex", [
+    ('("a" | "b" "c"){300}', "(?:a|bc){300}"),
+    ('"a"?{300}', "a{0,300}"),
+    ('("a" | "b"?){2,300}', "[ab]{0,300}"),
+    ('("a"*){400}', "a*"),
+    ('("a" "b"?){250,}', "(?:ab?){250,}"),
+])
+def test_large_counts_of_groups_and_optional_items(gbnf, regex):
+    """Counts in the hundreds of a group with several alternatives, or of an item that may be
+    empty, read as their regex (the first was quadratic to read in the count, 12 s at
+    12,000; an optional item counted 300 times nested 300 rules deep at its start, past
+    MAX_LEFT_CALLS), also as Lark's `~`."""
+    compiled = re.compile(regex)
+    rng = random.Random(gbnf)
+    texts = ["", "a" * 299, "a" * 300, "a" * 301, "bc" * 300, "bc" * 150 + "a" * 150,
+             "ab" * 125, "ab" * 250 + "a", "ab" * 249]
+    texts += ["".join(rng.choice(["a", "b", "bc", "ab"]) for _ in range(rng.randint(100, 320)))
+              for _ in range(20)]
+    for grammar in (Grammar.from_gbnf(f"root ::= {gbnf}"),
+                    Grammar(f"start: {_lark_count(gbnf)}")):
+        for text in texts:
+            assert grammar.matches(text) == bool(compiled.fullmatch(text)), (gbnf, len(text))
+
+
+def _lark_count(gbnf: str) -> str:
+    """The GBNF repeats above in Lark's syntax (`x ~ m..n`; `x{m,}` as m copies then `x*`)."""
+    body, low, high = re.fullmatch(r"(.*)\{(\d+)(,?)(\d*)\}", gbnf).group(1, 2, 4)
+    if body.endswith("?"):  # (Lark's optional item, `[x]`: `x?` takes no count)
+        body = f"[{body[:-1]}]"
+    if gbnf.endswith(",}"):
+        return f"{body} ~ {low} {body}*"
+    return f"{body} ~ {low}..{high}" if high else f"{body} ~ {low}"
+
+
+def test_long_word_lists_mask_as_the_words_allow():
+    """A list of words whose one automaton would pass MAX_DFA_STATES runs as a few merged
+    terminals, not a live state per word ("too ambiguous" at the first byte from about 2,000
+    words): masks after the prefix equal the words' own prefixes (brute force over the
+    vocabulary), in GBNF and in Lark."""
+    vocab = shared_vocab("llama3")
+    rng = random.Random(0)
+    words = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz")
+                            for _ in range(rng.randint(5, 10))) for _ in range(3000)})
+    alternatives = " | ".join(f'"{w}"' for w in words)
+    prefixes = {w[:k] for w in words for k in range(1, len(w) + 1)}
+    for grammar in (Grammar.from_gbnf(f'root ::= "city: " name\nname ::= {alternatives}'),
+                    Grammar(f'start: "city: " name\nname: {alternatives}')):
+        engine = StructuringEngine(vocab)
+        engine.configure(grammar)
+        assert engine.consume_tokens(vocab.encode("city: ")) == len(vocab.encode("city: "))
+        allowed = set(engine.allowed_token_ids())
+        expected = {t for t in range(vocab.size)
+                    if vocab.decode([t]) in prefixes and t not in vocab.eos_token_ids}
+        assert allowed == expected
+        assert grammar.matches("city: " + words[-1]) and not grammar.matches("city: " + "q" * 5)
