@@ -143,7 +143,7 @@ def test_interleaved_pending_calls_agree_with_earley(name):
                                      ("left, three a's", 3000), ("left and right", 3000)])
 def test_interleaved_pending_calls_keep_a_few_states(name, n):
     """Thousands of a's (past the 17th, where Fibonacci-many stacks passed max_live_states)
-    keep at most 16 live states (from 8 on, states equal but for their stacks merge). With
+    keep at most 16 live states (from 4 on, states equal but for their stacks merge). With
     optional ends a pop goes on through every stack below, so the states a step makes before
     they merge grow by one per two a's, and each a costs more than the last: 1,000 here. The left
     recursive ones keep 8 or 9 states apart (merged, they were "too ambiguous" at the 1,020th
