@@ -20,6 +20,7 @@ from typing import NamedTuple
 from pse.cfg import Alternative, Symbol
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
+from pse.limits import check_budget
 
 
 class BnfGrammar(NamedTuple):
@@ -178,6 +179,7 @@ class BnfBuilder:
         """A sequence of parts, each given by its alternatives, spelled out; while that makes
         too many, the part with the most alternatives (or else the last two parts together)
         becomes a rule of its own."""
+        check_budget()  # (reading a grammar counts in its compile's time: see pse.grammar)
         options = [alts for alts in options if alts != [()]]
         while len(options) > 1 and _product(map(len, options)) > MAX_SPELLED_OUT:
             k = max(range(len(options)), key=lambda i: len(options[i]))
@@ -237,6 +239,7 @@ class BnfBuilder:
             return [unit * j for j in range(k + 1)]
         more: list[Alternative] = [unit]
         for _ in range(k - 1):
+            check_budget()
             more = [(self.part("upto", [unit] + [unit + alt for alt in more]),)]
         return more + [()]
 

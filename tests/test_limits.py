@@ -114,6 +114,18 @@ def test_budget_in_a_schema_names_the_pointer(monkeypatch):
     assert str(info.value).startswith("#")
 
 
+def test_budget_covers_reading_a_grammar(monkeypatch):
+    """Reading Lark's rules into BNF (a count of 5,000 is 5,000 rules) counts in the
+    compile's time: a reader that never looked at the clock ran a quadratic repeat for
+    minutes past COMPILE_SECONDS."""
+    from pse import lark_reader
+
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.0)
+    with limits.compile_budget("a grammar"):
+        with pytest.raises(GrammarError, match="COMPILE_SECONDS"):
+            lark_reader.read_lark('start: ["a"] ~ 5000', "start", [], None)
+
+
 def test_budget_covers_the_machine_compiler(monkeypatch):
     structure = Chain(Phrase("a"), AnyOf(Phrase("b"), Phrase("c")))
     monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.0)
