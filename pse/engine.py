@@ -57,6 +57,7 @@ class StructuringEngine:
         self.mask_memo = mask_memo
         self.vocab = vocab
         self._structure: StateMachine | None = None
+        self._model: type | None = None  # the pydantic class configured (pse.generate's value)
         self._matcher: Matcher | None = None
         self._committed: list[int] = []  # ids committed, in step with the matcher's history
         self._pending: Future | None = None  # a configure_async under way ...
@@ -94,9 +95,10 @@ class StructuringEngine:
         return self._structure
 
     def _configure(self, structure: Any) -> StructuringEngine:
+        model = structure if _is_pydantic_class(structure) else None
         structure = _as_structure(structure)
         compiled = structure.compile()
-        self._structure = structure
+        self._structure, self._model = structure, model
         self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
         self._committed = []
         return self
@@ -398,11 +400,14 @@ class StructuringEngine:
         other._pending = other._pending_structure = None
         other.vocab = self.vocab
         other.mask_memo = self.mask_memo
-        other._structure = self._structure
+        other._structure, other._model = self._structure, self._model
         other._matcher = None if self._matcher is None else self._matcher.copy()
         other._committed = list(self._committed)
         return other
 
+
+def _is_pydantic_class(structure: Any) -> bool:
+    return isinstance(structure, type) and hasattr(structure, "model_json_schema")
 
 
 def _as_structure(structure: Any) -> StateMachine:
@@ -412,7 +417,7 @@ def _as_structure(structure: Any) -> StateMachine:
         return structure
     if isinstance(structure, (dict, str, bytes)) or structure is True or structure is False:
         return JsonSchema(structure)
-    if isinstance(structure, type) and hasattr(structure, "model_json_schema"):
+    if _is_pydantic_class(structure):
         return JsonSchema(structure.model_json_schema())
     raise TypeError(f"configure() takes a StateMachine, a JSON Schema (dict or JSON text) or a "
                     f"pydantic model class, not {type(structure).__name__}")

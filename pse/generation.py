@@ -53,7 +53,8 @@ class Generation:
     Attributes:
         text: the generated text (EOS not included; with a stop string, the text before it).
         value: the parsed value: JSON for a JSON Schema or `Json()`, a model instance for a
-            pydantic class, the text itself for other structures; None when unfinished.
+            pydantic class (the structure, or what the engine given was configured with),
+            the text itself for other structures; None when unfinished.
         token_ids: the generated ids (EOS included when one was generated).
         stats: counts and timings.
         outputs: the structured parts completed, as (name, value) pairs: one (tool name,
@@ -136,6 +137,8 @@ def _parser(structure: Any) -> Callable[[str], Any]:
     if isinstance(structure, type) and hasattr(structure, "model_validate_json"):
         return structure.model_validate_json
     if isinstance(structure, StructuringEngine):
+        if structure._model is not None:  # (configured with a pydantic class)
+            return structure._model.model_validate_json
         structure = structure.structure
     if isinstance(structure, (JsonSchema, Json, dict, str, bytes, bool)):
         return json.loads

@@ -158,6 +158,18 @@ def test_a_pydantic_model_round_trips():
         assert isinstance(person, Person) and isinstance(person.address, Address)
         assert Person.model_validate_json(person.model_dump_json()) == person
         assert person.model_dump() == json.loads(result.text)
+    # an engine configured with the class gives an instance too (and so do its copies)
+    engine = pse.StructuringEngine(small_qwen())
+    engine.configure(Person)
+    result = pse.generate(small_model(), small_qwen(), "A person:", engine.copy(),
+                          max_new_tokens=150, sampler=multinomial(1.0, generator))
+    assert result.stats.finished, result.text
+    assert isinstance(result.value, Person)
+    engine.configure({"type": "object", "properties": {"a": {"const": 1}}, "required": ["a"],
+                      "additionalProperties": False})  # (configured again: no class)
+    result = pse.generate(small_model(), small_qwen(), "An object:", engine,
+                          max_new_tokens=20, sampler=multinomial(1.0, generator))
+    assert result.value == {"a": 1}
 
 
 def test_greedy_with_fast_forward_gives_the_same_text_in_fewer_forward_passes():
