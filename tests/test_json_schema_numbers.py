@@ -92,6 +92,32 @@ def test_number_ranges_against_decimal(lo, hi, texts):
         assert dfa.matches(text.encode()) == inside, (lo, hi, text)
 
 
+large = st.integers(-10**320, 10**320).map(lambda n: Decimal(n).scaleb(-2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.none(), st.tuples(large, st.booleans())),
+       st.one_of(st.none(), st.tuples(large, st.booleans())),
+       st.lists(st.tuples(large, st.sampled_from(["0", "0.01", "-0.01", "1", "-1", "0.001"])),
+                min_size=1, max_size=20))
+def test_large_number_ranges_against_decimal(lo, hi, near):
+    """Bounds of up to 320 digits (a bound of 1e308, a double's range, passed the automaton
+    limits when the integer parts were a regex): numbers at, just past and far from them."""
+    dfa = number_range_dfa(lo, hi)
+    for v in [d + Decimal(delta) for d, delta in near] + [b[0] for b in (lo, hi) if b]:
+        text = format(v, "f")
+        inside = (lo is None or (v > lo[0] if lo[1] else v >= lo[0])) and \
+            (hi is None or (v < hi[0] if hi[1] else v <= hi[0]))
+        assert dfa.matches(text.encode()) == inside, (lo, hi, text)
+
+
+def test_a_double_range_in_a_schema():
+    m = JsonSchema({"type": "number", "minimum": -1.7976931348623157e308,
+                    "maximum": 1.7976931348623157e308})
+    assert m.matches("1" + "0" * 308) and m.matches("-17976931348623157" + "0" * 292 + ".0")
+    assert not m.matches("2" + "0" * 308) and not m.matches("-17976931348623157" + "0" * 292 + ".5")
+
+
 def test_number_bounds_in_a_schema():
     m = JsonSchema({"type": "number", "minimum": 0, "exclusiveMaximum": 1.5})
     for text, ok in [("0", True), ("-0", True), ("1.49", True), ("1.5", False), ("-0.01", False),

@@ -144,15 +144,11 @@ def _split(d: Decimal) -> tuple[int, str]:
     return int(whole), frac.rstrip("0")
 
 
-def _int_regex(lo: int, hi: int | None) -> str:
-    alts = _nonnegative_range(lo, hi)
-    return "(?:" + "|".join(alts) + ")" if alts else "(?!)"
-
-
-def _magnitude_at_least(d: Decimal, strict: bool) -> str:
-    """Regex of magnitudes I.F >= |d| (strict: >)."""
+@functools.lru_cache(maxsize=1024)
+def _magnitude_at_least(d: Decimal, strict: bool) -> automaton.DFA:
+    """Magnitudes I.F >= |d| (strict: >)."""
     a, b = _split(d)
-    alts = [_int_regex(a + 1, None) + _ANY_FRACTION]
+    alts = []
     if not b:
         alts.append(f"{a}" + (r"\.[0-9]*[1-9][0-9]*" if strict else _ANY_FRACTION))
     else:
@@ -160,13 +156,14 @@ def _magnitude_at_least(d: Decimal, strict: bool) -> str:
             if digit != "9":
                 alts.append(f"{a}\\.{b[:i]}[{int(digit) + 1}-9][0-9]*")
         alts.append(f"{a}\\.{b}" + (r"[0-9]*[1-9][0-9]*" if strict else r"[0-9]*"))
-    return "|".join(f"(?:{x})" for x in alts)
+    return _with_integers(a + 1, None, alts)
 
 
-def _magnitude_at_most(d: Decimal, strict: bool) -> str:
-    """Regex of magnitudes I.F <= |d| (strict: <)."""
+@functools.lru_cache(maxsize=1024)
+def _magnitude_at_most(d: Decimal, strict: bool) -> automaton.DFA:
+    """Magnitudes I.F <= |d| (strict: <)."""
     a, b = _split(d)
-    alts = [_int_regex(0, a - 1) + _ANY_FRACTION] if a > 0 else []
+    alts = []
     if not b:
         if not strict:
             alts.append(f"{a}" + r"(\.0+)?")
@@ -177,7 +174,24 @@ def _magnitude_at_most(d: Decimal, strict: bool) -> str:
                 alts.append(f"{a}\\.{b[:i]}[0-{int(digit) - 1}][0-9]*")
         for i in range(1, len(b) + (0 if strict else 1)):
             alts.append(f"{a}\\.{b[:i]}0*")
-    return "|".join(f"(?:{x})" for x in alts) if alts else "(?!)"
+    return _with_integers(0, a - 1, alts)
+
+
+def _with_integers(lo: int, hi: int | None, alts: list[str]) -> automaton.DFA:
+    """The magnitudes whose integer part is in lo..hi (none when hi < lo), any fraction, and
+    the regexes `alts` (the integer part at the bound): the integers built digit by digit, as
+    a regex their alternatives grew with the square of the digits (a bound of 1e308 passed
+    MAX_NFA_STATES). (With lo 0, "-0" too, as integer_range_dfa has it: number_range_dfa
+    keeps the magnitudes.)"""
+    nfa = automaton.NFA()
+    parts = [automaton.embed(nfa, compile_regex("|".join(f"(?:{x})" for x in alts)))] \
+        if alts else []
+    if hi is None or hi >= lo:
+        parts.append(automaton.concat(nfa, [automaton.embed(nfa, integer_range_dfa(lo, hi)),
+                                            automaton.embed(nfa, compile_regex(_ANY_FRACTION))]))
+    if not parts:
+        return automaton.DFA([[]], [False])
+    return automaton.determinize(nfa, automaton.alternation(nfa, parts))
 
 
 _MAGNITUDE = r"(0|[1-9][0-9]*)(\.[0-9]+)?"
@@ -188,8 +202,8 @@ def number_range_dfa(lo, hi) -> automaton.DFA:
     def side(constraints: list[tuple[str, Decimal, bool]]) -> automaton.DFA:
         dfa = compile_regex(_MAGNITUDE)
         for kind, d, strict in constraints:
-            pattern = (_magnitude_at_least if kind == "ge" else _magnitude_at_most)(d, strict)
-            dfa = products.intersect(dfa, compile_regex(pattern))
+            bound = (_magnitude_at_least if kind == "ge" else _magnitude_at_most)(d, strict)
+            dfa = products.intersect(dfa, bound)
         return dfa
 
     # v >= 0, written without "-": the magnitude is v
