@@ -914,12 +914,15 @@ def _merged_terminals(edges: list, graph: dict, start: Hashable, ends: Any) -> l
 
 
 def _unions_of(subs: list[Terminal]) -> list[Terminal]:
-    """Terminals matching what `subs` match, as few as the automaton limits allow: the
-    terminals in the order of their keys (words sharing a prefix together) in runs whose
-    automata hold at most MAX_DFA_STATES states in all, each run one terminal (halved again
-    where its union is still past the limits; a single terminal stays as it is). A word list
-    past the limits in one automaton was left as separate terminals, a live state each:
-    2,000 words were "too ambiguous" at their first byte."""
+    """Terminals matching what `subs` match, as few as the automaton limits allow: one, their
+    union; past the limits, the terminals in the order of their keys (words sharing a prefix
+    together) in runs whose automata hold at most MAX_DFA_STATES states in all, each run one
+    terminal (halved again where its union is still past the limits; a single terminal stays
+    as it is). A word list past the limits in one automaton was left as separate terminals,
+    a live state each: 2,000 words were "too ambiguous" at their first byte."""
+    union = _union(subs)
+    if union is not None:
+        return [union]
     ordered = sorted(subs, key=lambda sub: repr(sub.terminal_key()))
     runs: list[list[Terminal]] = [[]]
     size = 0

@@ -352,6 +352,7 @@ class StructuringEngine:
 
         Raises:
             ValueError: max_bytes is negative.
+            RuntimeError: the engine is computing a mask in another thread.
         """
         return self._forced_tokens(_max_bytes(max_bytes), MAX_FF_SPECIAL_TOKENS)
 

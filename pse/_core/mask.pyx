@@ -413,6 +413,14 @@ cdef class Matcher:
         cdef uint32_t* row = <uint32_t*>cnp.PyArray_DATA(bitmask) + index * self.cache.n_words
         self.compute(row)
 
+    def _hold(self) -> None:
+        """Take the walk buffers as a walk in another thread does (tests); `_release` gives
+        them back."""
+        self.claim()
+
+    def _release(self) -> None:
+        self.busy = False
+
     cdef int claim(self) except -1:
         """Take the walk buffers. They are one per engine: a second walk at the same time (the
         engine shared by two threads) would corrupt both masks, so it is refused."""
