@@ -15,6 +15,7 @@ releases it was written for.
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 from pse.cfg import Alternative, Symbol
@@ -212,7 +213,7 @@ class BnfBuilder:
         if () in alts:  # each copy may be empty: at most `high` non-empty ones, as `x{0,n}`
             # (`"a"?{300}` spelled as 300 optional parts nested 300 rules deep at its start)
             alts, low = [alt for alt in alts if alt], 0
-        if low > 1 and len(alts) > 1 and len(alts) ** min(low, 8) > MAX_SPELLED_OUT:
+        if low > 1 and _product(itertools.repeat(len(alts), low)) > MAX_SPELLED_OUT:
             alts = self.one(alts)  # (the copies of one rule: spelling out many copies of
             # several alternatives paired them up one rule at a time, quadratic in the count)
         if high is not None:
