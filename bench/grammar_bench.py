@@ -24,15 +24,16 @@ over every stream up to the token an engine refuses. Compile: from the grammar's
 matcher ready for its first mask, the median of `--repeat` runs and the first alone. The
 engines take turns grammar by grammar.
 
-With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right ambiguous`
-(`s: "a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
-`stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) and one of N
-a's then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks after n
-a's) and N a's of `pop through` (`s: "a" s "b" | "a" s s | "a"`) and of `nested ends` (`s: "a"
-s s "b" | "a" s "c" | "a" s | "a"`), where each a pops through stacks of every depth, are
-timed by quarters as well (whether an engine's time per token grows with the text), with the mean and
-the p99 over the whole text; `--only-long` times these alone, in a process that has run
-nothing else.
+With `--long N`, one text of N operands of `ambiguous`, one of N a's of `right ambiguous` (`s:
+"a" s | "a" s s | "a"`: a live state per a read) and one of N a's then N b's and c's of
+`stacked` (`s: "a" s "b" | "a" t | ""`, `t: s "c"`: 2^n stacks after n a's) and one of N a's
+then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks after n a's) and
+N a's of `pop through` (`s: "a" s "b" | "a" s s | "a"`) and of `nested ends` (`s: "a" s s "b" |
+"a" s "c" | "a" s | "a"`), where each a pops through stacks of every depth, and N / 10 a's of
+`calling each other` (three rules that call each other: a's parse in ways that grow
+exponentially, and Earley's items quadratically), are timed by quarters as well (whether an
+engine's time per token grows with the text), with the mean and the p99 over the whole text;
+`--only-long` times these alone, in a process that has run nothing else.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
@@ -111,6 +112,10 @@ INTERLEAVED = 'start: s\ns: "a" s s "b" | "a"\n'
 # s` may end the rule, or a return only ends it
 POP_THROUGH = 'start: s\ns: "a" s "b" | "a" s s | "a"\n'
 NESTED_ENDS = 'start: s\ns: "a" s s "b" | "a" s "c" | "a" s | "a"\n'
+CALLING_EACH_OTHER = ('start: s\n'
+                      's: u t s "b" | "a" t "c" | t s | u u s s | "a"\n'
+                      't: s t t s | s "c" "a" u | t u s | s u u | "a"\n'
+                      'u: "b" "b" "a" | u | "c" "b" "a" s | "a"\n')
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -324,8 +329,8 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
     `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
     (`operands` a's, then as many b's and c's, seeded), of INTERLEAVED (`operands` a's,
-    then "ab" one time fewer) and of POP_THROUGH and NESTED_ENDS (`operands` a's): whether
-    an engine's cost grows with the text."""
+    then "ab" one time fewer), of POP_THROUGH and NESTED_ENDS (`operands` a's) and of
+    CALLING_EACH_OTHER (`operands` // 10 a's): whether an engine's cost grows with the text."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
@@ -336,7 +341,9 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
                                ("interleaved", INTERLEAVED,
                                 "a" * operands + "ab" * (operands - 1)),
                                ("pop through", POP_THROUGH, "a" * operands),
-                               ("nested ends", NESTED_ENDS, "a" * operands)]:
+                               ("nested ends", NESTED_ENDS, "a" * operands),
+                               ("calling each other", CALLING_EACH_OTHER,
+                                "a" * (operands // 10))]:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "

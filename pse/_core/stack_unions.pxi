@@ -82,17 +82,18 @@ cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
     return True
 
 
-cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept nogil:
+cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room
+                         ) noexcept nogil:
     """Append the member stacks of frame f (itself, unless a union of tops over one stack) to
-    out[n:]; the new count, or -1 past MAX_UNION."""
+    out[n:room]; the new count, or -1 past `room`."""
     cdef Frame* cell
     if not is_union(c, f):  # (a lazy union is never a BY_BELOW or BY_RUN state's frame)
-        if n == MAX_UNION:
+        if n == room:
             return -1
         out[n] = f
         return n + 1
     while f != NO_FRAME:
-        if n == MAX_UNION:
+        if n == room:
             return -1
         cell = get_frame(c, f)
         out[n] = cell.parent
@@ -101,21 +102,22 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n) noexcept no
     return n
 
 
-cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, IdSet* seen) noexcept nogil:
+cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room, IdSet* seen
+                      ) noexcept nogil:
     """Append the stacks of frame f that are no unions (through unions in unions; each once,
-    those in `seen` already there) to out[n:]; the new count, or -1 past MAX_UNION."""
+    those in `seen` already there) to out[n:room]; the new count, or -1 past `room`."""
     cdef Frame* cell
     while f != NO_FRAME and n >= 0:
         if not add_id(seen, f):
             return n
         cell = get_frame(c, f)
         if cell.node != UNION_NODE:
-            if n == MAX_UNION:
+            if n == room:
                 return -1
             out[n] = f
             return n + 1
         f = cell.seen
-        n = add_tops(c, cell.parent, out, n, seen)
+        n = add_tops(c, cell.parent, out, n, room, seen)
     return n
 
 
@@ -164,18 +166,25 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     return n
 
 
+cdef int compare_ids(const void* a, const void* b) noexcept nogil:
+    return (<const int32_t*>a)[0] - (<const int32_t*>b)[0]  # (ids are >= 0: no overflow)
+
+
 cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
     """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
     stack, or with `lazy`, any stacks (see is_lazy)."""
     cdef int32_t i, j, m, kept, cell
     cdef PState reg
-    for i in range(1, n):  # (insertion sort: a union has a few members)
-        m = members[i]
-        j = i - 1
-        while j >= 0 and members[j] > m:
-            members[j + 1] = members[j]
-            j -= 1
-        members[j + 1] = m
+    if n > 16:
+        qsort(members, n, sizeof(int32_t), compare_ids)
+    else:
+        for i in range(1, n):  # (insertion sort: most unions have a few members)
+            m = members[i]
+            j = i - 1
+            while j >= 0 and members[j] > m:
+                members[j + 1] = members[j]
+                j -= 1
+            members[j + 1] = m
     kept = 1
     for i in range(1, n):
         if members[i] != members[kept - 1]:
@@ -303,8 +312,26 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     """Stacks members[:n] (no unions) with equal tops (see top_over) become one each, the top
     over the lazy union of what is below them, in place; the new count. So merged states
     keep a few tops, each over the stacks below it, as a graph-structured stack does: its
-    union is not taken apart until the top is popped."""
-    cdef int32_t below[MAX_UNION]
+    union is not taken apart until the top is popped. (Quadratic only in the distinct tops,
+    which the grammar's nodes bound: each pass takes a top's equals out.)"""
+    cdef int32_t few[64]
+    cdef int32_t* below = few
+    if n > 64:
+        below = <int32_t*>malloc(n * sizeof(int32_t))
+        if below == NULL:
+            with gil:
+                raise MemoryError()
+    try:
+        n = share_tops_in(c, members, n, below)
+    finally:
+        if below != few:
+            free(below)
+    return n
+
+
+cdef int32_t share_tops_in(Ctx* c, int32_t* members, int32_t n, int32_t* below
+                           ) except -2 nogil:
+    """share_tops(), `below` room for n stacks."""
     cdef int32_t i = 0, j, m
     while i < n:
         if top_over(c, members[i]) != NOT_MERGED:
@@ -329,12 +356,11 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
 
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
     """Make the states of `s` equal but for their stacks fewer, in place: those equal but for
-    the top of their stacks one each, whose frame holds all their stacks (see union_of; past
-    MAX_UNION stacks they stay apart), then those whose stacks are runs of one frame over one
-    stack with bounds that meet one each (join_runs), then, where STATE_MERGE_FROM states or
-    more are left, those equal but for their stacks one each, whatever their stacks (a lazy
-    union: see share_tops). How many states are left (dry: about how many would be; `s`
-    stays)."""
+    the top of their stacks one each, whose frame holds all their stacks (see union_of),
+    then those whose stacks are runs of one frame over one stack with bounds that meet one
+    each (join_runs), then, where STATE_MERGE_FROM states or more are left, those equal but
+    for their stacks one each, whatever their stacks (a lazy union: see share_tops). How
+    many states are left (dry: about how many would be; `s` stays)."""
     cdef int32_t n = s.n, left
     cdef bint saw_run = False
     left = group_stacks(c, s, BY_BELOW, dry, &saw_run)
@@ -357,17 +383,16 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
     stacks are over one stack (see stack_below: their pops lead back to one place, so a
     union's members do not overlap) get a union of them; BY_RUN, those whose stacks are runs
     of one frame over one stack join theirs; BY_STATE, any get a lazy union of their stacks'
-    tops (share_tops). How many states are left (dry: would be, were no group past
-    MAX_UNION)."""
+    tops (share_tops). How many states are left (dry: would be)."""
     cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
     cdef int64_t size = 1, h
-    cdef int32_t members[MAX_UNION]
+    cdef int32_t few_members[256]
+    cdef int32_t* members = few_members
+    cdef int32_t room = 256
     cdef int32_t few[3 * INDEX_FROM]
     cdef int32_t* slots = NULL
     cdef int32_t* group = few    # per state: the first state it merges with (-1: merged)
     cdef int32_t* next = NULL    # ... the next state of its group (-1: the last)
-    cdef IdSet tops
-    cdef bint whole = False
     cdef int32_t* key = NULL     # ... and what it must share: the stack under its frame's
                                  # top (BY_BELOW), its frame (BY_RUN; BY_STATE: a stack)
     cdef PState* items = s.items
@@ -424,30 +449,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
         for i in range(n):
             if group[i] != i or next[i] < 0:
                 continue
-            n_members = 0
-            k = i
-            tops.slots = NULL
-            while k >= 0 and n_members >= 0:
-                if by == BY_STATE:  # (the stacks' tops, each over its own stack)
-                    n_members = add_tops(c, items[k].frame, members, n_members, &tops)
-                else:
-                    n_members = add_members(c, items[k].frame, members, n_members)
-                k = next[k]
-            idset_free(&tops)
-            whole = n_members < 0 and by == BY_STATE
-            if whole:  # too many tops: the stacks as they are, in unions of unions
-                members[0] = items[i].frame
-                n_members = 1
-                k = next[i]
-                while k >= 0:
-                    if n_members == MAX_UNION:
-                        members[0] = union_of(c, members, n_members, True)
-                        n_members = 1
-                    members[n_members] = items[k].frame
-                    n_members += 1
-                    k = next[k]
-            if n_members < 0:
-                continue  # too many stacks: the group stays apart
+            n_members = gather_group(c, items, next, i, by, &members, &room, few_members)
             if by == BY_RUN:  # the joined runs go to the group's first states, the others go
                 n_members = join_runs(c, members, n_members)
                 items[i].frame = members[0]
@@ -461,7 +463,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                         group[k] = -1
                     k = next[k]
                 continue
-            if by == BY_STATE and not whole:
+            if by == BY_STATE:
                 if 1 < n_members < ONE_RUN_BELOW and one_run(c, members, n_members):
                     continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
                               # | "a"` makes, one per two a's, merge)
@@ -479,8 +481,44 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
         free(slots)
         if group != few:
             free(group)
+        if members != few_members:
+            free(members)
     stateset_cut(s, kept)
     return kept
+
+
+cdef int32_t gather_group(Ctx* c, const PState* items, const int32_t* next, int32_t i, int by,
+                          int32_t** members, int32_t* room, int32_t* few) except -1 nogil:
+    """group_stacks: the stacks of the group whose first state is items[i] (BY_STATE: their
+    tops, each once, each over its own stack) into members[0][:n], grown past `room` (a
+    buffer other than `few` is the caller's to free); n. No bound: past one (256 stacks), a
+    group was left apart, or merged as a union of unions whose tops no longer shared what
+    was below them, and the stacks grew exponentially with the text (three rules calling
+    each other: 2.8 times the frames per a from the 15th)."""
+    cdef int32_t n, k
+    cdef int32_t* grown
+    cdef IdSet tops
+    while True:
+        n = 0
+        k = i
+        tops.slots = NULL
+        while k >= 0 and n >= 0:
+            if by == BY_STATE:
+                n = add_tops(c, items[k].frame, members[0], n, room[0], &tops)
+            else:
+                n = add_members(c, items[k].frame, members[0], n, room[0])
+            k = next[k]
+        idset_free(&tops)
+        if n >= 0:
+            return n
+        grown = <int32_t*>malloc(2 * <size_t>room[0] * sizeof(int32_t))
+        if grown == NULL:
+            with gil:
+                raise MemoryError()
+        if members[0] != few:
+            free(members[0])
+        members[0] = grown
+        room[0] *= 2
 
 
 cdef inline uint64_t key_hash(Ctx* c, int by, int32_t key) noexcept nogil:

@@ -38,7 +38,6 @@ cdef enum:
                                   # members from it on (of their `stack`s: see key_hash)
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
                                   # many on (as text is consumed)
-    MAX_UNION = 256               # member stacks of one union
     NOT_MERGED = -5               # merge_stacks: a state whose stack is empty
     SCRATCH_BIT = 0x40000000      # frame ids with this bit live in a per-call scratch buffer
     CHUNK_BITS = 12
