@@ -3,8 +3,9 @@
 # --- unions of stacks -------------------------------------------------------------------------
 # States equal but for the top frames of their stacks, pushed over one stack, become one state
 # whose frame holds all their stacks: a list of cells (frames whose node is UNION_NODE), each
-# with one member stack as its parent and the next cell as its `seen`, the members in the
-# order of their ids, so that the arena interns a union as it interns any frame. Popping a
+# with one member stack as its parent and the next cell as its `seen`, the members newest
+# first (by id, descending), so that the arena interns a union as it interns any frame, and a
+# union of an older one's members and newer stacks shares the older one's cells. Popping a
 # union pops each member in turn, so the merged state parses exactly what the states did, and
 # a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
 # that each call S, holds 2^n stacks after n a's: two states of two members each). "Over one
@@ -19,9 +20,9 @@
 # (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
 # member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
 # returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
-# states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is consumed (the arena's frames), in a mask walk once it needs to
-# (see step_set). Not in structures with unique arrays: their items read the registers down
-# the stack.
+# states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is
+# consumed (the arena's frames), in a mask walk once it needs to (see step_set). Not in
+# structures with unique arrays: their items read the registers down the stack.
 
 cdef enum:  # merge_stacks' passes (group_stacks)
     BY_BELOW = 0
@@ -167,21 +168,25 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
 
 
 cdef int compare_ids(const void* a, const void* b) noexcept nogil:
-    return (<const int32_t*>a)[0] - (<const int32_t*>b)[0]  # (ids are >= 0: no overflow)
+    return (<const int32_t*>b)[0] - (<const int32_t*>a)[0]  # (ids are >= 0: no overflow)
 
 
 cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
     """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
-    stack, or with `lazy`, any stacks (see is_lazy)."""
+    stack, or with `lazy`, any stacks (see is_lazy). Newest first: the cells of the older
+    members are then those of a union made before from them, where there was one (a union
+    of the stacks below a top gains the newer ones at each byte; oldest first, each byte
+    made all its cells again: `s: "a" s s "b" | "a" s "c" | "a" s | "a"`, 400 a's, 46% less
+    per token)."""
     cdef int32_t i, j, m, kept, cell
     cdef PState reg
     if n > 16:
         qsort(members, n, sizeof(int32_t), compare_ids)
     else:
-        for i in range(1, n):  # (insertion sort: most unions have a few members)
+        for i in range(1, n):  # (insertion sort, descending: most unions have a few members)
             m = members[i]
             j = i - 1
-            while j >= 0 and members[j] > m:
+            while j >= 0 and members[j] < m:
                 members[j + 1] = members[j]
                 j -= 1
             members[j + 1] = m
