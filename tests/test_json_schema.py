@@ -136,6 +136,58 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     assert any("is not a keyword of draft" in str(w.message) for w in caught)
 
 
+
+@pytest.mark.parametrize("schema, warned", [
+    ({"type": "object", "properties": {"name": {"type": "string", "minLenght": 2}},
+      "requried": ["name"]},
+     {"#/properties/name/minLenght": "'minLength'", "#/requried": "'required'"}),
+    ({"anyof": [{"type": "integer"}], "Maximum": 3, "type:": "string"},
+     {"#/anyof": "'anyOf'", "#/Maximum": "'maximum'", "#/type:": "'type'"}),
+    ({"type": "integer", "nullable": True}, {"#/nullable": "'type'"}),
+    ({"$defs": {"a": {"type": "array", "maxItmes": 1}}, "$ref": "#/$defs/a",
+      "additonalProperties": False}, {"#/$defs/a/maxItmes": "'maxItems'",
+                                      "#/additonalProperties": "'additionalProperties'"}),
+    # keys put out of use, extensions, short or distant ones, annotations: no word
+    ({"type": "string", "_format": "date", "//pattern": "^a", "x-order": 1, "form": "x",
+      "note": "n", "example": "e", "constraints": 2, "propertiesOrder": ["a"]}, {}),
+])
+def test_misspelled_keywords_warn(schema, warned):
+    """A key that is no keyword constrains nothing (as jsonschema reads it); where it likely
+    meant a keyword that constrains, a warning names its pointer and the keyword."""
+    validator = jsonschema.Draft202012Validator(schema)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        machine = JsonSchema(schema)
+    for value in ["ab", "a", 3, 4, None, [1], ["a"], {"name": "a"}, {"name": "ab"}, {}]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+    texts = [str(w.message) for w in caught if "is not a keyword:" in str(w.message)]
+    assert len(texts) == len(warned), texts
+    for pointer, meant in warned.items():
+        assert any(t.startswith(f"pse: {pointer}: ") and meant in t for t in texts), pointer
+    assert sorted(t.removeprefix("pse: ") for t in texts) == sorted(machine.warnings)
+
+
+def test_one_edit_is_a_damerau_distance_of_one():
+    """`_one_edit` against the Damerau (optimal string alignment) distance over short words
+    of three letters."""
+    from pse.json_schema.common import _one_edit
+
+    def distance(a: str, b: str) -> int:
+        d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+        for i in range(1, len(a) + 1):
+            for j in range(1, len(b) + 1):
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1,
+                              d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+                if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+        return d[len(a)][len(b)]
+
+    words = ["".join(p) for n in range(1, 5) for p in itertools.product("abc", repeat=n)]
+    for a in words:
+        for b in words:
+            assert _one_edit(a, b) == (distance(a, b) == 1), (a, b)
+
+
 # --- random generations validate (jsonschema is the oracle) ----------------------------------
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=range(len(SCHEMAS)))

@@ -50,6 +50,46 @@ _VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
 # Keywords that apply subschemas to the instance itself.
 _APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 
+# Every keyword pse reads (and its own, "pse:..."): a key of a schema object that is none
+# constrains nothing.
+_KEYWORDS = frozenset(_ANNOTATIONS | _VALIDATION | _APPLICATORS | {"contentSchema"})
+_CONSTRAINING = sorted(_VALIDATION | _APPLICATORS | {"contentSchema"})
+
+
+@functools.lru_cache(maxsize=1024)
+def _misspelled(key: Any) -> str | None:
+    """For a key of a schema object that is no keyword, what it most likely meant, where
+    that is a keyword that constrains: the keyword in other letter case or with punctuation
+    after it (`anyof`, `type:`), one edit from a keyword of six letters or more (`minLenght`,
+    `requried`), or OpenAPI's `nullable`. Such a key is ignored, as every unknown key is, so a
+    warning says so. None for other keys: an extension (`x-order`), a key put out of use
+    (`_format`, `//pattern`, as maskbench's schemas do), a short or distant one (`form`,
+    `note`), a misspelled annotation (which changes nothing)."""
+    if not isinstance(key, str) or not key[:1].isalpha() or key in _KEYWORDS:
+        return None
+    if key == "nullable":
+        return "OpenAPI's: add \"null\" to 'type' to allow null"
+    bare = key.rstrip(":\"' ").lower()
+    for keyword in _CONSTRAINING:
+        if keyword.lstrip("$").lower() == bare or (
+                len(keyword) >= 6 and _one_edit(keyword, key)):
+            return f"did you mean {keyword!r}?"
+    return None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """`b` is `a` with one letter changed, added, dropped, or two neighbours swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):  # (one changed, else two swapped: a[i + 1] is there, as a != b)
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i] == b[i + 1]
+                                           and a[i + 1] == b[i])
+    return a[i + 1:] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1:]
+
+
 # Subschemas nested (through properties, items, applicators, references being expanded) deeper
 # than this are refused with the pointer, well before Python's recursion limit.
 MAX_SCHEMA_DEPTH = 100

@@ -13,7 +13,7 @@ from pse.errors import GrammarError, MultipliedOut, SchemaError
 from pse.machines import AnyOf, Chain, DfaTerminal, Forward, Phrase, StateMachine, Whitespace
 from pse.regex import compile_regex
 from pse.json_schema import common
-from pse.json_schema.common import (_ANNOTATIONS, _distinct, _escape, _exclusion, _json_key,
+from pse.json_schema.common import (_ANNOTATIONS, _distinct, _exclusion, _json_key,
                                     _json_type, _values)
 from pse.json_schema.merge import SOME_PROPERTY, _all_of, _alternatives, _any_of
 from pse.json_schema.arrays import WHOLE_STRINGS, _Arrays
@@ -23,8 +23,8 @@ from pse.json_schema.names import _Names
 from pse.json_schema.negation import _Negation
 from pse.json_schema.numbers import _Numbers
 from pse.json_schema.objects import _Objects
-from pse.json_schema.refs import (_Refs, _SCHEMA_MAPS, _SUBSCHEMAS, _draft, _subschemas,
-                                  leads_only_to)
+from pse.json_schema.refs import (_Refs, _SCHEMA_MAPS, _SUBSCHEMAS, _draft, _schema_objects,
+                                  _subschemas, leads_only_to)
 from pse.json_schema.string_sets import _StringSets, only_strings
 from pse.json_schema.strings import _Strings
 
@@ -318,21 +318,9 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _StringSets, _Number
             self.in_dialect_ids |= seen
             return doc
         found: dict[str, str] = {}
-        seen = set()
-        todo: list = [(doc, pointer)]
-        while todo:  # where each is, for the warnings
-            node, where = todo.pop()
-            if isinstance(node, list):
-                todo.extend((x, f"{where}/{i}") for i, x in enumerate(node))
-                continue
-            if not isinstance(node, dict) or id(node) in seen:
-                continue
-            seen.add(id(node))
+        for node, where in _schema_objects(doc, pointer, ignored):  # for the warnings
             for key in ignored & node.keys():
                 found.setdefault(key, f"{where}/{key}")
-            todo.extend((v, f"{where}/{key}" if name is None else
-                         f"{where}/{key}/{_escape(name)}")
-                        for key, name, v in _subschemas(node) if key not in ignored)
         for key, where in found.items():
             msg = (f"{where}: {key!r} is not a keyword of draft {draft} (the schema's "
                    "$schema): ignored")

@@ -9,7 +9,7 @@ from urllib.parse import unquote, urljoin
 
 from pse.errors import SchemaError
 from pse.machines import Forward, StateMachine
-from pse.json_schema.common import _pair_disjoint, _same
+from pse.json_schema.common import _KEYWORDS, _escape, _misspelled, _pair_disjoint, _same
 
 # Keywords whose value is a schema or a list of schemas, and those whose value maps names
 # to schemas: where `index` looks for identifiers.
@@ -36,6 +36,25 @@ def _subschemas(node: dict) -> list[tuple[str, str | None, Any]]:
         elif key in _SUBSCHEMAS:
             out.append((key, None, value))
     return out
+
+
+def _schema_objects(doc: Any, pointer: str, skip: frozenset = frozenset()) -> Any:
+    """Each schema object of `doc` once, with its pointer (from `pointer`), through the
+    places that hold schemas but those under a keyword of `skip`."""
+    seen: set[int] = set()
+    todo: list = [(doc, pointer)]
+    while todo:
+        node, where = todo.pop()
+        if isinstance(node, list):
+            todo.extend((x, f"{where}/{i}") for i, x in enumerate(node))
+            continue
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node, where
+        todo.extend((v, f"{where}/{key}" if name is None else
+                     f"{where}/{key}/{_escape(name)}")
+                    for key, name, v in _subschemas(node) if key not in skip)
 
 
 def _draft(root: Any) -> int:
@@ -71,6 +90,7 @@ class _Refs:
         self.resources.setdefault(base, doc)
         todo = [(doc, base)]
         seen: set[tuple[int, str]] = set()  # a schema object shared by several parents
+        misspelled: dict[int, list] = {}  # id of a schema object -> [(key, hint)]
         while todo:
             node, here = todo.pop()
             if (id(node), here) in seen:
@@ -83,6 +103,10 @@ class _Refs:
                 continue
             if not refused.isdisjoint(node):
                 return True
+            if not _KEYWORDS.issuperset(node):
+                hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS]
+                if any(hint for _, hint in hints):
+                    misspelled[id(node)] = [(key, hint) for key, hint in hints if hint]
             ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
             if self.ref_alone and "$ref" in node:
                 ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
@@ -104,7 +128,19 @@ class _Refs:
             self.bases[id(node)] = (node, here)
             # only where schemas are: an "$id" inside an unknown keyword is data
             todo.extend([(v, here) for _, _, v in _subschemas(node)])
+        if misspelled:
+            self.warn_misspelled(doc, base, misspelled)
         return False
+
+    def warn_misspelled(self, doc: Any, base: str, misspelled: dict) -> None:
+        """Warn, naming its pointer, of each key of `doc`'s schema objects that is no
+        keyword but likely meant one (`misspelled`: id of the object -> [(key, hint)]):
+        ignored, as unknown keys are."""
+        for node, where in _schema_objects(doc, f"{base}#"):
+            for key, hint in misspelled.get(id(node), ()):
+                msg = f"{where}/{_escape(key)}: {key!r} is not a keyword: ignored ({hint})"
+                if msg not in self.warnings:  # (a document read again warns once)
+                    self.warn(msg, f"pse: {msg}")
 
     def derived(self, node: dict, new: dict) -> dict:
         """`new`, a rewrite of `node`, read against the same base URI."""
