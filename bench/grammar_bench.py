@@ -343,7 +343,7 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
                                ("pop through", POP_THROUGH, "a" * operands),
                                ("nested ends", NESTED_ENDS, "a" * operands),
                                ("calling each other", CALLING_EACH_OTHER,
-                                "a" * (operands // 10))]:
+                                "a" * max(1, operands // 10))]:
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "
@@ -371,8 +371,9 @@ def main() -> None:
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
     ap.add_argument("--engines", default=",".join(installed()))
     ap.add_argument("--long", type=int, default=0, metavar="N",
-                    help="also time one text of N operands of `ambiguous`, `right "
-                         "ambiguous` and `stacked`, by quarters")
+                    help="also time one long text of each of `ambiguous`, `right ambiguous`, "
+                         "`stacked`, `interleaved`, `pop through`, `nested ends` (N operands) "
+                         "and `calling each other` (N / 10), by quarters")
     ap.add_argument("--only-long", action="store_true",
                     help="time the long texts only (needs --long), not the grammars' texts")
     args = ap.parse_args()

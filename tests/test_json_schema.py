@@ -136,7 +136,6 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     assert any("is not a keyword of draft" in str(w.message) for w in caught)
 
 
-
 @pytest.mark.parametrize("schema, warned", [
     ({"type": "object", "properties": {"name": {"type": "string", "minLenght": 2}},
       "requried": ["name"]},
@@ -144,6 +143,7 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     ({"anyof": [{"type": "integer"}], "Maximum": 3, "type:": "string"},
      {"#/anyof": "'anyOf'", "#/Maximum": "'maximum'", "#/type:": "'type'"}),
     ({"type": "integer", "nullable": True}, {"#/nullable": "'type'"}),
+    ({"type": "integer", "nullable": False}, {}),  # (what it says is so already)
     ({"$defs": {"a": {"type": "array", "maxItmes": 1}}, "$ref": "#/$defs/a",
       "additonalProperties": False}, {"#/$defs/a/maxItmes": "'maxItems'",
                                       "#/additonalProperties": "'additionalProperties'"}),

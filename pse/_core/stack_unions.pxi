@@ -32,6 +32,8 @@ cdef enum:  # merge_stacks' passes (group_stacks)
                               # alternate in `s: "a" s s "b" | "a"`: from 8, a step took
                               # 40% more, merging only every other byte)
     ONE_RUN_BELOW = 8         # BY_STATE leaves fewer runs apart (see one_run)
+    WALK_TOPS = 256           # BY_STATE in a mask walk past WALK_FRAMES scratch frames
+    WALK_FRAMES = 1 << 20     # shares at most WALK_TOPS tops (see gather_group)
 
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
@@ -104,22 +106,53 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t roo
 
 
 cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room, IdSet* seen
-                      ) noexcept nogil:
+                      ) except -2 nogil:
     """Append the stacks of frame f that are no unions (through unions in unions; each once,
-    those in `seen` already there) to out[n:room]; the new count, or -1 past `room`."""
+    those in `seen` already there) to out[n:room], member before next cell; the new count, or
+    -1 past `room`. In a mask walk, the arena's unions are not gone through (they are
+    appended as they are): their tops were shared as the text was read, and the walk's
+    frames are not interned, so gathering every top at each merge made the scratch grow by
+    all of them per merge (a walk merging at every byte of every exit ran out of memory).
+    A list of the cells to go on from, not a recursion: unions nest as deep as the text is
+    long (450 a's of three rules calling each other overflowed a thread's 256 KiB stack)."""
+    cdef int32_t few[64]
+    cdef int32_t* later = few    # cells to go on from, once the member before them is done
+    cdef int32_t n_later = 0, cap = 64
+    cdef int32_t* grown
     cdef Frame* cell
-    while f != NO_FRAME and n >= 0:
-        if not add_id(seen, f):
-            return n
-        cell = get_frame(c, f)
-        if cell.node != UNION_NODE:
-            if n == room:
-                return -1
-            out[n] = f
-            return n + 1
-        f = cell.seen
-        n = add_tops(c, cell.parent, out, n, room, seen)
-    return n
+    try:
+        while True:
+            while f != NO_FRAME:
+                if not add_id(seen, f):
+                    break  # (its cells after it are gone through, or will be)
+                cell = get_frame(c, f)
+                if cell.node != UNION_NODE or (c.scratch != NULL and not f & SCRATCH_BIT):
+                    if n == room:
+                        return -1
+                    out[n] = f
+                    n += 1
+                    break
+                if cell.seen != NO_FRAME:
+                    if n_later == cap:
+                        grown = <int32_t*>malloc(2 * <size_t>cap * sizeof(int32_t))
+                        if grown == NULL:
+                            with gil:
+                                raise MemoryError()
+                        memcpy(grown, later, cap * sizeof(int32_t))
+                        if later != few:
+                            free(later)
+                        later = grown
+                        cap *= 2
+                    later[n_later] = cell.seen
+                    n_later += 1
+                f = cell.parent
+            if n_later == 0:
+                return n
+            n_later -= 1
+            f = later[n_later]
+    finally:
+        if later != few:
+            free(later)
 
 
 cdef bint one_run(Ctx* c, const int32_t* members, int32_t n) noexcept nogil:
@@ -455,7 +488,17 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
             if group[i] != i or next[i] < 0:
                 continue
             n_members = gather_group(c, items, next, i, by, &members, &room, few_members)
-            if by == BY_RUN:  # the joined runs go to the group's first states, the others go
+            if n_members < 0:  # a walk's group with too many tops: its stacks as they are, in
+                n_members = 0  # unions of unions (see gather_group)
+                k = i
+                while k >= 0:
+                    if n_members == room:
+                        members[0] = union_of(c, members, n_members, True)
+                        n_members = 1
+                    members[n_members] = items[k].frame
+                    n_members += 1
+                    k = next[k]
+            elif by == BY_RUN:  # the joined runs go to the group's first states, the others go
                 n_members = join_runs(c, members, n_members)
                 items[i].frame = members[0]
                 j = 1
@@ -468,7 +511,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                         group[k] = -1
                     k = next[k]
                 continue
-            if by == BY_STATE:
+            elif by == BY_STATE:
                 if 1 < n_members < ONE_RUN_BELOW and one_run(c, members, n_members):
                     continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
                               # | "a"` makes, one per two a's, merge)
@@ -493,13 +536,17 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
 
 
 cdef int32_t gather_group(Ctx* c, const PState* items, const int32_t* next, int32_t i, int by,
-                          int32_t** members, int32_t* room, int32_t* few) except -1 nogil:
+                          int32_t** members, int32_t* room, int32_t* few) except -2 nogil:
     """group_stacks: the stacks of the group whose first state is items[i] (BY_STATE: their
     tops, each once, each over its own stack) into members[0][:n], grown past `room` (a
-    buffer other than `few` is the caller's to free); n. No bound: past one (256 stacks), a
-    group was left apart, or merged as a union of unions whose tops no longer shared what
-    was below them, and the stacks grew exponentially with the text (three rules calling
-    each other: 2.8 times the frames per a from the 15th)."""
+    buffer other than `few` is the caller's to free); n. As text is consumed, no bound: past
+    one (256 stacks), a group was left apart, or merged as a union of unions whose tops no
+    longer shared what was below them, and the arena's stacks grew exponentially with the
+    text (three rules calling each other: 2.7 times the frames per a from the 18th). In a
+    mask walk (whose tops stop at the arena's unions: see add_tops) that has made
+    WALK_FRAMES frames, -1 past WALK_TOPS: its frames are not interned, so each merge makes
+    every top's union again (a walk whose roots refilled their set and merged again and
+    again ran out of memory); a walk nests unions only as deep as a token is long."""
     cdef int32_t n, k
     cdef int32_t* grown
     cdef IdSet tops
@@ -507,16 +554,22 @@ cdef int32_t gather_group(Ctx* c, const PState* items, const int32_t* next, int3
         n = 0
         k = i
         tops.slots = NULL
-        while k >= 0 and n >= 0:
-            if by == BY_STATE:
-                n = add_tops(c, items[k].frame, members[0], n, room[0], &tops)
-            else:
-                n = add_members(c, items[k].frame, members[0], n, room[0])
-            k = next[k]
-        idset_free(&tops)
+        try:
+            while k >= 0 and n >= 0:
+                if by == BY_STATE:
+                    n = add_tops(c, items[k].frame, members[0], n, room[0], &tops)
+                else:
+                    n = add_members(c, items[k].frame, members[0], n, room[0])
+                k = next[k]
+        finally:
+            idset_free(&tops)
         if n >= 0:
             return n
-        grown = <int32_t*>malloc(2 * <size_t>room[0] * sizeof(int32_t))
+        if (by == BY_STATE and c.scratch != NULL and room[0] >= WALK_TOPS
+                and c.scratch.n >= WALK_FRAMES):
+            return -1
+        grown = NULL if room[0] > (1 << 29) else <int32_t*>malloc(
+            2 * <size_t>room[0] * sizeof(int32_t))
         if grown == NULL:
             with gil:
                 raise MemoryError()

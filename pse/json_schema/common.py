@@ -50,8 +50,8 @@ _VALIDATION = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
 # Keywords that apply subschemas to the instance itself.
 _APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$recursiveRef"])
 
-# Every keyword pse reads (and its own, "pse:..."): a key of a schema object that is none
-# constrains nothing.
+# Every keyword pse reads: a key of a schema object that is none constrains nothing (pse's
+# own, "pse:...", are no misspellings either: see _misspelled).
 _KEYWORDS = frozenset(_ANNOTATIONS | _VALIDATION | _APPLICATORS | {"contentSchema"})
 _CONSTRAINING = sorted(_VALIDATION | _APPLICATORS | {"contentSchema"})
 

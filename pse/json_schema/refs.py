@@ -104,7 +104,8 @@ class _Refs:
             if not refused.isdisjoint(node):
                 return True
             if not _KEYWORDS.issuperset(node):
-                hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS]
+                hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS
+                         and not (key == "nullable" and node[key] is not True)]
                 if any(hint for _, hint in hints):
                     misspelled[id(node)] = [(key, hint) for key, hint in hints if hint]
             ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
