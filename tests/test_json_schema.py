@@ -144,6 +144,9 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
      {"#/anyof": "'anyOf'", "#/Maximum": "'maximum'", "#/type:": "'type'"}),
     ({"type": "integer", "nullable": True}, {"#/nullable": "'type'"}),
     ({"type": "integer", "nullable": False}, {}),  # (what it says is so already)
+    # draft 7: a $ref's siblings are ignored, keywords or not
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {
+        "type": "string"}}, "$ref": "#/definitions/a", "minLenght": 2}, {}),
     ({"$defs": {"a": {"type": "array", "maxItmes": 1}}, "$ref": "#/$defs/a",
       "additonalProperties": False}, {"#/$defs/a/maxItmes": "'maxItems'",
                                       "#/additonalProperties": "'additionalProperties'"}),
@@ -154,7 +157,7 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
 def test_misspelled_keywords_warn(schema, warned):
     """A key that is no keyword constrains nothing (as jsonschema reads it); where it likely
     meant a keyword that constrains, a warning names its pointer and the keyword."""
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.validators.validator_for(schema)(schema)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         machine = JsonSchema(schema)

@@ -103,7 +103,8 @@ class _Refs:
                 continue
             if not refused.isdisjoint(node):
                 return True
-            if not _KEYWORDS.issuperset(node):
+            # (drafts 4-7 ignore a $ref's siblings, keywords or not: no hint there)
+            if not _KEYWORDS.issuperset(node) and not (self.ref_alone and "$ref" in node):
                 hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS
                          and not (key == "nullable" and node[key] is not True)]
                 if any(hint for _, hint in hints):
