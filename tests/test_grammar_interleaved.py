@@ -17,6 +17,7 @@ import threading
 
 import pytest
 
+import pse
 from pse import Grammar, StructuringEngine, limits
 from pse._core.mask import _set_planning
 from pse._core.stepper import consume_tokens
@@ -505,10 +506,13 @@ def test_walks_merging_again_and_again_stay_in_memory():
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
+    # (the tests, and pse where this process found it, in place or installed; run from the
+    # tests, so that a source folder without its built modules is not found first)
     here = os.path.dirname(os.path.abspath(__file__))
+    found = os.path.dirname(os.path.dirname(os.path.abspath(pse.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-c", script], env=env, preexec_fn=limit,
+        [here, found, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", script], env=env, preexec_fn=limit, cwd=here,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
 
