@@ -12,10 +12,10 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     Ctx, Frame, IdSet, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique,
-    exit_bytes, expand, expand_in, has_bit, idset_free, in_unique, is_accepting, seen_free,
-    seen_init, seen_reset, set_next_bytes, special_terms, stateset_add, stateset_append,
-    stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
-    take_special, union_bytes_free, union_bytes_init,
+    exit_bytes, expand, expand_in, has_bit, idset_free, in_unique, is_accepting, live_bound,
+    merge_stacks, seen_free, seen_init, seen_reset, set_next_bytes, special_terms, stateset_add,
+    stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
+    step_set, take_special, union_bytes_free, union_bytes_init,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -586,77 +586,132 @@ cdef class Matcher:
     cdef int plan(self, Ctx* c) except -1:
         """Turn the roots' exits into large subtrees into jobs: each state the exit byte leads
         to becomes a root of its own below the exit node, with that subtree's cached entry, so
-        that `walk` walks only the small subtrees. A job's exits are planned in turn. Past
-        max_jobs the rest is walked."""
+        that `walk` walks only the small subtrees. A job's exits are planned in turn, those
+        of a group's jobs (one entry, stacks that differ) together: their stacks share
+        unions, popped once for the group (planned one by one, an ambiguous grammar's n jobs
+        each popped unions of about n members). Past max_jobs the rest is walked."""
         global plan_epochs
         plan_epochs += 1
         self.plan_epoch = plan_epochs
         if self.w.n_jobs > 0:  # (the last plan's jobs are still counted: their slots cleared)
             memset(self.w.job_slots, 0xFF, self.w.n_job_slots * sizeof(int32_t))
         cdef Walker* w = &self.w
+        cdef int32_t i = 0, j, first, n_roots = w.roots.n, cap = 0
+        cdef int32_t* planned_to = NULL  # per group's first job: its jobs planned, those below
+        w.n_jobs = 0
+        try:
+            while i < n_roots + w.n_jobs:
+                if i < n_roots:
+                    if w.plan_from[i] != NOT_PLANNED and w.n_jobs >= max_jobs:
+                        break
+                    if w.root_group[i] == i:
+                        self.plan_group(c, False, i, i, w.slices[i],
+                                        group_plan_from(w.plan_from, w.root_next, i))
+                    i += 1
+                    continue
+                j = i - n_roots
+                if w.job_plan_from[j] != NOT_PLANNED and w.n_jobs >= max_jobs:
+                    break
+                i += 1
+                if w.n_jobs > cap:
+                    cap = max(64, 2 * w.n_jobs)
+                    planned_to = <int32_t*>realloc(planned_to, cap * sizeof(int32_t))
+                    if planned_to == NULL:
+                        raise MemoryError()
+                first = w.job_group[j]
+                if first == j:  # the group's jobs so far (the first, the others newest first)
+                    planned_to[j] = w.n_jobs
+                    self.plan_group(c, True, j, j, w.job_slices[j], w.job_plan_from[j])
+                elif j >= planned_to[first]:  # jobs that joined the group once it was planned
+                    planned_to[first] = w.n_jobs
+                    self.plan_group(c, True, w.job_next[first], j, w.job_slices[j],
+                                    w.job_plan_from[j])
+            else:
+                return 0
+            for j in range(i, n_roots):  # past max_jobs: the rest walk every exit
+                w.plan_from[j] = NOT_PLANNED
+            for j in range(max(i - n_roots, 0), w.n_jobs):
+                w.job_plan_from[j] = NOT_PLANNED
+        finally:
+            free(planned_to)
+        return 0
+
+    cdef int plan_group(self, Ctx* c, bint jobs, int32_t start, int32_t lo, const Slice* sl,
+                        int32_t smallest) except -1:
+        """`plan` for the root (or with `jobs`, the job) `start` and those chained from it
+        down to index `lo`, all of whose entry is `sl`: each exit byte into a subtree of
+        `smallest` nodes or more leads them to states that become jobs below its exit nodes
+        (add_job moves the jobs: they are read anew after it)."""
+        cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
-        cdef int32_t i = 0, j, k, k2, b, x, n_roots = w.roots.n
-        cdef PState r
-        cdef const Slice* sl
+        cdef int32_t j, k, b, few = live_bound() // 4
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
-        cdef int32_t smallest
-        cdef bint big
         cdef IdSet popped
-        w.n_jobs = 0
-        while i < n_roots + w.n_jobs:
-            if i < n_roots:
-                smallest = w.plan_from[i]
-                r = w.roots.items[i]
-                sl = w.slices[i]
-            else:
-                smallest = w.job_plan_from[i - n_roots]
-                r = w.jobs[i - n_roots]  # a copy: add_job may move the jobs
-                sl = w.job_slices[i - n_roots]
-            if smallest != NOT_PLANNED and w.n_jobs >= max_jobs:
-                for j in range(i, n_roots):
-                    w.plan_from[j] = NOT_PLANNED
-                for j in range(max(i - n_roots, 0), w.n_jobs):
-                    w.job_plan_from[j] = NOT_PLANNED
-                return 0
-            i += 1
-            if smallest == NOT_PLANNED:
-                continue
-            memset(bytes8, 0, sizeof(bytes8))
-            exit_bytes(c, &r, bytes8)
-            for k in range(8):
-                bits = bytes8[k] & sl.exit_bytes[k]
-                while bits:
-                    b = 32 * k + ctz32(bits)
-                    bits &= bits - 1
-                    big = False
-                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                        if large_subtree(tr, sl.exit_nodes[j], smallest):
-                            big = True
-                            break
-                    if not big:
-                        continue
+        if smallest == NOT_PLANNED:
+            return 0
+        memset(bytes8, 0, sizeof(bytes8))
+        j = start
+        while j >= lo:
+            exit_bytes(c, &w.jobs[j] if jobs else &w.roots.items[j], bytes8)
+            j = w.job_next[j] if jobs else w.root_next[j]
+            if j >= lo and covers(bytes8, sl.exit_bytes):  # (the others add no byte with exits)
+                break
+        for k in range(8):
+            bits = bytes8[k] & sl.exit_bytes[k]
+            while bits:
+                b = 32 * k + ctz32(bits)
+                bits &= bits - 1
+                for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+                    if large_subtree(tr, sl.exit_nodes[j], smallest):
+                        break
+                else:
+                    continue
+                # the states b leads to (their frames stay in the scratch for the walk),
+                # merged once they are a few and into jobs if still more: the group's together
+                # would pass the bound on live states where each alone did not (the unions
+                # popped stay popped: what they led to is jobs already)
+                popped.slots = NULL
+                try:
                     stateset_clear(&w.seed)
-                    expand(c, &r, b, &w.seed)  # its frames stay in the scratch for the walk
-                    # a state whose terminal ended on b (term -1) starts the next ones below;
-                    # copied out first: growing, the set may merge in place, which would move
-                    # states not yet read
-                    stateset_clear(&w.ended)
-                    for k2 in range(w.seed.n):
-                        if w.seed.items[k2].term < 0:
-                            stateset_append(&w.ended, &w.seed.items[k2])
-                    popped.slots = NULL
-                    try:
-                        for k2 in range(w.ended.n):
-                            expand_in(c, &w.ended.items[k2], NO_BYTE, &w.seed, &popped)
-                    finally:
-                        idset_free(&popped)
-                    for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
-                        x = sl.exit_nodes[j]
-                        if large_subtree(tr, x, smallest):
-                            for k2 in range(w.seed.n):
-                                if w.seed.items[k2].term >= 0:
-                                    self.add_job(&w.seed.items[k2], x)
+                    j = start
+                    while j >= lo:
+                        expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b, &w.seed,
+                                  &popped)
+                        j = w.job_next[j] if jobs else w.root_next[j]
+                        if w.seed.n > few:
+                            merge_stacks(c, &w.seed)
+                        if j < lo or w.seed.n > few:
+                            self.add_jobs(c, sl, b, smallest)
+                finally:
+                    idset_free(&popped)
+        return 0
+
+    cdef int add_jobs(self, Ctx* c, const Slice* sl, int32_t b, int32_t smallest) except -1:
+        """The states in the seed, which byte b led to, as jobs below b's exit nodes of
+        `smallest` nodes or more (see plan_group); the seed emptied."""
+        cdef Walker* w = &self.w
+        cdef int32_t j, k, x
+        cdef IdSet popped
+        # a state whose terminal ended on b (term -1) starts the next ones below; copied out
+        # first: growing, the set may merge in place, which would move states not yet read
+        stateset_clear(&w.ended)
+        for k in range(w.seed.n):
+            if w.seed.items[k].term < 0:
+                stateset_append(&w.ended, &w.seed.items[k])
+        popped.slots = NULL
+        try:
+            for k in range(w.ended.n):
+                expand_in(c, &w.ended.items[k], NO_BYTE, &w.seed, &popped)
+        finally:
+            idset_free(&popped)
+        for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
+            x = sl.exit_nodes[j]
+            if large_subtree(w.trie, x, smallest):
+                for k in range(w.seed.n):
+                    if w.seed.items[k].term >= 0:
+                        self.add_job(&w.seed.items[k], x)
+        stateset_clear(&w.seed)
         return 0
 
     cdef int add_job(self, const PState* s, int32_t node) except -1:

@@ -34,6 +34,11 @@ def get_max_live_states() -> int:
     return max_live
 
 
+cdef int32_t live_bound() noexcept nogil:
+    """max_live, for the mask's plan (see Matcher.plan_group)."""
+    return max_live
+
+
 def set_max_live_states(int n) -> None:
     """Set the bound on parser states in one set (see pse.limits; checked there)."""
     global max_live
