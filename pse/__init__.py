@@ -11,7 +11,9 @@ from pse._core.stepper import Stepper, StepperDelta
 from pse import compiler as _compiler  # noqa: F401  (what StateMachine.compile() calls)
 from pse.compile_cache import get_cache_dir, set_cache_dir
 from pse.engine import StructuringEngine, compile, compile_async, fill_next_token_bitmask_par
-from pse.errors import GrammarError, MultipliedOut, PSEError, SchemaError, VocabularyError
+from pse.errors import (
+    GrammarError, MatchesNothing, MultipliedOut, PSEError, SchemaError, VocabularyError,
+)
 from pse.explain import Explanation
 from pse.generation import Generation, GenerationStats, generate, generate_batch
 from pse.grammar import Grammar
@@ -63,6 +65,7 @@ __all__ = [
     "Json",
     "JsonSchema",
     "Loop",
+    "MatchesNothing",
     "MultipliedOut",
     "Optional",
     "PSEError",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pse.errors import GrammarError
+from pse.errors import GrammarError, MatchesNothing
 
 Symbol = tuple[str, str]
 Alternative = tuple[Symbol, ...]
@@ -110,12 +110,12 @@ def rewrite(rules: dict[str, list[Alternative]], start: str) -> Rewritten:
         The rewritten grammar; only nonterminals reachable from `start` are kept.
 
     Raises:
-        GrammarError: the start symbol derives no text at all, or the rewrite would need more
-            than MAX_ALTERNATIVES alternatives.
+        MatchesNothing: the start symbol derives no text at all.
+        GrammarError: the rewrite would need more than MAX_ALTERNATIVES alternatives.
     """
     productive = _productive(rules)
     if start not in productive:
-        raise GrammarError(f"the grammar matches nothing: rule {start!r} derives no text")
+        raise MatchesNothing(f"the grammar matches nothing: rule {start!r} derives no text")
     rules = {name: [alt for alt in alts if all(k == "t" or s in productive for k, s in alt)]
              for name, alts in rules.items() if name in productive}
     nullable = _nullable(rules)

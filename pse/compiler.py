@@ -26,7 +26,7 @@ from pse.bounded_cache import BoundedCache
 from pse._core.automata import start_moved
 from pse._core.rules import reduce_rule
 from pse._core.structure import CompiledStructure, pack_dfas
-from pse.errors import GrammarError
+from pse.errors import GrammarError, MatchesNothing
 from pse.machines import DfaTerminal, Forward, StateMachine, Terminal, use_compiler
 from pse.json_spelling import string_values
 from pse.registers import Guard, Guarded, Scope
@@ -317,7 +317,7 @@ class _Compiler:
                 productive.add(rid)
                 todo.extend(callers.get(rid, ()))
         if root not in productive:
-            raise GrammarError("the structure matches nothing")
+            raise MatchesNothing("the structure matches nothing")
         is_productive = bytes(rid in productive for rid in range(len(self.rules)))
         order = [root]
         seen = {root}

@@ -11,6 +11,12 @@ class GrammarError(PSEError, ValueError):
     """A structure (combinators, regex or grammar) is malformed or cannot be compiled."""
 
 
+class MatchesNothing(GrammarError):
+    """A structure admits no text at all: every way through it needs a rule that derives no
+    text (a recursion that nothing ends, such as `s: "a" s`). From a JsonSchema, a
+    SchemaError says so instead."""
+
+
 class SchemaError(GrammarError):
     """A JSON Schema cannot be compiled exactly; the message names the keyword and pointer."""
 

@@ -304,8 +304,8 @@ class _Builder:
     def build(self, start: str) -> StateMachine:
         try:
             grammar = rewrite(self.rules, start)
-        except GrammarError as e:
-            raise GrammarError(f"{self.source}: {e}") from None
+        except GrammarError as e:  # (of its kind: MatchesNothing stays one)
+            raise type(e)(f"{self.source}: {e}") from None
         self.alts, self.tails = grammar.alternatives, grammar.tails
         refs = {name: sorted({s for alt in self.alts[name] + self.tails[name]
                               for kind, s in alt if kind != "t"}) for name in self.alts}

@@ -7,7 +7,10 @@ import jsonschema
 import pytest
 
 from json_schema_helpers import compact
-from pse import JsonSchema, SchemaError
+from pse import (
+    Chain, Forward, Grammar, JsonSchema, MatchesNothing, Phrase, SchemaError,
+    StructuringEngine, Vocabulary,
+)
 
 
 def test_remote_ref_through_retrieve():
@@ -191,3 +194,30 @@ def test_reference_to_a_false_schema_allows_nothing_there():
     assert m.matches('{"y":1}') and not m.matches('{"x":1}')
     with pytest.raises(SchemaError, match="false"):
         JsonSchema({"$ref": "#/$defs/no", "$defs": {"no": False}})
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"$ref": "#"}, "minItems": 1},
+    {"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}},
+                     "required": ["next"]}}, "$ref": "#/$defs/n"},
+])
+def test_a_recursion_that_no_value_ends_is_a_schema_error(schema):
+    """Every value such a schema allows holds another of its kind: no JSON value is valid
+    (jsonschema recurses without end on any instance it could accept). The compile refused
+    it as a GrammarError, "the structure matches nothing", not naming the schema: now a
+    SchemaError, as a false schema is, both when compiled and when an engine is configured."""
+    with pytest.raises(SchemaError, match="#: nothing is valid.*\\$ref recursion"):
+        JsonSchema(schema).compile()
+    machine = JsonSchema(schema)
+    with pytest.raises(SchemaError, match="#: nothing is valid"):
+        StructuringEngine(Vocabulary.from_tokens(["[", "]", "{", "}"])).configure(machine)
+
+
+def test_a_grammar_that_matches_nothing_is_its_own_error():
+    """Outside a JsonSchema the error stays a GrammarError: its subclass MatchesNothing."""
+    s = Forward()
+    s.set(Chain(Phrase("a"), s))
+    with pytest.raises(MatchesNothing, match="matches nothing"):
+        s.compile()
+    with pytest.raises(MatchesNothing, match="matches nothing"):
+        Grammar.from_lark('start: start "a"\n').compile()

@@ -14,13 +14,17 @@ from __future__ import annotations
 import copy
 import json
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pse import compile_cache, limits
-from pse.errors import GrammarError, MultipliedOut, SchemaError
+from pse.errors import GrammarError, MatchesNothing, MultipliedOut, SchemaError
 from pse.json_value import JsonValued, whitespace_bound
 from pse.machines import StateMachine
 from pse.json_schema.compile import _Compiler
+
+if TYPE_CHECKING:
+    from pse._core.structure import CompiledStructure
+
 
 class JsonSchema(JsonValued):
     """A JSON Schema (dict or JSON text) as a structure.
@@ -147,6 +151,21 @@ class JsonSchema(JsonValued):
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
         return root, warned
+
+    def compile(self) -> CompiledStructure:
+        """Compile into core tables once (see StateMachine.compile).
+
+        Raises:
+            SchemaError: no JSON value is valid, the schema's recursion never ending (an
+                array that must hold an item of its own kind, an object that must have a
+                property of its own kind), as a false schema is refused.
+        """
+        try:
+            return super().compile()
+        except MatchesNothing:
+            raise SchemaError("#: nothing is valid: every value the schema allows must hold "
+                              "another such value (a $ref recursion that no value ends)"
+                              ) from None
 
     @property
     def state_graph(self) -> dict:
