@@ -96,6 +96,7 @@ cdef class Matcher:
     cdef int plan_group(self, Ctx* c, bint jobs, int32_t start, int32_t lo, const Slice* sl,
                         int32_t smallest) except -1
     cdef int add_jobs(self, Ctx* c, const Slice* sl, int32_t b, int32_t smallest) except -1
+    cdef int seed_jobs(self, const Slice* sl, int32_t b, int32_t smallest) except -1
     cdef int add_job(self, const PState* s, int32_t node) except -1
     cdef int grow_job_slots(self) except -1
     cdef int finish(self, object key, uint32_t* out) except -1

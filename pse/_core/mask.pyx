@@ -589,7 +589,8 @@ cdef class Matcher:
         that `walk` walks only the small subtrees. A job's exits are planned in turn, those
         of a group's jobs (one entry, stacks that differ) together: their stacks share
         unions, popped once for the group (planned one by one, an ambiguous grammar's n jobs
-        each popped unions of about n members). Past max_jobs the rest is walked."""
+        each popped unions of about n members). Past max_jobs (checked between groups) the rest
+        is walked."""
         global plan_epochs
         plan_epochs += 1
         self.plan_epoch = plan_epochs
@@ -597,7 +598,8 @@ cdef class Matcher:
             memset(self.w.job_slots, 0xFF, self.w.n_job_slots * sizeof(int32_t))
         cdef Walker* w = &self.w
         cdef int32_t i = 0, j, first, n_roots = w.roots.n, cap = 0
-        cdef int32_t* planned_to = NULL  # per group's first job: its jobs planned, those below
+        # per group's first job: its jobs of a lower index than this are planned
+        cdef int32_t* planned_to = NULL
         w.n_jobs = 0
         try:
             while i < n_roots + w.n_jobs:
@@ -644,7 +646,7 @@ cdef class Matcher:
         (add_job moves the jobs: they are read anew after it)."""
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
-        cdef int32_t j, k, b, few = live_bound() // 4
+        cdef int32_t j, k, b, few = live_bound() // 8
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
         cdef IdSet popped
@@ -689,22 +691,33 @@ cdef class Matcher:
 
     cdef int add_jobs(self, Ctx* c, const Slice* sl, int32_t b, int32_t smallest) except -1:
         """The states in the seed, which byte b led to, as jobs below b's exit nodes of
-        `smallest` nodes or more (see plan_group); the seed emptied."""
+        `smallest` nodes or more (see plan_group); the seed emptied. A state whose terminal
+        ended on b (term -1) starts the next ones below: those states are jobs in turn, a
+        few at a time (the seed is a few states, each of which may start many)."""
         cdef Walker* w = &self.w
-        cdef int32_t j, k, x
+        cdef int32_t k, few = live_bound() // 8
         cdef IdSet popped
-        # a state whose terminal ended on b (term -1) starts the next ones below; copied out
-        # first: growing, the set may merge in place, which would move states not yet read
+        # (copied out first: growing, the set may merge in place, moving states not yet read)
         stateset_clear(&w.ended)
         for k in range(w.seed.n):
             if w.seed.items[k].term < 0:
                 stateset_append(&w.ended, &w.seed.items[k])
+        self.seed_jobs(sl, b, smallest)
         popped.slots = NULL
         try:
             for k in range(w.ended.n):
                 expand_in(c, &w.ended.items[k], NO_BYTE, &w.seed, &popped)
+                if w.seed.n > few or k == w.ended.n - 1:
+                    self.seed_jobs(sl, b, smallest)
         finally:
             idset_free(&popped)
+        return 0
+
+    cdef int seed_jobs(self, const Slice* sl, int32_t b, int32_t smallest) except -1:
+        """The seed's states inside a terminal as jobs below b's exit nodes of `smallest`
+        nodes or more; the seed emptied."""
+        cdef Walker* w = &self.w
+        cdef int32_t j, k, x
         for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
             x = sl.exit_nodes[j]
             if large_subtree(w.trie, x, smallest):
