@@ -38,16 +38,15 @@ cdef inline bint covers(const uint32_t* have, const uint32_t* need) noexcept nog
     return True
 
 
-cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first,
-                  int32_t lo, int b, StateSet* seed) except -1 nogil:
-    """Expand states[first] and (with `next`) the states chained from it down to index `lo`
-    on byte b into `seed` (a group's states share their stacks' unions: each member is
-    popped once)."""
+cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first, int b,
+                  StateSet* seed) except -1 nogil:
+    """Expand states[first] and (with `next`) the states chained from it on byte b into
+    `seed` (a group's states share their stacks' unions: each member is popped once)."""
     cdef int32_t j = first
     cdef IdSet popped
     popped.slots = NULL
     try:
-        while j >= lo:
+        while j >= 0:
             expand_in(c, &states[j], b, seed, &popped)
             j = next[j] if next != NULL else -1
     finally:
@@ -84,7 +83,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
             w.scratch.n = base
             stateset_clear(&w.seed)
             c.pos = w.base
-            seed_all(&c, states, next, first, 0, b, &w.seed)
+            seed_all(&c, states, next, first, b, &w.seed)
             if w.seed.n == 0:
                 continue
             for j in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
@@ -96,7 +95,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
                     w.scratch.n = base
                     stateset_clear(&w.seed)
                     c.pos = w.base + w.trie.node_depth[sl.exit_nodes[j]] - 1
-                    seed_all(&c, states, next, first, 0, b, &w.seed)
+                    seed_all(&c, states, next, first, b, &w.seed)
                     walk_subtree(w, &w.seed, sl.exit_nodes[j], out, sl)
                 continue
             for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
