@@ -313,7 +313,7 @@ class _Compiler:
         todo = list(range(len(self.rules)))  # (the last first: callees come after callers)
         while todo:
             rid = todo.pop()
-            if rid not in productive and _reaches_end(self.rules[rid], productive):
+            if rid not in productive and _reaches_end(self.rules[rid], productive, self.guards):
                 productive.add(rid)
                 todo.extend(callers.get(rid, ()))
         if root not in productive:
@@ -729,18 +729,57 @@ def _entered(graph: dict, state: Hashable) -> bool:
     return False
 
 
-def _reaches_end(rule: _Rule, productive: set[int]) -> bool:
-    """Whether the rule's start reaches one of its ends, calling only productive rules."""
+def _reaches_end(rule: _Rule, productive: set[int], guards: list[Guard | None]) -> bool:
+    """Whether the rule's start reaches one of its ends, calling only productive rules, on a
+    path whose guards can hold (`_register_bounds`)."""
     seen = {rule.start}
     todo = [rule.start]
     while todo:
         s = todo.pop()
         if s in rule.ends:
-            return True
+            return _register_bounds(rule, productive, guards)
         nxt = [e[1] for e in rule.terms[s]] + [t for r, t in rule.calls[s] if r in productive]
         for t in nxt + rule.eps[s]:
             if t not in seen:
                 seen.add(t)
+                todo.append(t)
+    return False
+
+
+def _register_bounds(rule: _Rule, productive: set[int], guards: list[Guard | None]) -> bool:
+    """Whether an end stays reachable when the guards' needs are checked: per node, the key
+    bits and property count that some path may have set there (the union of the bits, the
+    most properties: more never fails a need or a minimum), grown to a fixpoint. Guards'
+    other checks are taken to hold, so this errs only towards reachable: what it refuses
+    no path reaches (an object whose minProperties only properties that match nothing can
+    meet: `{"additionalProperties": {"$ref": "#"}, "minProperties": 1}`)."""
+    used = [guards[g] for row in rule.terms for _, _, g in row if g]
+    if not any(g.need or g.min_props for g in used):
+        return True
+    top = max(g.min_props for g in used)  # (counts past it all pass alike)
+    bits: dict[int, int] = {rule.start: 0}
+    props: dict[int, int] = {rule.start: 0}
+    grown: dict[int, int] = {}  # times a node's count grew: a loop's count goes to `top`
+    todo = [rule.start]
+    while todo:
+        s = todo.pop()
+        if s in rule.ends:
+            return True
+        moves = [(t, 0, 0) for t in rule.eps[s]]
+        moves += [(t, 0, 0) for r, t in rule.calls[s] if r in productive]
+        for _, t, g in rule.terms[s]:
+            guard = guards[g]
+            if guard is None:
+                moves.append((t, 0, 0))
+            elif bits[s] & guard.need == guard.need and props[s] >= guard.min_props:
+                moves.append((t, guard.set, guard.inc))
+        for t, add, inc in moves:
+            b, n = bits[s] | add, min(props[s] + inc, top)
+            if t not in bits or b | bits[t] != bits[t] or n > props[t]:
+                if t in props and n > props[t]:
+                    grown[t] = grown.get(t, 0) + 1
+                    n = top if grown[t] > 4 else n  # (more than it may reach: still sound)
+                bits[t], props[t] = b | bits.get(t, 0), max(n, props.get(t, 0))
                 todo.append(t)
     return False
 

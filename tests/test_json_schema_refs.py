@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 
 import jsonschema
 import pytest
 
+from helpers import run_tokens
 from json_schema_helpers import compact
 from pse import (
     Chain, Forward, Grammar, JsonSchema, MatchesNothing, Phrase, SchemaError,
@@ -196,21 +198,50 @@ def test_reference_to_a_false_schema_allows_nothing_there():
         JsonSchema({"$ref": "#/$defs/no", "$defs": {"no": False}})
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "array", "items": {"$ref": "#"}, "minItems": 1},
-    {"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}},
-                     "required": ["next"]}}, "$ref": "#/$defs/n"},
+_LINKED = {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {"type": "integer"}},
+           "required": ["a", "b"]}
+
+
+@pytest.mark.parametrize("schema, order", [
+    ({"type": "array", "items": {"$ref": "#"}, "minItems": 1}, "schema"),
+    ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}},
+                      "required": ["next"]}}, "$ref": "#/$defs/n"}, "schema"),
+    # counted or required in a register (guards): the compile's trim saw `{}` as a way out
+    ({"type": "object", "additionalProperties": {"$ref": "#"}, "minProperties": 1}, "schema"),
+    ({"type": "object", "additionalProperties": {"$ref": "#"}, "minProperties": 2,
+      "maxProperties": 3}, "schema"),
+    ({"type": "object", "patternProperties": {"^a": {"$ref": "#"}},
+      "additionalProperties": False, "minProperties": 1}, "schema"),
+    (_LINKED, "any"),
 ])
-def test_a_recursion_that_no_value_ends_is_a_schema_error(schema):
+def test_a_recursion_that_no_value_ends_is_a_schema_error(schema, order):
     """Every value such a schema allows holds another of its kind: no JSON value is valid
     (jsonschema recurses without end on any instance it could accept). The compile refused
     it as a GrammarError, "the structure matches nothing", not naming the schema: now a
     SchemaError, as a false schema is, both when compiled and when an engine is configured."""
     with pytest.raises(SchemaError, match="#: nothing is valid.*\\$ref recursion"):
-        JsonSchema(schema).compile()
-    machine = JsonSchema(schema)
+        JsonSchema(schema, property_order=order).compile()
+    machine = JsonSchema(schema, property_order=order)
     with pytest.raises(SchemaError, match="#: nothing is valid"):
         StructuringEngine(Vocabulary.from_tokens(["[", "]", "{", "}"])).configure(machine)
+
+
+def test_a_property_that_no_value_ends_is_never_begun():
+    """An optional property whose schema allows no value (its objects must each hold another,
+    counted by minProperties) leaves the object valid without it; the masks led into it, and
+    into nesting without end (`{"x":{"a":{...` never complete)."""
+    endless = {"type": "object", "additionalProperties": {"$ref": "#/$defs/endless"},
+               "minProperties": 1}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/endless"},
+                                               "y": {"type": "integer"}},
+              "$defs": {"endless": endless}}
+    machine = JsonSchema(schema)
+    for text in ('{"y":1}', "{}", '{"z":{"a":{}}}'):
+        assert machine.matches(text) and jsonschema.validators.validator_for(schema)(
+            schema).is_valid(json.loads(text))
+    assert run_tokens(machine, ['{"x"']) == []
+    assert run_tokens(machine, ['{"y":1,"x"']) == []
+    assert run_tokens(machine, ['{"y":1,"z"']) != []
 
 
 def test_a_grammar_that_matches_nothing_is_its_own_error():
