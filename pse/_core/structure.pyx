@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled structures: flat tables, the frame arena and the byte step of the parser."""
 
-from libc.stdlib cimport calloc, malloc, qsort, realloc, free
+from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcmp, memset, memcpy
 from libc.stdint cimport uintptr_t
 
