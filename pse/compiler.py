@@ -317,7 +317,9 @@ class _Compiler:
                 productive.add(rid)
                 todo.extend(callers.get(rid, ()))
         if root not in productive:
-            raise MatchesNothing("the structure matches nothing")
+            names = _unending_labels(self.rules, root, productive)
+            raise MatchesNothing("the structure matches nothing" + (
+                f": no text ends {', '.join(names)}" if names else ""), tuple(names))
         is_productive = bytes(rid in productive for rid in range(len(self.rules)))
         order = [root]
         seen = {root}
@@ -727,6 +729,27 @@ def _entered(graph: dict, state: Hashable) -> bool:
             if target == state:
                 return True
     return False
+
+
+def _unending_labels(rules: list[_Rule], root: int, productive: set[int], most: int = 3
+                     ) -> list[str]:
+    """The labels (a grammar's rule names, `$ref`s) of the first few rules that nothing ends
+    among those the root calls, through such rules, the root first: where the structure goes
+    on without end."""
+    out: list[str] = []
+    order, seen = [root], {root}
+    for rid in order:
+        label = rules[rid].base[0] if rules[rid].base else ""
+        if label and label not in out:
+            out.append(label)
+            if len(out) == most:
+                break
+        for row in rules[rid].calls:
+            for r, _ in row:
+                if r not in seen and r not in productive:
+                    seen.add(r)
+                    order.append(r)
+    return out
 
 
 def _reaches_end(rule: _Rule, productive: set[int], guards: list[Guard | None]) -> bool:

@@ -14,7 +14,16 @@ class GrammarError(PSEError, ValueError):
 class MatchesNothing(GrammarError):
     """A structure admits no text at all: every way through it needs a rule that derives no
     text (a recursion that nothing ends, such as `s: "a" s`). From a JsonSchema, a
-    SchemaError says so instead."""
+    SchemaError says so instead.
+
+    Attributes:
+        labels: the labels of the first rules that nothing ends, the outermost first (named
+            Forwards, a grammar's rules, a JSON Schema's `$ref`s); empty where none has one.
+    """
+
+    def __init__(self, message: str, labels: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.labels = tuple(labels)
 
 
 class SchemaError(GrammarError):

@@ -244,11 +244,27 @@ def test_a_property_that_no_value_ends_is_never_begun():
     assert run_tokens(machine, ['{"y":1,"z"']) != []
 
 
+def test_the_error_names_the_definition_that_never_ends():
+    """The root has no value because a required property's definition has none: the error
+    names that definition (the compiler's MatchesNothing labels the rules nothing ends)."""
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "required": ["a"],
+              "$defs": {"x": {"type": "array", "items": {"$ref": "#/$defs/x"},
+                              "minItems": 1}}}
+    with pytest.raises(SchemaError, match="no value ends: #/\\$defs/x\\)$"):
+        JsonSchema(schema).compile()
+
+
 def test_a_grammar_that_matches_nothing_is_its_own_error():
-    """Outside a JsonSchema the error stays a GrammarError: its subclass MatchesNothing."""
+    """Outside a JsonSchema the error stays a GrammarError: its subclass MatchesNothing,
+    naming the rules that nothing ends where they have names."""
     s = Forward()
     s.set(Chain(Phrase("a"), s))
-    with pytest.raises(MatchesNothing, match="matches nothing"):
+    with pytest.raises(MatchesNothing, match="matches nothing$"):
         s.compile()
+    named = Forward(name="endless")
+    named.set(Chain(Phrase("a"), named))
+    with pytest.raises(MatchesNothing, match="matches nothing: no text ends endless$") as e:
+        Chain(Phrase("b"), named).compile()
+    assert e.value.labels == ("endless",)
     with pytest.raises(MatchesNothing, match="matches nothing"):
         Grammar.from_lark('start: start "a"\n').compile()

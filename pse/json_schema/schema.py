@@ -162,10 +162,15 @@ class JsonSchema(JsonValued):
         """
         try:
             return super().compile()
-        except MatchesNothing:
+        except MatchesNothing as e:
+            # the compiler's labels of schemas: "$ref <uri>", "schema at <pointer>"
+            where = [label.split(" ", 1)[1] if label.startswith("$ref ") else
+                     label[len("schema at "):] if label.startswith("schema at ") else label
+                     for label in e.labels]
+            where = [w for w in where if w != "#"]
             raise SchemaError("#: nothing is valid: every value the schema allows must hold "
-                              "another such value (a $ref recursion that no value ends)"
-                              ) from None
+                              "another such value (a $ref recursion that no value ends"
+                              + (f": {', '.join(where)}" if where else "") + ")") from None
 
     @property
     def state_graph(self) -> dict:
