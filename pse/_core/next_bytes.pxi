@@ -84,16 +84,21 @@ cdef inline int32_t member_bytes(Ctx* c, int32_t member, uint32_t* out8) noexcep
 
 cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexcept nogil:
     """The exit bytes of union u's members' returns not in `popped` (and of the unions they
-    reach, each once, waiting in a list: see expand_members), ORed into `out8`; an arena
-    union's as kept (or_kept)."""
+    reach, each once, waiting in a list: see expand_members, whose cells met again end a
+    list too), ORed into `out8`; an arena union's as kept (or_kept)."""
     cdef int n = 0
     cdef int32_t v
     cdef Frame* cell
     cdef int32_t waiting[PENDING]
+    cdef bint first
     while True:
         if or_kept(c, u, out8):  # (checked once per union, not per cell: a cell's `seen` is
             u = NO_FRAME         # the rest of the list, a union too)
+        first = True
         while u != NO_FRAME:
+            if not first and not add_id(popped, u):
+                break
+            first = False
             cell = get_frame(c, u)
             u = cell.seen
             if not add_id(popped, cell.parent):

@@ -601,19 +601,26 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
     The unions met on the way (a member that is a union, or the union a member's pops reach)
     wait in a list, not in a recursion, however deep they nest (past the list's room, one is
     popped in a call of its own). A union goes into `popped` as it is met, as its members
-    do: one met again, through another member, is not gone through again."""
+    do: one met again, through another member, is not gone through again. So do its cells
+    after the first: a union shares the cells of an older one holding its older members (see
+    union_of), and a cell met again starts members gone through already, to the end."""
     cdef int produced = 0
     cdef int32_t member, also, reached, n = 0
     cdef int32_t waiting[PENDING]
     cdef Frame* fr
     cdef PState at, at2
     cdef IdSet own
+    cdef bint first
     own.slots = NULL
     try:
         if popped == NULL:
             popped = &own
         while True:
+            first = True  # (a union's first cell is its id: in `popped` as it was met)
             while cell != NO_FRAME:
+                if not first and not add_id(popped, cell):
+                    break
+                first = False
                 fr = get_frame(c, cell)
                 member = fr.parent
                 cell = fr.seen  # (read first: the scratch may move as expand pushes)
