@@ -190,7 +190,9 @@ ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their s
 
 # The members a walk down the stacks has popped: unions share their members' stacks, so the
 # paths through them multiply; each member is popped once (its frame decides all that follows),
-# and each union gone through once (its id is its first cell's: a member may be a union).
+# and each union gone through once (its id is its first cell's: a member may be a union). A
+# cell after a union's first is the union of the members from it on (unions share an older
+# one's cells): it goes in too, and one met again ends a list (see expand_members).
 ctypedef struct IdSet:
     int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
     int64_t mask              # `few`, until it holds too many)

@@ -616,7 +616,10 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
         if popped == NULL:
             popped = &own
         while True:
-            first = True  # (a union's first cell is its id: in `popped` as it was met)
+            # (a union's first cell is its id, in `popped` as it was met; in a set of its
+            # own it is not, but no list from the union's members runs into it: frames
+            # point only to older ones)
+            first = True
             while cell != NO_FRAME:
                 if not first and not add_id(popped, cell):
                     break
