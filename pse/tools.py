@@ -127,7 +127,8 @@ class ToolCalls(StateMachine):
 
     Raises:
         SchemaError: a malformed tool, two tools with one name, or a tool whose parameters
-            do not compile (the message names the tool and the schema path).
+            do not compile or allow no value (the message names the tool and the schema
+            path).
         GrammarError: an unknown format or tool_choice.
         TypeError: `tools` is not a list of tools.
     """
@@ -244,21 +245,36 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
         })
     schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
     try:
-        return JsonSchema(schema, whitespace=whitespace, name="tool_call")
+        call = JsonSchema(schema, whitespace=whitespace, name="tool_call")
+        call.compile()
     except SchemaError as e:
         union_error = e
-    # say which tool's schema failed, with the path inside its parameters
-    for tool in tools:
-        function = tool["function"]
-        try:
-            JsonSchema(function.get("parameters", {}), whitespace=whitespace)
-        except SchemaError as e:
-            # (the same class: a MultipliedOut stays one, for a caller that retries)
-            raise type(e)(f"tool {function['name']!r}: its parameters do not compile: "
-                          f"{e}") from None
+    else:
+        # a tool whose arguments allow no value is no branch of the union (an unsatisfiable
+        # anyOf branch is dropped): one that cannot be begun is such a tool
+        for tool in tools:
+            name = tool["function"]["name"]
+            if not call.matches(f'{{"name":{json.dumps(name)},"{arguments_key}":',
+                                partial=True):
+                _raise_for_tool(tool, whitespace)
+                raise SchemaError(f"tool {name!r}: no value of its parameters is valid")
+        return call
+    for tool in tools:  # say which tool's schema failed, with the path inside its parameters
+        _raise_for_tool(tool, whitespace)
     # (each tool's parameters compile alone)
     raise type(union_error)(f"the tools' calls do not compile together: "
                             f"{union_error}") from None
+
+
+def _raise_for_tool(tool: dict, whitespace: int) -> None:
+    """Raise the SchemaError of the tool's parameters compiled alone, naming the tool."""
+    function = tool["function"]
+    try:
+        JsonSchema(function.get("parameters", {}), whitespace=whitespace).compile()
+    except SchemaError as e:
+        # (the same class: a MultipliedOut stays one, for a caller that retries)
+        raise type(e)(f"tool {function['name']!r}: its parameters do not compile: "
+                      f"{e}") from None
 
 
 def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:

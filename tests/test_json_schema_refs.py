@@ -128,6 +128,23 @@ def test_draft4_reads_id_not_dollar_id():
         assert machine.matches(compact(value)) == validator.is_valid(value), value
 
 
+@pytest.mark.parametrize("ident", ["urn:example:tree", "tag:example.com,2026:tree",
+                                   "https://example.com/tree"])
+def test_fragments_point_into_an_embedded_resource_of_any_scheme(ident):
+    """Inside a subschema with its own $id, "#" and "#/$defs/..." are that resource, not the
+    document, whether or not urllib takes the id's scheme for a hierarchical one."""
+    tree = {"$id": ident, "$defs": {"leaf": {"type": "integer"}}, "type": "object",
+            "properties": {"left": {"anyOf": [{"$ref": "#"}, {"$ref": "#/$defs/leaf"}]}},
+            "required": ["left"]}
+    schema = {"type": "object", "properties": {"tree": tree}, "required": ["tree"]}
+    machine = JsonSchema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in ({"tree": {"left": 1}}, {"tree": {"left": {"left": {"left": 2}}}},
+                  {"tree": {"left": {"tree": {"left": 1}}}}, {"tree": {"left": "x"}},
+                  {"tree": {"left": {"left": {}}}}):
+        assert machine.matches(compact(value)) == validator.is_valid(value), value
+
+
 def test_references_leading_only_to_themselves_are_refused():
     for defs in ({"p": {"$ref": "#/$defs/p"}}, {"p": {"$ref": "#/$defs/q"},
                                                 "q": {"$ref": "#/$defs/p"}}):

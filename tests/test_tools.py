@@ -275,6 +275,41 @@ def test_functions_and_models_as_tools():
     assert not machine.matches(hermes(("Order", {"item": "tea"})))
 
 
+def test_parameters_with_definitions_beside_other_tools():
+    # each tool's parameters are a resource of their own: "#/$defs/..." and "#" inside them
+    # are theirs (pydantic writes nested models so)
+    tree = {"type": "function", "function": {"name": "plant", "parameters": {
+        "$defs": {"size": {"enum": ["s", "m"]}}, "type": "object",
+        "properties": {"size": {"$ref": "#/$defs/size"},
+                       "child": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+        "required": ["size", "child"]}}}
+    for tools in ([tree], [WEATHER, tree]):
+        machine = ToolCalls(tools)
+        schema = tree["function"]["parameters"]
+        for args in ({"size": "s", "child": None}, {"size": "m", "child": {"size": "s",
+                                                                         "child": None}},
+                     {"size": "x", "child": None}, {"size": "s", "child": {"size": "s"}},
+                     {"size": "s", "child": {"name": "plant", "arguments": {}}}):
+            assert machine.matches(hermes(("plant", args))) == \
+                jsonschema.Draft202012Validator(schema).is_valid(args), (tools, args)
+
+
+def test_pydantic_models_with_nested_models_as_tools():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Address(pydantic.BaseModel):
+        city: str
+
+    class Ship(pydantic.BaseModel):
+        """Ship an order."""
+        item: str
+        to: Address
+
+    machine = ToolCalls([WEATHER, Ship])
+    assert machine.matches(hermes(("Ship", {"item": "tea", "to": {"city": "Oslo"}})))
+    assert not machine.matches(hermes(("Ship", {"item": "tea", "to": {"town": "Oslo"}})))
+
+
 # --- bad input --------------------------------------------------------------------------------
 
 def test_bad_input_is_named():
@@ -294,6 +329,22 @@ def test_bad_input_is_named():
         ToolCalls(TOOLS, format={"begin": "<c>"})
     with pytest.raises(TypeError):
         ToolCalls(WEATHER)
+
+
+@pytest.mark.parametrize("parameters", [
+    False,
+    {"type": "object", "properties": {"a": False}, "required": ["a"]},
+    {"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 3}},
+     "required": ["a"]},
+    {"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]},
+])
+def test_a_tool_that_no_call_can_satisfy_is_named(parameters):
+    # a union's branch that allows nothing drops out of it: the tool would be left out
+    # without a word, beside the others
+    never = {"type": "function", "function": {"name": "never", "parameters": parameters}}
+    for tools in ([never], [WEATHER, never], [never, SEARCH]):
+        with pytest.raises(SchemaError, match="tool 'never'"):
+            ToolCalls(tools)
 
 
 def test_parameters_that_multiply_out_keep_their_error_class(monkeypatch):

@@ -68,6 +68,15 @@ def _draft(root: Any) -> int:
     return 2020
 
 
+def _join(base: str, ref: str) -> str:
+    """`ref` read against `base`, as `urljoin` reads it, and also where urllib does not take
+    the base's scheme for a hierarchical one (`urn:`, `tag:`): a fragment alone ("#",
+    "#/$defs/x") points into the base's own resource there too, not the document's."""
+    if ref.startswith("#"):
+        return base.partition("#")[0] + ref
+    return urljoin(base, ref)
+
+
 def leads_only_to(machine: StateMachine, forward: Forward) -> bool:
     """Whether `machine` is `forward`, or references (Forwards) that lead only back to it."""
     seen = set()
@@ -116,7 +125,7 @@ class _Refs:
                 if ident.startswith("#"):
                     self.anchors[(here, ident[1:])] = node
                 else:
-                    here, _, frag = urljoin(here, ident).partition("#")
+                    here, _, frag = _join(here, ident).partition("#")
                     self.resources.setdefault(here, node)
                     if frag:
                         self.anchors[(here, frag)] = node
@@ -186,7 +195,7 @@ class _Refs:
 
     def absolute(self, node: dict, ref: str) -> str:
         """The absolute URI a `$ref` found in `node` points to."""
-        return urljoin(self.bases.get(id(node), (None, ""))[1], ref)
+        return _join(self.bases.get(id(node), (None, ""))[1], ref)
 
     def dynamic_target(self, node: dict, pointer: str) -> str:
         """The absolute URI a `$dynamicRef` (or draft 2019-09 `$recursiveRef`) in `node`
