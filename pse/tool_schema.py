@@ -273,8 +273,14 @@ def _record(hint: type, defs: _Defs, where: str) -> dict:
 def _pydantic(model: type, defs: _Defs, where: str) -> dict:
     """A pydantic model: its schema under `$defs`, with its own definitions beside it."""
     schema = dict(model.model_json_schema(ref_template="#/$defs/{model}"))
-    for name, definition in schema.pop("$defs", {}).items():
-        defs.add(name, definition, definition.get("title", name), where)
+    nested = schema.pop("$defs", {})
+    # a model that refers to itself is among its own definitions, and its schema a $ref there
+    itself = schema["$ref"] if list(schema) == ["$ref"] else None
+    for name, definition in nested.items():
+        owner = model if itself == f"#/$defs/{name}" else definition.get("title", name)
+        defs.add(name, definition, owner, where)
+    if itself is not None:
+        return {"$ref": itself}
     defs.add(model.__name__, schema, model, where)
     return {"$ref": f"#/$defs/{model.__name__}"}
 

@@ -27,6 +27,7 @@ from typing import Any, Iterable
 from pse import limits
 from pse.errors import GrammarError, SchemaError
 from pse.json_schema import JsonSchema
+from pse.json_schema.refs import _draft
 from pse.json_value import whitespace_bound
 from pse.machines import (
     AnyOf, Chain, DfaTerminal, Forward, Loop, Optional, Phrase, SpecialToken, StateMachine,
@@ -229,21 +230,40 @@ def _tool_choice(choice: Any, tools: list[dict]) -> tuple[str, set[str]]:
 
 
 def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> JsonSchema:
-    """One JSON Schema for a call of any of `tools`: a union of one object per tool."""
+    """One JSON Schema for a call of any of `tools`: a union of one object per tool, read by
+    the draft the tools' parameters name (`$schema`), one for all."""
+    dialects = {json.dumps(p["$schema"]): p["$schema"] for p in _parameters(tools)
+                if isinstance(p, dict) and "$schema" in p}
+    if len(dialects) > 1:
+        raise SchemaError(f"the tools' parameters name different drafts ($schema "
+                          f"{', '.join(sorted(dialects))}): a call is read by one")
+    dialect = next(iter(dialects.values()), None)
+    draft4 = _draft({"$schema": dialect}) == 4
+    id_key = "id" if draft4 else "$id"  # (draft 4 names a resource with "id")
+    owners: dict[Any, str] = {}
     branches = []
-    for k, tool in enumerate(tools):
-        function = tool["function"]
-        parameters = function.get("parameters", {"type": "object", "properties": {}})
-        if isinstance(parameters, dict) and "$id" not in parameters:
-            # its own resource: "#/$defs/..." inside it still finds its definitions
-            parameters = dict(parameters, **{"$id": f"urn:pse:tool:{k}"})
+    for k, (tool, parameters) in enumerate(zip(tools, _parameters(tools))):
+        name = tool["function"]["name"]
+        if isinstance(parameters, dict) and isinstance(parameters.get(id_key), str):
+            if parameters[id_key] in owners:
+                raise SchemaError(f"tools {owners[parameters[id_key]]!r} and {name!r}: their "
+                                  f"parameters have one {id_key} {parameters[id_key]!r}, so "
+                                  "their references would find each other's definitions")
+            owners[parameters[id_key]] = name
+        elif isinstance(parameters, dict):
+            # its own resource: "#" and "#/$defs/..." inside it are its own
+            parameters = {**parameters, id_key: f"urn:pse:tool:{k}"}
         branches.append({
             "type": "object",
-            "properties": {"name": {"const": function["name"]}, arguments_key: parameters},
+            # (draft 4 has no const)
+            "properties": {"name": {"enum": [name]} if draft4 else {"const": name},
+                           arguments_key: parameters},
             "required": ["name", arguments_key],
             "additionalProperties": False,
         })
     schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    if dialect is not None:
+        schema = {"$schema": dialect, **schema}
     try:
         call = JsonSchema(schema, whitespace=whitespace, name="tool_call")
         call.compile()
@@ -254,8 +274,8 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
         # anyOf branch is dropped): one that cannot be begun is such a tool
         for tool in tools:
             name = tool["function"]["name"]
-            if not call.matches(f'{{"name":{json.dumps(name)},"{arguments_key}":',
-                                partial=True):
+            opening = f'{{"name":{json.dumps(name, ensure_ascii=False)},"{arguments_key}":'
+            if not call.matches(opening, partial=True):
                 _raise_for_tool(tool, whitespace)
                 raise SchemaError(f"tool {name!r}: no value of its parameters is valid")
         return call
@@ -264,6 +284,11 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
     # (each tool's parameters compile alone)
     raise type(union_error)(f"the tools' calls do not compile together: "
                             f"{union_error}") from None
+
+
+def _parameters(tools: list[dict]) -> list[Any]:
+    return [t["function"].get("parameters", {"type": "object", "properties": {}})
+            for t in tools]
 
 
 def _raise_for_tool(tool: dict, whitespace: int) -> None:
@@ -278,39 +303,55 @@ def _raise_for_tool(tool: dict, whitespace: int) -> None:
 
 
 def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
-    """The calls completed in `text`, in order."""
+    """The calls completed in `text`, in order (up to where the text stops being calls: a
+    text the machine does not match gives the calls before that, not an error)."""
     fmt = machine.format
     decoder = json.JSONDecoder()
     key = fmt.arguments_key
-    calls = []
+    calls: list[tuple[str, dict]] = []
+
+    def call_at(pos: int) -> tuple[tuple[str, dict], int] | None:
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        if not (isinstance(value, dict) and value.get("name") in machine.names
+                and key in value):
+            return None
+        return (value["name"], value[key]), pos
+
     # special tokens are marked in the text (special_text), as the engine writes it
     special = special_text(fmt.special) if fmt.special else None
     if fmt.array:
         at = text.find(special) if special else -1
         if at < 0:
             return []
-        pos = text.find("[", at + len(special)) + 1
+        pos = _skip(text, at + len(special), " \t\n\r")
+        if not text.startswith("[", pos):
+            return []
+        pos += 1
         while True:
             pos = _skip(text, pos, " \t\n\r,")
-            try:
-                value, pos = decoder.raw_decode(text, pos)
-            except json.JSONDecodeError:
+            found = call_at(pos)
+            if found is None:
                 return calls
-            calls.append((value["name"], value[key]))
+            call, pos = found
+            calls.append(call)
     trigger = fmt.begin.rstrip(" \t\n\r") if fmt.begin else "{"
     pos = text.find(trigger)
-    if pos < 0:
+    if pos < 0 or not text.startswith(fmt.begin, pos):
         return []
-    if fmt.begin:
-        pos += len(fmt.begin)
+    pos += len(fmt.begin)
     while True:
         if special and text.startswith(special, pos):
             pos += len(special)
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        found = call_at(pos)
+        if found is None:
             return calls
-        calls.append((value["name"], value[key]))
+        call, pos = found
+        calls.append(call)
+        if not text.startswith(fmt.end, pos):
+            return calls
         pos += len(fmt.end)
         pos = _skip(text, pos, " \t\n\r")
         if fmt.separator and text.startswith(fmt.separator, pos):

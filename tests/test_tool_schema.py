@@ -5,6 +5,7 @@ three styles, and bad tools named."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import enum
 from typing import Annotated, Any, Literal, Optional, Sequence, TypedDict, Union
 
@@ -168,6 +169,25 @@ def test_pydantic_models_with_nested_definitions():
     assert tool["function"]["name"] == "Order"
     assert tool["function"]["description"] == "An order of items."
     jsonschema.validate({"items": []}, tool["function"]["parameters"])
+
+
+class Node(pydantic.BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+def test_a_pydantic_model_that_refers_to_itself_as_a_parameter():
+    def build(root: Node, spare: Optional[Node] = None) -> None:
+        """Build a tree."""
+
+    params = tool_schema(build)["function"]["parameters"]
+    machine = JsonSchema(params)
+    validator = jsonschema.Draft202012Validator(params)
+    for value in ({"root": {"label": "a", "children": [{"label": "b", "children": []}]}},
+                  {"root": {"label": "a"}, "spare": {"label": "c", "children": []}},
+                  {"root": {"label": "a", "children": [{"children": []}]}}):
+        assert machine.matches(json.dumps(value, separators=(",", ":"))) == \
+            validator.is_valid(value), value
 
 
 def test_bad_functions_are_named():

@@ -310,6 +310,43 @@ def test_pydantic_models_with_nested_models_as_tools():
     assert not machine.matches(hermes(("Ship", {"item": "tea", "to": {"town": "Oslo"}})))
 
 
+def test_names_beyond_ascii():
+    # a name is matched as written (JSON escapes of it are other spellings: a const's)
+    machine = ToolCalls([{"name": "météo", "parameters": {"type": "object"}}, {"name": "名前"}])
+    for name in ("météo", "名前"):
+        call = json.dumps({"name": name, "arguments": {}}, ensure_ascii=False)
+        assert machine.matches(f"<tool_call>\n{call}\n</tool_call>")
+
+
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-07/schema#",
+                                   "http://json-schema.org/draft-04/schema#"])
+def test_parameters_are_read_by_the_draft_they_name(draft):
+    # draft 7 and 4 ignore a $ref's siblings; draft 4's exclusiveMaximum is a bool
+    parameters = {"$schema": draft, "type": "object", "definitions": {"x": {"type": "integer"}},
+                  "properties": {"a": {"$ref": "#/definitions/x", "type": "string"},
+                                 "b": {"type": "number", "maximum": 3, "exclusiveMaximum": True}
+                                 if "04" in draft else {"type": "number", "exclusiveMaximum": 3}}}
+    validator = (jsonschema.Draft7Validator if "07" in draft else
+                 jsonschema.Draft4Validator)(parameters)
+    machine = ToolCalls([{"name": "t", "parameters": parameters}, {"name": "u"}])
+    for args in ({"a": 1}, {"a": "s"}, {"a": 1, "b": 3}, {"a": 1, "b": 2}):
+        assert machine.matches(hermes(("t", args))) == validator.is_valid(args), args
+    assert machine.matches(hermes(("u", {})))
+
+
+def test_structured_outputs_of_text_that_is_no_call():
+    machine = ToolCalls(TOOLS)
+    call = hermes(("search", {"query": "x", "limit": 2}))
+    assert machine.structured_outputs(call + "\n" + call, True) == \
+        [("search", {"query": "x", "limit": 2})] * 2
+    for text in ('<tool_call>{"name": "search", "arguments": {}}</tool_call>',
+                 '<tool_call>\n["x"]\n</tool_call>', '<tool_call>\n{"arguments": {}}\n</tool_call>',
+                 '<tool_call>\n{"name": "nope", "arguments": {}}\n</tool_call>'):
+        assert machine.structured_outputs(text, True) == [], text
+    assert machine.structured_outputs(call + " and more", True) == \
+        [("search", {"query": "x", "limit": 2})]
+
+
 # --- bad input --------------------------------------------------------------------------------
 
 def test_bad_input_is_named():
@@ -345,6 +382,19 @@ def test_a_tool_that_no_call_can_satisfy_is_named(parameters):
     for tools in ([never], [WEATHER, never], [never, SEARCH]):
         with pytest.raises(SchemaError, match="tool 'never'"):
             ToolCalls(tools)
+
+
+def test_tools_whose_parameters_clash_are_named():
+    def tool(name: str, kind: str, schema: str = "") -> dict:
+        return {"name": name, "parameters": {
+            **({"$schema": schema} if schema else {}), "$id": "args.json", "type": "object",
+            "$defs": {"x": {"type": kind}}, "properties": {"a": {"$ref": "#/$defs/x"}}}}
+    with pytest.raises(SchemaError, match="tools 't1' and 't2'.*args.json"):
+        ToolCalls([tool("t1", "integer"), tool("t2", "string")])
+    with pytest.raises(SchemaError, match="different drafts"):
+        ToolCalls([tool("t1", "integer", "http://json-schema.org/draft-07/schema#"),
+                   {"name": "t2", "parameters": {
+                       "$schema": "https://json-schema.org/draft/2020-12/schema"}}])
 
 
 def test_parameters_that_multiply_out_keep_their_error_class(monkeypatch):
