@@ -8,11 +8,15 @@ docstring; `normalize_tools(tools)` checks a list of tools and returns their def
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import inspect
+import math
 import re
+import sys
 import types
 import typing
+import warnings
 from typing import Any, Callable, Iterable
 
 from pse.errors import SchemaError
@@ -31,8 +35,9 @@ def tool_schema(func: Callable[..., Any]) -> dict:
     JSON can hold is recorded. The description is the docstring's text before its sections.
 
     Hints: str, int, float, bool, None, Any, list / Sequence / set / tuple, dict[str, T],
-    Optional / Union / `X | Y`, Literal, Enum, Annotated (a str is a description),
-    dataclasses, TypedDicts and pydantic models (their definitions under `$defs`).
+    Optional / Union / `X | Y`, Literal, Enum, Annotated (a str is a description; other
+    metadata, as pydantic's `Field(ge=1)`, are constraints, read by pydantic), dataclasses,
+    TypedDicts and pydantic models (their definitions under `$defs`).
 
     Args:
         func: the function.
@@ -89,9 +94,10 @@ def normalize_tools(tools: Iterable[Any]) -> list[dict]:
 
     Args:
         tools: a list of OpenAI tool definitions (`{"type": "function", "function": {...}}`,
-            or the flat `{"name", "description", "parameters"}`), pydantic model classes (the
-            class name, its docstring and its JSON Schema), or Python functions
-            (`tool_schema`).
+            or the flat `{"name", "description", "parameters"}`; Anthropic's `input_schema`
+            is taken for `parameters`; a key of neither is warned of and ignored), pydantic
+            model classes (the class name, its docstring and its JSON Schema), or Python
+            functions (`tool_schema`).
 
     Returns:
         One `{"type": "function", "function": {"name", "description"?, "parameters"}}` per
@@ -130,6 +136,9 @@ def _definition(tool: Any, k: int) -> dict:
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise SchemaError(f"tools[{k}]: a tool needs a name (a non-empty str), got {name!r}")
+        _warn_unknown_keys(tool, function, k)
+        if "parameters" not in function and "input_schema" in function:  # (Anthropic's)
+            function = {**function, "parameters": function["input_schema"]}
         parameters = function.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(parameters, (dict, bool)):
             raise SchemaError(f"tool {name!r}: parameters must be a JSON Schema (an object), "
@@ -155,8 +164,35 @@ def _definition(tool: Any, k: int) -> dict:
                     f"class or a function, not {type(tool).__name__}")
 
 
+_TOOL_KEYS = ("type", "function")
+_FUNCTION_KEYS = ("name", "description", "parameters", "input_schema", "strict")
+
+
+def _warn_unknown_keys(tool: dict, function: dict, k: int) -> None:
+    """Warn of each key of a tool definition that none of its formats has: ignored."""
+    keys = [key for key in function if key not in _FUNCTION_KEYS]
+    if function is not tool:
+        keys += [key for key in tool if key not in _TOOL_KEYS]
+    for key in keys:
+        near = difflib.get_close_matches(str(key), _FUNCTION_KEYS + _TOOL_KEYS, n=1)
+        warnings.warn(f"tools[{k}]: {key!r} is not a key of a tool definition: ignored"
+                      + (f" (did you mean {near[0]!r}?)" if near else ""),
+                      stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """warnings.warn's stacklevel of the first caller outside pse (where the tools are
+    given), from a function of pse that calls warn."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pse."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _json_value(value: Any) -> bool:
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, float):
+        return math.isfinite(value)  # (JSON has no NaN nor infinity)
+    if value is None or isinstance(value, (bool, int, str)):
         return True
     if isinstance(value, (list, tuple)):
         return all(_json_value(v) for v in value)
@@ -190,8 +226,11 @@ def _schema(hint: Any, defs: _Defs, where: str) -> dict:
         return {"type": "null"}
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Annotated:
-        schema = _schema(args[0], defs, where)
         notes = [a for a in args[1:] if isinstance(a, str)]
+        if len(notes) < len(args) - 1:  # constraints (pydantic's Field, annotated_types)
+            schema = _adapted(hint, defs, where)
+        else:
+            schema = _schema(args[0], defs, where)
         return {**schema, "description": " ".join(notes)} if notes else schema
     if origin is typing.Literal:
         values = list(args)
@@ -268,6 +307,23 @@ def _record(hint: type, defs: _Defs, where: str) -> dict:
     defs.schemas[name] = {"type": "object", "properties": properties, "required": required,
                           "additionalProperties": False}
     return ref
+
+
+def _adapted(hint: Any, defs: _Defs, where: str) -> dict:
+    """An Annotated hint with constraints: its schema as pydantic makes it (the constraints are
+    pydantic's: `Field(ge=1)`, `annotated_types.Le(9)`)."""
+    try:
+        import pydantic
+    except ImportError:
+        raise SchemaError(f"{where}: the constraints of {hint!r} need pydantic to read "
+                          "them") from None
+    try:
+        schema = dict(pydantic.TypeAdapter(hint).json_schema(ref_template="#/$defs/{model}"))
+    except Exception as e:
+        raise SchemaError(f"{where}: pydantic cannot make a schema of {hint!r}: {e}") from None
+    for name, definition in schema.pop("$defs", {}).items():
+        defs.add(name, definition, definition.get("title", name), where)
+    return schema
 
 
 def _pydantic(model: type, defs: _Defs, where: str) -> dict:

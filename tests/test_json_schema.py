@@ -170,6 +170,20 @@ def test_misspelled_keywords_warn(schema, warned):
     assert sorted(t.removeprefix("pse: ") for t in texts) == sorted(machine.warnings)
 
 
+def test_a_boolean_exclusive_bound_of_a_later_draft_warns():
+    # a bool is no valid exclusiveMaximum after draft 4: read as draft 4 reads it, and said
+    for schema, warned in (({"type": "number", "maximum": 3, "exclusiveMaximum": True}, True),
+                           ({"$schema": "http://json-schema.org/draft-04/schema#",
+                             "type": "number", "maximum": 3, "exclusiveMaximum": True}, False)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            machine = JsonSchema(schema)
+        assert machine.matches("2") and not machine.matches("3")
+        texts = [str(w.message) for w in caught if "draft 4's" in str(w.message)]
+        assert len(texts) == warned, texts
+        assert all(t.startswith("pse: #/exclusiveMaximum: ") for t in texts)
+
+
 def test_one_edit_is_a_damerau_distance_of_one():
     """`_one_edit` against the Damerau (optimal string alignment) distance over short words
     of three letters."""

@@ -5,8 +5,8 @@ three styles, and bad tools named."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import enum
+import json
 from typing import Annotated, Any, Literal, Optional, Sequence, TypedDict, Union
 
 import jsonschema
@@ -190,6 +190,23 @@ def test_a_pydantic_model_that_refers_to_itself_as_a_parameter():
             validator.is_valid(value), value
 
 
+def test_constraints_in_annotated_hints():
+    def book(nights: Annotated[int, pydantic.Field(ge=1, le=14)],
+             weight: Annotated[float, "kilograms", pydantic.Field(gt=0)] = 1.0,
+             ratio: float = float("nan")) -> None:
+        """Book a room."""
+
+    params = tool_schema(book)["function"]["parameters"]
+    assert params["properties"]["weight"]["description"] == "kilograms"
+    assert "default" not in params["properties"]["ratio"]  # (JSON has no NaN)
+    machine = JsonSchema(params)
+    validator = jsonschema.Draft202012Validator(params)
+    for value in ({"nights": 3}, {"nights": 0}, {"nights": 15}, {"nights": 2, "weight": 0},
+                  {"nights": 2, "weight": 0.5, "ratio": 2}):
+        assert machine.matches(json.dumps(value, separators=(",", ":"))) == \
+            validator.is_valid(value), value
+
+
 def test_bad_functions_are_named():
     def no_hint(a, b: int) -> None:
         pass
@@ -231,3 +248,14 @@ def test_normalize_tools():
             normalize_tools(bad)
     with pytest.raises(TypeError):
         normalize_tools([3])
+
+
+def test_unknown_keys_of_a_tool_are_named():
+    with pytest.warns(UserWarning, match=r"tools\[0\]: 'paramters' .* ignored \(did you mean "
+                                         "'parameters'"):
+        normalize_tools([{"name": "f", "paramters": {"type": "object"}}])
+    with pytest.warns(UserWarning, match=r"tools\[0\]: 'x' is not a key"):
+        normalize_tools([{"type": "function", "function": {"name": "g"}, "x": 1}])
+    # Anthropic's input_schema is the parameters
+    [tool] = normalize_tools([{"name": "h", "input_schema": {"type": "object", "required": ["a"]}}])
+    assert tool["function"]["parameters"] == {"type": "object", "required": ["a"]}

@@ -117,7 +117,14 @@ class _Refs:
                 hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS
                          and not (key == "nullable" and node[key] is not True)]
                 if any(hint for _, hint in hints):
-                    misspelled[id(node)] = [(key, hint) for key, hint in hints if hint]
+                    misspelled[id(node)] = [(key, f"{key!r} is not a keyword: ignored ({hint})")
+                                            for key, hint in hints if hint]
+            if not self.draft4:  # (a bool there is no valid schema of a later draft)
+                for key in ("exclusiveMinimum", "exclusiveMaximum"):
+                    if isinstance(node.get(key), bool):
+                        misspelled.setdefault(id(node), []).append((key, (
+                            f"a boolean {key} is draft 4's (later drafts' is the bound "
+                            "itself): read as draft 4 reads it")))
             ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
             if self.ref_alone and "$ref" in node:
                 ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
@@ -145,11 +152,11 @@ class _Refs:
 
     def warn_misspelled(self, doc: Any, base: str, misspelled: dict) -> None:
         """Warn, naming its pointer, of each key of `doc`'s schema objects that is no
-        keyword but likely meant one (`misspelled`: id of the object -> [(key, hint)]):
-        ignored, as unknown keys are."""
+        keyword but likely meant one, or a keyword of another draft (`misspelled`: id of the
+        object -> [(key, what to say of it)])."""
         for node, where in _schema_objects(doc, f"{base}#"):
-            for key, hint in misspelled.get(id(node), ()):
-                msg = f"{where}/{_escape(key)}: {key!r} is not a keyword: ignored ({hint})"
+            for key, said in misspelled.get(id(node), ()):
+                msg = f"{where}/{_escape(key)}: {said}"
                 if msg not in self.warnings:  # (a document read again warns once)
                     self.warn(msg, f"pse: {msg}")
 
