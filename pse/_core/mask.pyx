@@ -107,6 +107,8 @@ cdef class Matcher:
         self.w.ended.items = NULL
         self.w.ended.slots = NULL
         self.w.scratch.frames = NULL
+        self.w.scratch.tops_seen.slots = NULL
+        self.w.scratch.tops_seen.stamp = 0
 
     def __init__(self, SliceCache cache):
         cdef int32_t i
@@ -185,6 +187,7 @@ cdef class Matcher:
         seen_free(&self.w.seen)
         union_bytes_free(&self.w.exits)
         free(self.w.scratch.frames)
+        free(self.w.scratch.tops_seen.slots)
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
         stateset_free(&self.w.seed)
@@ -646,7 +649,7 @@ cdef class Matcher:
         (add_job moves the jobs: they are read anew after it)."""
         cdef Walker* w = &self.w
         cdef const Trie* tr = w.trie
-        cdef int32_t j, k, b, few = live_bound() // 8
+        cdef int32_t j, k, b, few = few_seed_states()
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
         cdef IdSet popped
@@ -695,7 +698,7 @@ cdef class Matcher:
         ended on b (term -1) starts the next ones below: those states are jobs in turn, a
         few at a time (the seed is a few states, each of which may start many)."""
         cdef Walker* w = &self.w
-        cdef int32_t k, few = live_bound() // 8
+        cdef int32_t k, few = few_seed_states()
         cdef IdSet popped
         # (copied out first: growing, the set may merge in place, moving states not yet read)
         stateset_clear(&w.ended)
@@ -870,6 +873,12 @@ cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:
     h ^= h >> 29
     h *= 0xBF58476D1CE4E5B9u
     return <uint32_t>(h ^ (h >> 32))
+
+
+cdef inline int32_t few_seed_states() noexcept nogil:
+    """How many states a plan's seed holds before they are merged or made jobs: an eighth of
+    the bound on live states (plan_group, add_jobs)."""
+    return live_bound() // 8
 
 
 cdef inline bint large_subtree(const Trie* tr, int32_t node, int32_t smallest) noexcept nogil:

@@ -85,6 +85,53 @@ cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
     return True
 
 
+cdef void stamped_clear(StampedIds* s) noexcept nogil:
+    """Empty `s`: a new stamp (all slots, when the stamp wraps)."""
+    s.n = 0
+    s.stamp += 1
+    if s.stamp == 0 and s.slots != NULL:
+        memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
+        s.stamp = 1
+
+
+cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
+    """add_id for a StampedIds (its stamp set: see stamped_clear)."""
+    cdef uint64_t key = (<uint64_t>s.stamp << 32) | <uint32_t>id, old
+    cdef int64_t h, i, size
+    cdef uint64_t* grown
+    if s.slots != NULL:
+        h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+        while s.slots[h] >> 32 == s.stamp:  # (at most half full: an empty slot ends it)
+            if s.slots[h] == key:
+                return False
+            h = (h + 1) & s.mask
+        if 2 * (s.n + 1) <= s.mask + 1:
+            s.slots[h] = key
+            s.n += 1
+            return True
+    size = 64 if s.slots == NULL else 2 * (s.mask + 1)
+    grown = <uint64_t*>calloc(size, sizeof(uint64_t))
+    if grown == NULL:
+        return True
+    if s.slots != NULL:
+        for i in range(s.mask + 1):
+            old = s.slots[i]
+            if old >> 32 == s.stamp:
+                h = (<uint32_t>old * 0x9E3779B1u) & (size - 1)
+                while grown[h] != 0:
+                    h = (h + 1) & (size - 1)
+                grown[h] = old
+        free(s.slots)
+    s.slots = grown
+    s.mask = size - 1
+    h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+    while s.slots[h] != 0:
+        h = (h + 1) & s.mask
+    s.slots[h] = key
+    s.n += 1
+    return True
+
+
 cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room
                          ) noexcept nogil:
     """Append the member stacks of frame f (itself, unless a union of tops over one stack) to
@@ -105,8 +152,8 @@ cdef int32_t add_members(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t roo
     return n
 
 
-cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room, IdSet* seen
-                      ) except -2 nogil:
+cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room,
+                      StampedIds* seen) except -2 nogil:
     """Append the stacks of frame f that are no unions (through unions in unions; each once,
     those in `seen` already there) to out[n:room], member before next cell; the new count, or
     -1 past `room`. In a mask walk, the arena's unions are not gone through (they are
@@ -123,7 +170,7 @@ cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room, 
     try:
         while True:
             while f != NO_FRAME:
-                if not add_id(seen, f):
+                if not add_stamped(seen, f):
                     break  # (its cells after it are gone through, or will be)
                 cell = get_frame(c, f)
                 if cell.node != UNION_NODE or (c.scratch != NULL and not f & SCRATCH_BIT):
@@ -581,20 +628,17 @@ cdef int32_t gather_group(Ctx* c, const PState* items, const int32_t* next, int3
     again ran out of memory); a walk nests unions only as deep as a token is long."""
     cdef int32_t n, k
     cdef int32_t* grown
-    cdef IdSet tops
+    cdef StampedIds* tops = &c.scratch.tops_seen if c.scratch != NULL else &c.arena.tops_seen
     while True:
         n = 0
         k = i
-        tops.slots = NULL
-        try:
-            while k >= 0 and n >= 0:
-                if by == BY_STATE:
-                    n = add_tops(c, items[k].frame, members[0], n, room[0], &tops)
-                else:
-                    n = add_members(c, items[k].frame, members[0], n, room[0])
-                k = next[k]
-        finally:
-            idset_free(&tops)
+        stamped_clear(tops)
+        while k >= 0 and n >= 0:
+            if by == BY_STATE:
+                n = add_tops(c, items[k].frame, members[0], n, room[0], tops)
+            else:
+                n = add_members(c, items[k].frame, members[0], n, room[0])
+            k = next[k]
         if n >= 0:
             return n
         if (by == BY_STATE and c.scratch != NULL and room[0] >= WALK_TOPS

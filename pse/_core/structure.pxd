@@ -144,6 +144,14 @@ ctypedef struct Tables:
                               # 0: inside an escape, search on)
     int32_t root_node
 
+# Ids seen since the set was last emptied, emptied in O(1) (stamped_clear): a set used again
+# and again, at its largest size, with neither a fill nor a growth each time.
+ctypedef struct StampedIds:
+    uint64_t* slots           # open addressing, (stamp << 32) | id; a slot holding another
+    int64_t mask              # stamp is empty (NULL until the first id)
+    int32_t n
+    uint32_t stamp
+
 ctypedef struct Arena:
     Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
     int32_t n_chunks
@@ -153,11 +161,14 @@ ctypedef struct Arena:
     int32_t* old_slots        # while the hash grows: the smaller one (NULL: none), its ids
     int64_t old_mask          # moved a few slots per new frame (no step pays for all of
     int64_t moved             # them), the first `moved` slots already
+    StampedIds tops_seen      # the cells a gather of tops went through, text consumed (see
+                              # gather_group; with the GIL, as every push into the arena)
 
 ctypedef struct Scratch:
     Frame* frames
     int32_t n
     int32_t cap
+    StampedIds tops_seen      # the cells a gather of tops went through (see gather_group)
 
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent

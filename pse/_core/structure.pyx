@@ -276,6 +276,8 @@ cdef int arena_init(Arena* a) except -1:
     a.hash_mask = 1023
     a.old_slots = NULL
     a.n_frames = 0
+    a.tops_seen.slots = NULL
+    a.tops_seen.stamp = 0
     return 0
 
 
@@ -289,6 +291,8 @@ cdef void arena_free(Arena* a) noexcept:
     a.hash_slots = NULL
     free(a.old_slots)
     a.old_slots = NULL
+    free(a.tops_seen.slots)
+    a.tops_seen.slots = NULL
 
 
 cdef enum:
