@@ -126,7 +126,8 @@ def normalize_tools(tools: Iterable[Any]) -> list[dict]:
 
 def _definition(tool: Any, k: int) -> dict:
     if isinstance(tool, dict):
-        if "function" in tool or "type" in tool:
+        if "function" in tool or ("type" in tool and not (
+                tool["type"] == "custom" and "input_schema" in tool)):  # (Anthropic's)
             if tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
                 raise SchemaError(f"tools[{k}]: a tool definition is {{'type': 'function', "
                                   f"'function': {{...}}}}, got type {tool.get('type')!r}")
@@ -137,8 +138,12 @@ def _definition(tool: Any, k: int) -> dict:
         if not isinstance(name, str) or not name:
             raise SchemaError(f"tools[{k}]: a tool needs a name (a non-empty str), got {name!r}")
         _warn_unknown_keys(tool, function, k)
-        if "parameters" not in function and "input_schema" in function:  # (Anthropic's)
-            function = {**function, "parameters": function["input_schema"]}
+        if "input_schema" in function:  # (Anthropic's)
+            if "parameters" in function:
+                warnings.warn(f"tools[{k}]: both 'parameters' and 'input_schema': "
+                              "'input_schema' ignored", stacklevel=_caller_level())
+            else:
+                function = {**function, "parameters": function["input_schema"]}
         parameters = function.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(parameters, (dict, bool)):
             raise SchemaError(f"tool {name!r}: parameters must be a JSON Schema (an object), "
@@ -170,7 +175,8 @@ _FUNCTION_KEYS = ("name", "description", "parameters", "input_schema", "strict")
 
 def _warn_unknown_keys(tool: dict, function: dict, k: int) -> None:
     """Warn of each key of a tool definition that none of its formats has: ignored."""
-    keys = [key for key in function if key not in _FUNCTION_KEYS]
+    keys = [key for key in function if key not in _FUNCTION_KEYS
+            and not (function is tool and key == "type")]  # (Anthropic's "custom")
     if function is not tool:
         keys += [key for key in tool if key not in _TOOL_KEYS]
     for key in keys:
@@ -209,8 +215,9 @@ class _Defs:
         self.owners: dict[str, Any] = {}
 
     def add(self, name: str, schema: Any, owner: Any, where: str) -> None:
-        if name in self.schemas and (self.owners[name] is not owner
-                                     or self.schemas[name] != schema):
+        # (one model met directly and inside another: pydantic writes it the same, and its
+        # owner there is its title)
+        if name in self.schemas and self.schemas[name] != schema:
             raise SchemaError(f"{where}: two different definitions are named {name!r}")
         self.schemas[name] = schema
         self.owners[name] = owner

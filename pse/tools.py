@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable
+from urllib.parse import urldefrag
 
 from pse import limits
 from pse.errors import GrammarError, SchemaError
@@ -231,38 +232,37 @@ def _tool_choice(choice: Any, tools: list[dict]) -> tuple[str, set[str]]:
 
 def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> JsonSchema:
     """One JSON Schema for a call of any of `tools`: a union of one object per tool, read by
-    the draft the tools' parameters name (`$schema`), one for all."""
-    dialects = {json.dumps(p["$schema"]): p["$schema"] for p in _parameters(tools)
-                if isinstance(p, dict) and "$schema" in p}
-    if len(dialects) > 1:
-        raise SchemaError(f"the tools' parameters name different drafts ($schema "
-                          f"{', '.join(sorted(dialects))}): a call is read by one")
-    dialect = next(iter(dialects.values()), None)
-    draft4 = _draft({"$schema": dialect}) == 4
-    id_key = "id" if draft4 else "$id"  # (draft 4 names a resource with "id")
-    owners: dict[Any, str] = {}
+    the draft the tools' parameters name (`$schema`; none is 2020-12), one for all."""
+    named = {str(p.get("$schema", "none, 2020-12")): (_draft(p), p.get("$schema"))
+             for p in _parameters(tools) if isinstance(p, dict) and p not in _ANY_DRAFT}
+    if len({draft for draft, _ in named.values()}) > 1:
+        raise SchemaError(f"the tools' parameters are of different drafts ($schema: "
+                          f"{'; '.join(sorted(named))}): a call is read by one")
+    draft, dialect = next(iter(named.values()), (2020, None))
+    id_key = "id" if draft == 4 else "$id"  # (draft 4 names a resource with "id")
+    owners: dict[str, str] = {}
     branches = []
     for k, (tool, parameters) in enumerate(zip(tools, _parameters(tools))):
         name = tool["function"]["name"]
-        if isinstance(parameters, dict) and isinstance(parameters.get(id_key), str):
-            if parameters[id_key] in owners:
-                raise SchemaError(f"tools {owners[parameters[id_key]]!r} and {name!r}: their "
-                                  f"parameters have one {id_key} {parameters[id_key]!r}, so "
-                                  "their references would find each other's definitions")
-            owners[parameters[id_key]] = name
-        elif isinstance(parameters, dict):
-            # its own resource: "#" and "#/$defs/..." inside it are its own
-            parameters = {**parameters, id_key: f"urn:pse:tool:{k}"}
+        if isinstance(parameters, dict):
+            parameters = _own_resource(parameters, k, draft, id_key)
+            # (a resource named twice: each one's references would find the other's
+            # definitions)
+            resource = urldefrag(parameters[id_key])[0]
+            if resource in owners:
+                raise SchemaError(f"tools {owners[resource]!r} and {name!r}: their parameters "
+                                  f"are one resource, {id_key} {resource!r}")
+            owners[resource] = name
         branches.append({
             "type": "object",
             # (draft 4 has no const)
-            "properties": {"name": {"enum": [name]} if draft4 else {"const": name},
+            "properties": {"name": {"enum": [name]} if draft == 4 else {"const": name},
                            arguments_key: parameters},
             "required": ["name", arguments_key],
             "additionalProperties": False,
         })
     schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    if dialect is not None:
+    if draft != 2020:
         schema = {"$schema": dialect, **schema}
     try:
         call = JsonSchema(schema, whitespace=whitespace, name="tool_call")
@@ -284,6 +284,30 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
     # (each tool's parameters compile alone)
     raise type(union_error)(f"the tools' calls do not compile together: "
                             f"{union_error}") from None
+
+
+def _own_resource(parameters: dict, k: int, draft: int, id_key: str) -> dict:
+    """A tool's parameters as a schema resource of their own, so that "#", "#/$defs/..." and
+    relative ids inside them are theirs: an id of ours where they name none (a base with a
+    path, under which relative ids of two tools differ), kept where they name one."""
+    base = f"https://pse.invalid/tools/{k}/"
+    if draft <= 7 and "$ref" in parameters:
+        # (drafts 4-7 ignore a $ref's siblings, $id too: the $ref goes under an allOf, beside
+        # the definitions it may point into)
+        parameters = {**{key: parameters[key] for key in ("definitions", "$defs")
+                         if key in parameters},
+                      "allOf": [{"$ref": parameters["$ref"]}]}
+    ident = parameters.get(id_key)
+    if not isinstance(ident, str):
+        return {**parameters, id_key: base}
+    if ident.startswith("#"):  # (drafts 6-7: an anchor, not a resource)
+        return {**parameters, id_key: base + ident}
+    return parameters
+
+
+# Parameters that mean one thing in every draft (no tool's definition gives the first: no
+# parameters).
+_ANY_DRAFT = ({"type": "object", "properties": {}}, {"type": "object"}, {})
 
 
 def _parameters(tools: list[dict]) -> list[Any]:
@@ -315,8 +339,8 @@ def _parse_calls(machine: ToolCalls, text: str) -> list[tuple[str, dict]]:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError:
             return None
-        if not (isinstance(value, dict) and value.get("name") in machine.names
-                and key in value):
+        if not (isinstance(value, dict) and isinstance(value.get("name"), str)
+                and value["name"] in machine.names and key in value):
             return None
         return (value["name"], value[key]), pos
 

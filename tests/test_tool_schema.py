@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import warnings
 from typing import Annotated, Any, Literal, Optional, Sequence, TypedDict, Union
 
 import jsonschema
@@ -190,6 +191,26 @@ def test_a_pydantic_model_that_refers_to_itself_as_a_parameter():
             validator.is_valid(value), value
 
 
+class Leaf(pydantic.BaseModel):
+    v: int
+
+
+class Wrap(pydantic.BaseModel):
+    leaf: Leaf
+
+
+def test_one_model_directly_and_inside_another():
+    def f(a: Leaf, b: Wrap) -> None:
+        """F."""
+
+    params = tool_schema(f)["function"]["parameters"]
+    assert set(params["$defs"]) == {"Leaf", "Wrap"}
+    machine = JsonSchema(params)
+    for value, valid in (({"a": {"v": 1}, "b": {"leaf": {"v": 2}}}, True),
+                         ({"a": {"v": 1}, "b": {"leaf": {"v": "x"}}}, False)):
+        assert machine.matches(json.dumps(value, separators=(",", ":"))) == valid
+
+
 def test_constraints_in_annotated_hints():
     def book(nights: Annotated[int, pydantic.Field(ge=1, le=14)],
              weight: Annotated[float, "kilograms", pydantic.Field(gt=0)] = 1.0,
@@ -256,6 +277,13 @@ def test_unknown_keys_of_a_tool_are_named():
         normalize_tools([{"name": "f", "paramters": {"type": "object"}}])
     with pytest.warns(UserWarning, match=r"tools\[0\]: 'x' is not a key"):
         normalize_tools([{"type": "function", "function": {"name": "g"}, "x": 1}])
-    # Anthropic's input_schema is the parameters
-    [tool] = normalize_tools([{"name": "h", "input_schema": {"type": "object", "required": ["a"]}}])
-    assert tool["function"]["parameters"] == {"type": "object", "required": ["a"]}
+    # Anthropic's input_schema is the parameters (its "type" is "custom")
+    for anthropic in ({"name": "h", "input_schema": {"type": "object", "required": ["a"]}},
+                      {"type": "custom", "name": "h", "input_schema": {
+                          "type": "object", "required": ["a"]}}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            [tool] = normalize_tools([anthropic])
+        assert tool["function"]["parameters"] == {"type": "object", "required": ["a"]}
+    with pytest.warns(UserWarning, match="'input_schema' ignored"):
+        normalize_tools([{"name": "h", "parameters": {"type": "object"}, "input_schema": {}}])

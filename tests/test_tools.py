@@ -341,7 +341,8 @@ def test_structured_outputs_of_text_that_is_no_call():
         [("search", {"query": "x", "limit": 2})] * 2
     for text in ('<tool_call>{"name": "search", "arguments": {}}</tool_call>',
                  '<tool_call>\n["x"]\n</tool_call>', '<tool_call>\n{"arguments": {}}\n</tool_call>',
-                 '<tool_call>\n{"name": "nope", "arguments": {}}\n</tool_call>'):
+                 '<tool_call>\n{"name": "nope", "arguments": {}}\n</tool_call>',
+                 '<tool_call>\n{"name": ["search"], "arguments": {}}\n</tool_call>'):
         assert machine.structured_outputs(text, True) == [], text
     assert machine.structured_outputs(call + " and more", True) == \
         [("search", {"query": "x", "limit": 2})]
@@ -384,6 +385,33 @@ def test_a_tool_that_no_call_can_satisfy_is_named(parameters):
             ToolCalls(tools)
 
 
+def test_each_tools_parameters_are_a_resource_of_their_own():
+    # relative ids under two tools differ; a root $ref of draft 7 (whose siblings, $id too,
+    # are ignored) still finds the definitions beside it; an id that is only a fragment is an
+    # anchor of draft 7, not a resource
+    def relative(name: str, kind: str) -> dict:
+        return {"name": name, "parameters": {"type": "object", "properties": {
+            "v": {"$id": "item.json", "type": kind}, "w": {"$ref": "item.json"}}}}
+    machine = ToolCalls([relative("n1", "integer"), relative("n2", "string")])
+    assert machine.matches(hermes(("n1", {"v": 1, "w": 2})))
+    assert not machine.matches(hermes(("n1", {"v": 1, "w": "s"})))
+    assert machine.matches(hermes(("n2", {"v": "a", "w": "s"})))
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    rooted = {"name": "tree", "parameters": {
+        "$schema": draft7, "$ref": "#/definitions/node", "definitions": {"node": {
+            "type": "object", "properties": {"kids": {"type": "array", "items": {
+                "$ref": "#/definitions/node"}}}, "required": ["kids"]}}}}
+    anchored = {"name": "f", "parameters": {
+        "$schema": draft7, "$id": "#params", "definitions": {"x": {"type": "integer"}},
+        "type": "object", "properties": {"a": {"$ref": "#/definitions/x"}}}}
+    machine = ToolCalls([rooted, anchored])
+    for name, args in (("tree", {"kids": [{"kids": []}]}), ("tree", {"kids": [{}]}),
+                       ("f", {"a": 1}), ("f", {"a": "s"})):
+        parameters = (rooted if name == "tree" else anchored)["parameters"]
+        assert machine.matches(hermes((name, args))) == \
+            jsonschema.Draft7Validator(parameters).is_valid(args), (name, args)
+
+
 def test_tools_whose_parameters_clash_are_named():
     def tool(name: str, kind: str, schema: str = "") -> dict:
         return {"name": name, "parameters": {
@@ -391,10 +419,16 @@ def test_tools_whose_parameters_clash_are_named():
             "$defs": {"x": {"type": kind}}, "properties": {"a": {"$ref": "#/$defs/x"}}}}
     with pytest.raises(SchemaError, match="tools 't1' and 't2'.*args.json"):
         ToolCalls([tool("t1", "integer"), tool("t2", "string")])
-    with pytest.raises(SchemaError, match="different drafts"):
-        ToolCalls([tool("t1", "integer", "http://json-schema.org/draft-07/schema#"),
-                   {"name": "t2", "parameters": {
-                       "$schema": "https://json-schema.org/draft/2020-12/schema"}}])
+    one = {"name": "t3", "parameters": {"$id": "http://example.com/a", "type": "object"}}
+    same = {"name": "t4", "parameters": {"$id": "http://example.com/a#", "type": "object"}}
+    with pytest.raises(SchemaError, match="tools 't3' and 't4'"):
+        ToolCalls([one, same])
+    # a draft named beside one that is not (2020-12): a call is read by one
+    for other in ({"$schema": "https://json-schema.org/draft/2020-12/schema"},
+                  {"type": "object", "properties": {"a": {"const": 1}}}):
+        with pytest.raises(SchemaError, match="different drafts"):
+            ToolCalls([tool("t1", "integer", "http://json-schema.org/draft-07/schema#"),
+                       {"name": "t2", "parameters": other}])
 
 
 def test_parameters_that_multiply_out_keep_their_error_class(monkeypatch):

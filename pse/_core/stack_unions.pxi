@@ -86,11 +86,13 @@ cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
 
 
 cdef void stamped_clear(StampedIds* s) noexcept nogil:
-    """Empty `s`: a new stamp (all slots, when the stamp wraps)."""
+    """Empty `s`: a new stamp, never 0 (the stamp of empty slots: all are emptied when the
+    stamp wraps)."""
     s.n = 0
     s.stamp += 1
-    if s.stamp == 0 and s.slots != NULL:
-        memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
+    if s.stamp == 0:
+        if s.slots != NULL:
+            memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
         s.stamp = 1
 
 
