@@ -62,6 +62,15 @@ def test_schema_from_text_and_bad_schemas():
         JsonSchema({"oneOf": [{"type": "array"}, {"uniqueItems": True}]})
     with pytest.raises(SchemaError, match="property_order"):
         JsonSchema({}, property_order="sorted")
+    with pytest.raises(SchemaError, match=r"got list"):
+        JsonSchema([{"type": "integer"}])
+    pydantic = pytest.importorskip("pydantic")
+
+    class Point(pydantic.BaseModel):
+        x: int
+
+    with pytest.raises(SchemaError, match=r"Point\.model_json_schema\(\)"):
+        JsonSchema(Point)
 
 
 def test_not_strict_approximates_with_a_warning():
@@ -182,6 +191,16 @@ def test_a_boolean_exclusive_bound_of_a_later_draft_warns():
         texts = [str(w.message) for w in caught if "draft 4's" in str(w.message)]
         assert len(texts) == warned, texts
         assert all(t.startswith("pse: #/exclusiveMaximum: ") for t in texts)
+
+
+def test_a_resource_of_another_draft_inside_a_document_warns():
+    inner = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"}
+    same = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        JsonSchema({"type": "object", "properties": {"a": inner, "b": same}})
+    texts = [str(w.message) for w in caught if "another draft" in str(w.message)]
+    assert len(texts) == 1 and texts[0].startswith("pse: #/properties/a/$schema: "), texts
 
 
 def test_one_edit_is_a_damerau_distance_of_one():

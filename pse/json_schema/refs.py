@@ -119,6 +119,11 @@ class _Refs:
                 if any(hint for _, hint in hints):
                     misspelled[id(node)] = [(key, f"{key!r} is not a keyword: ignored ({hint})")
                                             for key, hint in hints if hint]
+            if isinstance(node.get("$schema"), str) and node is not doc and \
+                    _draft(node) != self.drafts.get(base, self.draft):
+                misspelled.setdefault(id(node), []).append(("$schema", (
+                    "a resource of another draft inside the document: read by the "
+                    "document's draft")))
             if not self.draft4:  # (a bool there is no valid schema of a later draft)
                 for key in ("exclusiveMinimum", "exclusiveMaximum"):
                     if isinstance(node.get(key), bool):

@@ -63,7 +63,10 @@ class JsonSchema(JsonValued):
             except RecursionError:
                 raise SchemaError("the schema's JSON text nests too deeply to read") from None
         if not isinstance(schema, (dict, bool)):
-            raise SchemaError(f"a schema is an object or a boolean, got {type(schema).__name__}")
+            hint = (f" (a pydantic model's is {schema.__name__}.model_json_schema())"
+                    if isinstance(schema, type) and hasattr(schema, "model_json_schema") else "")
+            raise SchemaError(f"a schema is an object or a boolean, got "
+                              f"{type(schema).__name__}{hint}")
         if property_order not in ("schema", "any"):
             raise SchemaError(f"property_order must be 'schema' or 'any', got "
                               f"{property_order!r}")
