@@ -305,21 +305,20 @@ def _own_resource(parameters: dict, k: int, draft: int, id_key: str) -> dict:
     return parameters
 
 
-# Parameters that mean one thing in every draft (no tool's definition gives the first: no
-# parameters).
+# Parameters that mean one thing in every draft (normalize_tools gives the first to a tool
+# without parameters).
 _ANY_DRAFT = ({"type": "object", "properties": {}}, {"type": "object"}, {})
 
 
 def _parameters(tools: list[dict]) -> list[Any]:
-    return [t["function"].get("parameters", {"type": "object", "properties": {}})
-            for t in tools]
+    return [t["function"]["parameters"] for t in tools]  # (normalize_tools sets them)
 
 
 def _raise_for_tool(tool: dict, whitespace: int) -> None:
     """Raise the SchemaError of the tool's parameters compiled alone, naming the tool."""
     function = tool["function"]
     try:
-        JsonSchema(function.get("parameters", {}), whitespace=whitespace).compile()
+        JsonSchema(function["parameters"], whitespace=whitespace).compile()
     except SchemaError as e:
         # (the same class: a MultipliedOut stays one, for a caller that retries)
         raise type(e)(f"tool {function['name']!r}: its parameters do not compile: "
