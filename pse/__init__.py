@@ -31,6 +31,7 @@ from pse.machines import (
     StateMachine,
     Terminal,
     Whitespace,
+    special_text,
 )
 from pse.text import Encapsulated, Freeform, Reasoning, WaitFor
 from pse.tool_schema import tool_schema
@@ -91,5 +92,6 @@ __all__ = [
     "generate_batch",
     "get_cache_dir",
     "set_cache_dir",
+    "special_text",
     "tool_schema",
 ]

@@ -171,10 +171,28 @@ class StateMachine:
         return deltas
 
     def matches(self, text: str | bytes, partial: bool = False) -> bool:
-        """True when the whole `text` is accepted (partial=True: when it is a valid prefix)."""
-        from pse._core.stepper import consume_tokens
+        """True when the whole `text` is accepted (partial=True: when it is a valid prefix).
 
-        live = consume_tokens(self.get_steppers(), [text])
+        A special token (SpecialToken) is written in `text` as `pse.special_text` marks it,
+        as `StructuringEngine.structured_outputs` writes it: `special_text("[TOOL_CALLS]")`.
+
+        Raises:
+            ValueError: a special token's mark is not closed.
+        """
+        from pse._core.stepper import consume_special, consume_tokens
+
+        if not (isinstance(text, str) and SPECIAL_MARK in text):
+            live = consume_tokens(self.get_steppers(), [text])
+        else:
+            parts = text.split(SPECIAL_MARK)  # text, special token, text, ...
+            if len(parts) % 2 == 0:
+                raise ValueError("a special token's mark is not closed (see special_text)")
+            live = self.get_steppers()
+            for k, part in enumerate(parts):
+                if k % 2:
+                    live = consume_special(live, part)
+                elif part:
+                    live = consume_tokens(live, [part])
         if partial:
             return bool(live)
         return any(s.has_reached_accept_state() for s in live)
@@ -417,7 +435,9 @@ SPECIAL_MARK = "\ud800"
 
 
 def special_text(text: str) -> str:
-    """A special token's text as `structured_outputs` sees it (see SPECIAL_MARK)."""
+    """A special token's text as `StructuringEngine.structured_outputs` writes it and
+    `StateMachine.matches` reads it: between two lone surrogates (SPECIAL_MARK), which no
+    decoded text holds, so the same text spelled out is never taken for the token."""
     return SPECIAL_MARK + text + SPECIAL_MARK
 
 

@@ -146,13 +146,33 @@ class ToolCalls(StateMachine):
         self.parallel_tool_calls = parallel_tool_calls
         self.tool_choice, names = _tool_choice(tool_choice, self.tools)
         self.names = names
+        called = [t for t in self.tools if t["function"]["name"] in names]
         # one compile budget for the schema and the tables: one garbage collection after both
         with limits.compile_budget("ToolCalls"):
             self.call = None if self.tool_choice == "none" else _call_schema(
-                [t for t in self.tools if t["function"]["name"] in names],
-                self.format.arguments_key, self.whitespace)
+                called, self.format.arguments_key, self.whitespace)
             super().__init__({0: [(self._body(), "$")]}, start_state=0, end_states=("$",))
-            self.compile()
+            try:
+                self.compile()
+            except GrammarError:
+                if self.call is not None:  # say which tool's schema fails, if one does alone
+                    for tool in called:
+                        _raise_for_tool(tool, self.whitespace)
+                raise
+        if self.call is not None:
+            self._check_callable(called)
+
+    def _check_callable(self, tools: list[dict]) -> None:
+        """Raise for a tool no call of which can be begun: its arguments allow no value, so
+        the call schema's union dropped it (an unsatisfiable anyOf branch is no branch)."""
+        fmt = self.format
+        before = special_text(fmt.special) + "[" if fmt.array else fmt.begin
+        for tool in tools:
+            name = tool["function"]["name"]
+            opening = f'{{"name":{json.dumps(name, ensure_ascii=False)},"{fmt.arguments_key}":'
+            if not self.matches(before + opening, partial=True):
+                _raise_for_tool(tool, self.whitespace)
+                raise SchemaError(f"tool {name!r}: no value of its parameters is valid")
 
     def _body(self) -> StateMachine:
         fmt = self.format
@@ -265,25 +285,12 @@ def _call_schema(tools: list[dict], arguments_key: str, whitespace: int) -> Json
     if draft != 2020:
         schema = {"$schema": dialect, **schema}
     try:
-        call = JsonSchema(schema, whitespace=whitespace, name="tool_call")
-        call.compile()
+        return JsonSchema(schema, whitespace=whitespace, name="tool_call")
     except SchemaError as e:
-        union_error = e
-    else:
-        # a tool whose arguments allow no value is no branch of the union (an unsatisfiable
-        # anyOf branch is dropped): one that cannot be begun is such a tool
-        for tool in tools:
-            name = tool["function"]["name"]
-            opening = f'{{"name":{json.dumps(name, ensure_ascii=False)},"{arguments_key}":'
-            if not call.matches(opening, partial=True):
-                _raise_for_tool(tool, whitespace)
-                raise SchemaError(f"tool {name!r}: no value of its parameters is valid")
-        return call
-    for tool in tools:  # say which tool's schema failed, with the path inside its parameters
-        _raise_for_tool(tool, whitespace)
-    # (each tool's parameters compile alone)
-    raise type(union_error)(f"the tools' calls do not compile together: "
-                            f"{union_error}") from None
+        for tool in tools:  # say which tool's schema failed, with the path inside its parameters
+            _raise_for_tool(tool, whitespace)
+        # (each tool's parameters compile alone)
+        raise type(e)(f"the tools' calls do not compile together: {e}") from None
 
 
 def _own_resource(parameters: dict, k: int, draft: int, id_key: str) -> dict:

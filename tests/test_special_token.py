@@ -7,6 +7,7 @@ the same ids at every step."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -15,8 +16,9 @@ from conftest import shared_vocab
 from pse import (AnyOf, Chain, Forward, Freeform, Grammar, GrammarError, JsonSchema, Loop,
                  Optional, Phrase, SpecialToken, StructuringEngine, Vocabulary,
                  VocabularyError)
+from pse.machines import SPECIAL_MARK, special_text
 from test_engine import small_vocab
-from test_properties import trees
+from test_properties import ALPHABET, trees
 
 MARK = "§"
 
@@ -60,6 +62,40 @@ def test_special_token_equals_a_unique_phrase(left, right, seed):
         a.configure(shape(SpecialToken("<|s|>")))
         b.configure(shape(Phrase(MARK)))
         masks_agree_along(a, b, random.Random(seed))
+
+
+@settings(max_examples=60)
+@given(trees, trees, st.data())
+def test_matches_reads_a_marked_special_token_as_the_phrase(left, right, data):
+    # matches() takes a special token where special_text marks it: as the structure with a
+    # phrase no other part holds in its place takes that phrase
+    pattern = f"(?:{left[1]}){re.escape(MARK)}(?:{right[1]})"
+    near = st.text(ALPHABET + MARK, max_size=8)
+    texts = [data.draw(st.from_regex(pattern, fullmatch=True)), data.draw(near),
+             data.draw(near)]
+    for shape in (lambda s: Chain(left[0], s, right[0]),
+                  lambda s: AnyOf(Chain(left[0], s), right[0])):
+        special, phrase = shape(SpecialToken("<|s|>")), shape(Phrase(MARK))
+        for text in texts:
+            marked = text.replace(MARK, special_text("<|s|>"))
+            for partial in (False, True):
+                assert special.matches(marked, partial) == phrase.matches(text, partial), \
+                    (text, partial)
+    assert Chain(left[0], SpecialToken("<|s|>")).matches(special_text("<|s|>"), True) \
+        == Chain(left[0], Phrase(MARK)).matches(MARK, True)
+    with pytest.raises(ValueError, match="not closed"):
+        Chain(left[0], SpecialToken("<|s|>")).matches(SPECIAL_MARK + "<|s|>")
+
+
+def test_matches_a_special_token_after_unique_items():
+    # the text before a special token is what a later uniqueItems array compares with
+    machine = Chain(JsonSchema({"type": "array", "uniqueItems": True}), SpecialToken("<|s|>"),
+                    JsonSchema({"type": "array", "uniqueItems": True}))
+    s = special_text("<|s|>")
+    assert machine.matches(f"[1,2]{s}[1,2]")
+    assert not machine.matches(f"[1,2]{s}[1,1]")
+    assert not machine.matches("[1,2]<|s|>[1,2]")  # (spelled out, it is no special token)
+    assert machine.matches(f"[1]{s}", partial=True)
 
 
 def test_special_token_by_id_and_text():

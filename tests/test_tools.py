@@ -376,13 +376,18 @@ def test_bad_input_is_named():
      "required": ["a"]},
     {"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]},
 ])
-def test_a_tool_that_no_call_can_satisfy_is_named(parameters):
+@pytest.mark.parametrize("format", ["hermes", "llama3", "mistral", ("<c>", "</c>")])
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_a_tool_that_no_call_can_satisfy_is_named(parameters, format, choice):
     # a union's branch that allows nothing drops out of it: the tool would be left out
     # without a word, beside the others
     never = {"type": "function", "function": {"name": "never", "parameters": parameters}}
     for tools in ([never], [WEATHER, never], [never, SEARCH]):
         with pytest.raises(SchemaError, match="tool 'never'"):
-            ToolCalls(tools)
+            ToolCalls(tools, format=format, tool_choice=choice)
+    with pytest.raises(SchemaError, match="tool 'never'"):
+        ToolCalls([WEATHER, never], format=format,
+                  tool_choice={"type": "function", "function": {"name": "never"}})
 
 
 def test_each_tools_parameters_are_a_resource_of_their_own():

@@ -5,7 +5,7 @@ from libc.stdint cimport int32_t, uint32_t
 
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, is_accepting, next_bytes, stateset_add,
-    stateset_clear, stateset_free, stateset_init, step_bytes, step_state,
+    stateset_clear, stateset_free, stateset_init, step_bytes, step_state, take_special,
 )
 
 
@@ -253,4 +253,43 @@ def consume_tokens(list steppers, tokens) -> list:
         return [Stepper.make(structure, cur.items[i], history, b"") for i in range(cur.n)]
     finally:
         stateset_free(&cur)
+        stateset_free(&nxt)
+
+
+def consume_special(list steppers, object token) -> list:
+    """Advance `steppers` over one special token: `token` as a SpecialToken names it (its
+    text or id), taken by the terminals that name it, never spelled out of bytes.
+
+    Returns:
+        The live steppers after it: an empty list when none can take it.
+    """
+    cdef Stepper s
+    cdef CompiledStructure structure
+    cdef Ctx c
+    cdef StateSet nxt
+    cdef int32_t i, term
+    cdef bytes text
+    if not steppers:
+        return []
+    structure = (<Stepper>steppers[0]).structure
+    terms = [t for t, (named, _) in structure.special_tokens.items() if named == token]
+    structure.ctx(&c)
+    out = []
+    stateset_init(&nxt, 4)
+    try:
+        for s in steppers:
+            if s.structure is not structure:
+                raise ValueError("steppers of different structures cannot be advanced together")
+            if structure.t.has_unique:
+                text = join_history(s.history)
+                c.text = text
+                c.pos = len(text)
+            stateset_clear(&nxt)
+            for term in terms:
+                take_special(&c, &s.state, term, &nxt)
+            # (a special token adds no bytes to the text, as the engine commits it)
+            out += [Stepper.make(structure, nxt.items[i], (s.history, b""), b"")
+                    for i in range(nxt.n)]
+        return out
+    finally:
         stateset_free(&nxt)
