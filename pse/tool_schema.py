@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import inspect
 import math
 import re
@@ -39,6 +40,10 @@ def tool_schema(func: Callable[..., Any]) -> dict:
     metadata, as pydantic's `Field(ge=1)`, are constraints, read by pydantic), dataclasses,
     TypedDicts and pydantic models (their definitions under `$defs`).
 
+    A `functools.partial` is the tool of its function less the arguments it binds (a
+    database handle bound for the tool is no argument the model gives); an object with
+    `__call__` is read from that method, named after its class.
+
     Args:
         func: the function.
 
@@ -52,16 +57,18 @@ def tool_schema(func: Callable[..., Any]) -> dict:
     """
     if not callable(func):
         raise TypeError(f"tool_schema takes a function, not {type(func).__name__}")
-    name = getattr(func, "__name__", None) or type(func).__name__
+    target, name, bound = _annotated(func)
     try:
-        hints = typing.get_type_hints(func, include_extras=True)
+        hints = typing.get_type_hints(target, include_extras=True)
     except Exception as e:  # a hint that names something undefined
         raise SchemaError(f"tool {name!r}: cannot read its type hints: {e}") from None
-    summary, described = _docstring(inspect.getdoc(func) or "")
+    summary, described = _docstring(inspect.getdoc(target) or "")
     defs = _Defs()
     properties: dict[str, Any] = {}
     required = []
     for param in inspect.signature(func).parameters.values():
+        if param.name in bound:
+            continue
         where = f"tool {name!r}, parameter {param.name!r}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise SchemaError(f"{where}: *args and **kwargs cannot be tool arguments")
@@ -87,6 +94,18 @@ def tool_schema(func: Callable[..., Any]) -> dict:
         function["description"] = summary
     function["parameters"] = parameters
     return {"type": "function", "function": function}
+
+
+def _annotated(func: Callable[..., Any]) -> tuple[Callable[..., Any], str, set[str]]:
+    """What holds `func`'s type hints and docstring (a partial's function, a callable
+    object's `__call__`), the tool's name, and the keyword arguments a partial binds."""
+    bound: set[str] = set()
+    while isinstance(func, functools.partial):  # (partials of partials, where not flattened)
+        bound |= set(func.keywords)
+        func = func.func
+    if inspect.isroutine(func) or isinstance(func, type):
+        return func, getattr(func, "__name__", None) or type(func).__name__, bound
+    return func.__call__, type(func).__name__, bound
 
 
 def normalize_tools(tools: Iterable[Any]) -> list[dict]:

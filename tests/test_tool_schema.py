@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import warnings
 from typing import Annotated, Any, Literal, Optional, Sequence, TypedDict, Union
@@ -226,6 +227,37 @@ def test_constraints_in_annotated_hints():
                   {"nights": 2, "weight": 0.5, "ratio": 2}):
         assert machine.matches(json.dumps(value, separators=(",", ":"))) == \
             validator.is_valid(value), value
+
+
+def test_partials_and_callable_objects():
+    # a partial is its function less what it binds (a handle bound for the tool is no
+    # argument the model gives); a callable object is read from its __call__
+    def search(db: object, query: str, limit: int = 3, *, strict: bool = False) -> list:
+        """Search the database.
+
+        Args:
+            query: what to find.
+        """
+
+    tool = tool_schema(functools.partial(search, object(), limit=5))["function"]
+    assert tool["name"] == "search" and tool["description"] == "Search the database."
+    assert tool["parameters"]["properties"] == {
+        "query": {"type": "string", "description": "what to find."},
+        "strict": {"type": "boolean", "default": False}}
+    assert tool["parameters"]["required"] == ["query"]
+    with pytest.raises(SchemaError, match="'db'"):  # (unbound: an object is no JSON value)
+        tool_schema(functools.partial(search, limit=5))
+
+    class Lookup:
+        """A lookup."""
+
+        def __call__(self, key: str) -> str:
+            """Look a key up."""
+
+    tool = tool_schema(Lookup())["function"]
+    assert tool["name"] == "Lookup" and tool["description"] == "Look a key up."
+    assert tool["parameters"]["properties"] == {"key": {"type": "string"}}
+    assert normalize_tools([functools.partial(Lookup())])[0]["function"]["name"] == "Lookup"
 
 
 def test_bad_functions_are_named():
