@@ -174,7 +174,8 @@ class StateMachine:
         """True when the whole `text` is accepted (partial=True: when it is a valid prefix).
 
         A special token (SpecialToken) is written in `text` as `pse.special_text` marks it,
-        as `StructuringEngine.structured_outputs` writes it: `special_text("[TOOL_CALLS]")`.
+        as `StructuringEngine.structured_outputs` writes it: `special_text("[TOOL_CALLS]")`
+        (a SpecialToken given by its text; one given by id matches no marked text).
 
         Raises:
             ValueError: a special token's mark is not closed.
@@ -448,8 +449,10 @@ class SpecialToken(Terminal):
 
     The structure is compiled without a vocabulary; the engine resolves the token when it is
     configured (`Vocabulary.special_token_id`). A special token is no text: free text never
-    contains one, and a structure allows it only where a `SpecialToken` names it. Steppers,
-    which consume text, never take it; the engine's masks and `consume_token` do.
+    contains one, and a structure allows it only where a `SpecialToken` names it. Steppers
+    consuming text never take it; the engine's masks and `consume_token` do, and
+    `StateMachine.matches` where `special_text` marks it in the text (a token given by its
+    text: one given by id has no text to mark there).
 
     Args:
         token: the token id, or its text.

@@ -19,7 +19,8 @@ from pse import automaton, products
 from pse.errors import GrammarError
 from pse.vocabulary import utf8_complete_length
 from pse.machines import (
-    AnyOf, Chain, Character, DfaTerminal, Phrase, StateMachine, Whitespace, _machine,
+    SPECIAL_MARK, AnyOf, Chain, Character, DfaTerminal, Phrase, StateMachine, Whitespace,
+    _machine,
 )
 
 # Every Unicode scalar value (a surrogate is no character of UTF-8 text).
@@ -234,12 +235,12 @@ class WaitFor(StateMachine):
 
 def _opening_at(text: str, opening: bytes, free: StateMachine) -> int | None:
     """Where the machine starts in `text` (a WaitFor's): the first occurrence of its opening,
-    or the first character free text cannot hold."""
+    or the first character free text cannot hold (a special token's, see special_text)."""
     if opening:
         at = text.find(opening.decode("utf-8"))
         return None if at < 0 else at
     for i, ch in enumerate(text):
-        if not free.matches(ch):
+        if ch == SPECIAL_MARK or not free.matches(ch):
             return i
     return None
 
@@ -276,7 +277,8 @@ class Encapsulated(StateMachine):
         # the structure is complete where the close has begun after it
         end = inner.find(self.close)
         while end >= 0:
-            if self.machine.matches(inner[:end]):
+            # (not inside a special token's text: special_text marks it on both sides)
+            if inner.count(SPECIAL_MARK, 0, end) % 2 == 0 and self.machine.matches(inner[:end]):
                 return self.machine.structured_outputs(inner[:end], True)
             end = inner.find(self.close, end + 1)
         return []

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from urllib.parse import urldefrag
 
 from pse import limits
-from pse.errors import GrammarError, SchemaError
+from pse.errors import GrammarError, MatchesNothing, SchemaError
 from pse.json_schema import JsonSchema
 from pse.json_schema.refs import _draft
 from pse.json_value import whitespace_bound
@@ -154,8 +154,8 @@ class ToolCalls(StateMachine):
             super().__init__({0: [(self._body(), "$")]}, start_state=0, end_states=("$",))
             try:
                 self.compile()
-            except GrammarError:
-                if self.call is not None:  # say which tool's schema fails, if one does alone
+            except MatchesNothing:  # (no call ends: say which tool's schema allows nothing)
+                if self.call is not None:
                     for tool in called:
                         _raise_for_tool(tool, self.whitespace)
                 raise

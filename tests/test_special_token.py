@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import shared_vocab
-from pse import (AnyOf, Chain, Forward, Freeform, Grammar, GrammarError, JsonSchema, Loop,
-                 Optional, Phrase, SpecialToken, StructuringEngine, Vocabulary,
-                 VocabularyError)
+from pse import (AnyOf, Chain, Encapsulated, Forward, Freeform, Grammar, GrammarError,
+                 JsonSchema, Loop, Optional, Phrase, SpecialToken, StructuringEngine, Vocabulary,
+                 VocabularyError, WaitFor)
+from pse._core.stepper import consume_special
 from pse.machines import SPECIAL_MARK, special_text
 from test_engine import small_vocab
 from test_properties import ALPHABET, trees
@@ -96,6 +97,46 @@ def test_matches_a_special_token_after_unique_items():
     assert not machine.matches(f"[1,2]{s}[1,1]")
     assert not machine.matches("[1,2]<|s|>[1,2]")  # (spelled out, it is no special token)
     assert machine.matches(f"[1]{s}", partial=True)
+
+
+def test_consuming_special_tokens_merges_identical_states():
+    # two ways to take each token: without merging, the steppers doubled at every token
+    machine = Loop(AnyOf(SpecialToken("<|s|>"),
+                         Chain(SpecialToken("<|s|>"), Optional(Phrase("a")))), 0, None)
+    live = machine.get_steppers()
+    for _ in range(24):
+        live = consume_special(live, "<|s|>")
+        assert 0 < len(live) <= 3
+    assert machine.matches(special_text("<|s|>") * 40 + "a")
+    assert not machine.matches(special_text("<|s|>") + "aa")
+    # a token given by id has no text to mark
+    assert not Chain(SpecialToken(7)).matches(special_text("7"))
+
+
+def test_structured_outputs_of_free_text_around_special_tokens():
+    # the structure's start and its close are found outside a special token's marks
+    tokens = [bytes([b]) for b in range(32, 127)] + [b"<|s|>", b"<eos>"]
+    sid = len(tokens) - 2
+    with_special = Vocabulary.from_tokens(tokens, eos_token_ids=[sid + 1],
+                                          special_token_ids=[sid, sid + 1])
+
+    def ids(text: str) -> list[int]:
+        return [ord(ch) - 32 for ch in text]
+
+    for machine, tokens in (
+            (WaitFor(Chain(SpecialToken("<|s|>"), JsonSchema({"type": "object"}))),
+             ids("a ") + [sid] + ids("{}")),
+            (Encapsulated(Chain(JsonSchema({"type": "object"}), SpecialToken("<|s|>")), "<",
+                          "|>"), ids("<{}") + [sid])):
+        engine = StructuringEngine(with_special)
+        engine.configure(machine)
+        assert all(engine.consume_token(t) for t in tokens)
+        # (a Chain has none of its own; the close's text inside the special token's is none)
+        assert engine.structured_outputs() == []
+    engine = StructuringEngine(with_special)
+    engine.configure(WaitFor(JsonSchema({"type": "object"}, name="obj")))
+    assert all(engine.consume_token(t) for t in ids("a {}"))
+    assert engine.structured_outputs() == [("obj", {})]
 
 
 def test_special_token_by_id_and_text():

@@ -390,6 +390,29 @@ def test_a_tool_that_no_call_can_satisfy_is_named(parameters, format, choice):
                   tool_choice={"type": "function", "function": {"name": "never"}})
 
 
+def test_a_compile_past_its_budget_is_not_blamed_on_a_tool(monkeypatch):
+    # the calls' tables running out of time are the whole structure's error, not the first
+    # tool's that a compile of its own (in the budget already spent) would stop in
+    from pse import StateMachine, limits
+
+    spent = [0.0]
+    clock = limits.time.monotonic
+    monkeypatch.setattr(limits.time, "monotonic", lambda: clock() + spent[0])
+    compile_tables = StateMachine.compile
+
+    def late(self):
+        if isinstance(self, ToolCalls):
+            spent[0] = 1000.0
+        return compile_tables(self)
+
+    monkeypatch.setattr(ToolCalls, "compile", late)
+    many = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(40)}}
+    tools = [{"name": "innocent", "parameters": many}, {"name": "other", "parameters": {}}]
+    with pytest.raises(GrammarError, match="COMPILE_SECONDS") as info:
+        ToolCalls(tools)
+    assert "innocent" not in str(info.value)
+
+
 def test_each_tools_parameters_are_a_resource_of_their_own():
     # relative ids under two tools differ; a root $ref of draft 7 (whose siblings, $id too,
     # are ignored) still finds the definitions beside it; an id that is only a fragment is an

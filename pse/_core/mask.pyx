@@ -151,8 +151,8 @@ cdef class Matcher:
                 or self.w.root_next == NULL or self.w.risky_bits == NULL
                 or self.w.risky_nodes == NULL or self.w.n_risky == NULL):
             raise MemoryError()
-        for i in range(self.w.n_levels):
-            stateset_init(&self.w.levels[i], 4)
+        for i in range(self.w.n_levels):  # (deep levels, rarely reached: no memory yet)
+            stateset_init(&self.w.levels[i], 0)
         self.w.scratch.cap = 256
         self.w.scratch.n = 0
         self.w.scratch.frames = <Frame*>malloc(self.w.scratch.cap * sizeof(Frame))

@@ -602,10 +602,12 @@ cdef cnp.ndarray terminal_follow(const Tables* t):
     """Per terminal, 8 words: the bytes that may follow it anywhere (its exits are only
     before those). What follows a rule's end is what follows its calls: the nodes of one
     rule are grouped (an entry joins its node with its target, or with the first frame it
-    pushes), and per group, the bytes after each frame that returns into it is found by a
-    fixpoint over the entries' pushes. A rule that ends with the stack empty ends the
-    structure: no byte follows."""
-    cdef int32_t n_nodes = max(t.n_nodes, 1), n, e, k, w, lo, hi, callee, p, g, changed
+    pushes), and per group, the bytes after each frame that returns into it: the bytes that
+    can start at the frame's node, and where that node can end its own rule, what follows
+    that rule (a fixpoint over those frames alone). A rule that ends with the stack empty
+    ends the structure: no byte follows."""
+    cdef int32_t n_nodes = max(t.n_nodes, 1), n, e, k, w, lo, hi, p, g, changed
+    cdef int32_t n_pushes = t.entry_push_off[t.n_entries], n_dep = 0
     cdef uint32_t add
     follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
     groups = np.arange(n_nodes, dtype=np.int32)
@@ -613,37 +615,48 @@ cdef cnp.ndarray terminal_follow(const Tables* t):
     cdef uint32_t* out = <uint32_t*>cnp.PyArray_DATA(follow)
     cdef int32_t* group = <int32_t*>cnp.PyArray_DATA(groups)
     cdef uint32_t* ends = <uint32_t*>cnp.PyArray_DATA(after_end)
-    with nogil:
-        for n in range(t.n_nodes):
-            for e in range(t.node_entry_off[n], t.node_entry_off[n + 1]):
-                lo = t.entry_push_off[e]
-                p = t.pushes[lo] if t.entry_push_off[e + 1] > lo else t.entry_target[e]
-                group[find_group(group, p)] = find_group(group, n)
-        changed = 1
-        while changed:
-            changed = 0
+    # per frame whose node can end its rule: (the group it returns into, the node's group)
+    cdef int32_t* dep = <int32_t*>malloc(2 * max(n_pushes, 1) * sizeof(int32_t))
+    if dep == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for n in range(t.n_nodes):
+                for e in range(t.node_entry_off[n], t.node_entry_off[n + 1]):
+                    lo = t.entry_push_off[e]
+                    p = t.pushes[lo] if t.entry_push_off[e + 1] > lo else t.entry_target[e]
+                    group[find_group(group, p)] = find_group(group, n)
             for e in range(t.n_entries):
                 lo, hi = t.entry_push_off[e], t.entry_push_off[e + 1]
                 for k in range(lo, hi):
                     # the frame pushed returns to node p when the rule it calls ends
                     p = t.pushes[k]
-                    callee = find_group(group, t.pushes[k + 1] if k + 1 < hi
-                                        else t.entry_target[e])
-                    g = find_group(group, p)
+                    g = find_group(group, t.pushes[k + 1] if k + 1 < hi else t.entry_target[e])
                     for w in range(8):
-                        add = t.node_first[8 * p + w]
-                        if t.node_end[p]:
-                            add |= ends[8 * g + w]
-                        if add & ~ends[8 * callee + w]:
-                            ends[8 * callee + w] |= add
+                        ends[8 * g + w] |= t.node_first[8 * p + w]
+                    if t.node_end[p]:
+                        dep[2 * n_dep] = g
+                        dep[2 * n_dep + 1] = find_group(group, p)
+                        n_dep += 1
+            changed = n_dep > 0
+            while changed:
+                changed = 0
+                for k in range(n_dep):
+                    g, p = dep[2 * k], dep[2 * k + 1]
+                    for w in range(8):
+                        add = ends[8 * p + w] & ~ends[8 * g + w]
+                        if add:
+                            ends[8 * g + w] |= add
                             changed = 1
-        for e in range(t.n_entries):
-            n = t.entry_target[e]
-            g = find_group(group, n)
-            for w in range(8):
-                out[8 * t.entry_term[e] + w] |= t.node_first[8 * n + w]
-                if t.node_end[n]:
-                    out[8 * t.entry_term[e] + w] |= ends[8 * g + w]
+            for e in range(t.n_entries):
+                n = t.entry_target[e]
+                g = find_group(group, n)
+                for w in range(8):
+                    out[8 * t.entry_term[e] + w] |= t.node_first[8 * n + w]
+                    if t.node_end[n]:
+                        out[8 * t.entry_term[e] + w] |= ends[8 * g + w]
+    finally:
+        free(dep)
     return follow
 
 

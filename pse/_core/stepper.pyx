@@ -258,12 +258,13 @@ def consume_tokens(list steppers, tokens) -> list:
 
 def consume_special(list steppers, object token) -> list:
     """Advance `steppers` over one special token: `token` as a SpecialToken names it (its
-    text or id), taken by the terminals that name it, never spelled out of bytes.
+    text or id), taken by the terminals that name it, never spelled out of bytes. Identical
+    states after it are merged.
 
     Returns:
         The live steppers after it: an empty list when none can take it.
     """
-    cdef Stepper s
+    cdef Stepper first, s
     cdef CompiledStructure structure
     cdef Ctx c
     cdef StateSet nxt
@@ -271,25 +272,23 @@ def consume_special(list steppers, object token) -> list:
     cdef bytes text
     if not steppers:
         return []
-    structure = (<Stepper>steppers[0]).structure
+    first = steppers[0]
+    structure = first.structure
     terms = [t for t, (named, _) in structure.special_tokens.items() if named == token]
     structure.ctx(&c)
-    out = []
+    if structure.t.has_unique:
+        text = join_history(first.history)
+        c.text = text
+        c.pos = len(text)
     stateset_init(&nxt, 4)
     try:
         for s in steppers:
             if s.structure is not structure:
                 raise ValueError("steppers of different structures cannot be advanced together")
-            if structure.t.has_unique:
-                text = join_history(s.history)
-                c.text = text
-                c.pos = len(text)
-            stateset_clear(&nxt)
             for term in terms:
                 take_special(&c, &s.state, term, &nxt)
-            # (a special token adds no bytes to the text, as the engine commits it)
-            out += [Stepper.make(structure, nxt.items[i], (s.history, b""), b"")
-                    for i in range(nxt.n)]
-        return out
+        # (a special token adds no bytes to the text, as the engine commits it)
+        history = (first.history, b"")
+        return [Stepper.make(structure, nxt.items[i], history, b"") for i in range(nxt.n)]
     finally:
         stateset_free(&nxt)

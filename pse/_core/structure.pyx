@@ -51,10 +51,13 @@ cdef enum:
 
 
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
-    s.items = <PState*>malloc(cap * sizeof(PState))
-    if s.items == NULL:
-        with gil:
-            raise MemoryError()
+    """An empty set with room for `cap` states (0: no memory until the first one)."""
+    s.items = NULL
+    if cap > 0:
+        s.items = <PState*>malloc(cap * sizeof(PState))
+        if s.items == NULL:
+            with gil:
+                raise MemoryError()
     s.n = 0
     s.cap = cap
     s.slots = NULL
@@ -217,12 +220,12 @@ cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
     if s.n >= max_live:
         too_ambiguous()
     if s.n == s.cap:
-        grown = <PState*>realloc(s.items, 2 * s.cap * sizeof(PState))
+        grown = <PState*>realloc(s.items, max(2 * s.cap, 4) * sizeof(PState))
         if grown == NULL:
             with gil:
                 raise MemoryError()
         s.items = grown
-        s.cap *= 2
+        s.cap = max(2 * s.cap, 4)
     s.items[s.n] = p[0]
     s.n += 1
     return 0
