@@ -70,6 +70,19 @@ def test_non_json_keyword_values_are_schema_errors(schema, where):
         pse.JsonSchema(schema)
 
 
+@pytest.mark.parametrize("schema", [
+    {"const": "a\ud800"},
+    {"enum": ["ok", "\udfff"]},
+    {"type": "object", "properties": {"\ud800": {}}, "required": ["\ud800"]},
+    {"type": "object", "properties": {"a\udc00": {"type": "integer"}}},
+])
+def test_a_lone_surrogate_in_a_value_or_name_is_a_schema_error(schema):
+    # (json.loads reads "\ud800" into one; no UTF-8 text holds it: a typed error, not
+    # the encoder's UnicodeEncodeError)
+    with pytest.raises(SchemaError, match="lone surrogate"):
+        pse.JsonSchema(schema).compile()
+
+
 def test_json_literals_still_compile():
     schema = {"enum": [1, "x", None, True, 2.5, [1, {"a": []}], {"b": {"c": [None]}}]}
     for value in schema["enum"]:

@@ -153,6 +153,10 @@ class JsonSchema(JsonValued):
         except RecursionError:
             raise SchemaError("#: the schema nests (or refers to itself through allOf) too "
                               "deeply to compile") from None
+        except UnicodeEncodeError as e:  # (a const, an enum value, a property name ...)
+            raise SchemaError(f"#: the JSON text {e.object!r:.60} holds a lone surrogate "
+                              f"({e.object[e.start:e.end]!r}), which no UTF-8 text does: pse "
+                              "writes no JSON escape of one outside a pair") from None
         return root, warned
 
     def compile(self) -> CompiledStructure:
