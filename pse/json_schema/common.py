@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from json.encoder import encode_basestring
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -130,8 +131,13 @@ def _validating(schema: Any) -> Any:
         k in _VALIDATION or k in _APPLICATORS or k.startswith("pse:"))}
 
 
+# (json.dumps given options makes an encoder at each call: these are made once)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_SORTED = json.JSONEncoder(sort_keys=True)
+
+
 def _dumps(v: Any) -> bytes:
-    return json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+    return _COMPACT.encode(v).encode()
 
 
 def _distinct(values: list) -> list:
@@ -206,7 +212,7 @@ def _count(node: dict, key: str, pointer: str, default: int | None = None) -> in
 
 def _content(name: str) -> bytes:
     """A key's string content as compact JSON spells it."""
-    return json.dumps(name, ensure_ascii=False)[1:-1].encode()
+    return encode_basestring(name)[1:-1].encode()
 
 
 def _escape(name: str) -> str:
@@ -271,7 +277,7 @@ def _conjuncts(schema: dict) -> list:
 def _same(a: Any, b: Any) -> bool:
     """Whether two schemas are the same JSON (true and 1 told apart: `==` alone would not,
     so it only rules out, cheaply, what differs)."""
-    return a is b or (a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))
+    return a is b or (a == b and _SORTED.encode(a) == _SORTED.encode(b))
 
 
 def _pair_disjoint(a: Any, b: Any, resolve: Callable[[Any], Any] | None = None,

@@ -6,7 +6,7 @@ by the object's registers, then its value; the members in schema order or in any
 from __future__ import annotations
 
 import functools
-import json
+from json.encoder import encode_basestring
 from typing import Any, Callable
 
 from pse import automaton
@@ -97,7 +97,7 @@ class Members:
         if any(ord(c) < 0x20 or c in '"\\/' for c in name):
             return (functools.partial(self.spelled_key, name, guard=guard),
                     m if not self.ws else Chain(self.compiler.colon(), m))
-        text = json.dumps(name, ensure_ascii=False)
+        text = encode_basestring(name)  # (json.dumps(name, ensure_ascii=False))
         if not self.ws:  # compact: the colon joins the key's terminal
             return functools.partial(self.opening, text + ":", guard=guard), m
         return functools.partial(self.opening, text, guard=guard), Chain(self.compiler.colon(), m)
