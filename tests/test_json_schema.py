@@ -162,6 +162,16 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
     # keys put out of use, extensions, short or distant ones, annotations: no word
     ({"type": "string", "_format": "date", "//pattern": "^a", "x-order": 1, "form": "x",
       "note": "n", "example": "e", "constraints": 2, "propertiesOrder": ["a"]}, {}),
+    # `$` keys near a reference keyword (a maskbench schema has `"items": {"$rel": ...}`)
+    ({"type": "array", "items": {"$rel": "#/$defs/s"}, "$defs": {"s": {"type": "string"}}},
+     {"#/items/$rel": "'$ref'"}),
+    ({"$defs": {"n": {"type": "integer"}}, "anyOf": [{"$Ref": "#/$defs/n"}, {"$reff": "#"},
+                                                       {"$dynamicReff": "#"}]},
+     {"#/anyOf/0/$Ref": "'$ref'", "#/anyOf/1/$reff": "'$ref'",
+      "#/anyOf/2/$dynamicReff": "'$dynamicRef'"}),
+    # `$` extensions, and keys as near another `$` keyword (`$def`: `$defs` or `$ref`?)
+    ({"type": "string", "$default": "a", "$license": "x", "$$target": 1, "$def": {},
+      "$ids": "x"}, {}),
 ])
 def test_misspelled_keywords_warn(schema, warned):
     """A key that is no keyword constrains nothing (as jsonschema reads it); where it likely

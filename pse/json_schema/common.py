@@ -55,6 +55,8 @@ _APPLICATORS = frozenset(["allOf", "anyOf", "oneOf", "not", "$dynamicRef", "$rec
 # own, "pse:...", are no misspellings either: see _misspelled).
 _KEYWORDS = frozenset(_ANNOTATIONS | _VALIDATION | _APPLICATORS | {"contentSchema"})
 _CONSTRAINING = sorted(_VALIDATION | _APPLICATORS | {"contentSchema"})
+_DOLLAR_KEYWORDS = sorted(k for k in _KEYWORDS if k.startswith("$"))
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -63,14 +65,23 @@ def _misspelled(key: Any) -> str | None:
     that is a keyword that constrains: the keyword in other letter case or with punctuation
     after it (`anyof`, `type:`), one edit from a keyword of six letters or more (`minLenght`,
     `requried`), or OpenAPI's `nullable`. Such a key is ignored, as every unknown key is, so a
-    warning says so. None for other keys: an extension (`x-order`), a key put out of use
-    (`_format`, `//pattern`, as maskbench's schemas do), a short or distant one (`form`,
-    `note`), a misspelled annotation (which changes nothing)."""
-    if not isinstance(key, str) or not key[:1].isalpha() or key in _KEYWORDS:
+    warning says so. A key starting with `$` is one in other letter case or one edit from a
+    reference keyword alone (`$Ref`, `$reff`, `$rel`: one of maskbench's schemas has `"items":
+    {"$rel": ...}`, which allows any items). None for other keys: an extension (`x-order`,
+    `$default`), a key put out of use (`_format`, `//pattern`, as maskbench's schemas do), a
+    short or distant one (`form`, `note`), a misspelled annotation (which changes nothing)."""
+    if not isinstance(key, str) or key in _KEYWORDS:
+        return None
+    bare = key.rstrip(":\"' ").lower()
+    if key[:1] == "$":  # (near another `$` keyword too, `$def`: no guess)
+        near = [k for k in _DOLLAR_KEYWORDS if k.lower() == bare or _one_edit(k, key)]
+        if len(near) == 1 and near[0] in _REFERENCES:
+            return f"did you mean {near[0]!r}?"
+        return None
+    if not key[:1].isalpha():
         return None
     if key == "nullable":
         return "OpenAPI's: add \"null\" to 'type' to allow null"
-    bare = key.rstrip(":\"' ").lower()
     for keyword in _CONSTRAINING:
         if keyword.lstrip("$").lower() == bare or (
                 len(keyword) >= 6 and _one_edit(keyword, key)):
