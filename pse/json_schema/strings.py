@@ -5,6 +5,7 @@ contentSchema).
 from __future__ import annotations
 
 from pse import automaton, counted_lengths, products
+from pse.bounded_cache import BoundedCache
 from pse.errors import GrammarError, SchemaError
 from pse.json_spelling import char_boundaries, json_char_class, json_names_dfa, quoted
 from pse.json_value import JsonStringContent
@@ -25,6 +26,24 @@ def _length_dfa(lo: int, hi: int) -> automaton.DFA:
 
 def _at_least_dfa(lo: int) -> automaton.DFA:
     return automaton.repeat_unit(JsonStringContent().unit_dfa(), lo, None)
+
+
+# String contents' automata -> _character_counts: schemas repeat a pattern and length bounds
+# in many places (a content automaton is made for each), and a pattern of Unicode classes
+# makes an automaton of hundreds of states, which take about a millisecond each to count
+_CHARACTER_COUNTS = BoundedCache(256)
+
+
+def _character_counts(dfa: automaton.DFA) -> tuple[tuple[bool, ...] | None, int, int | None]:
+    """(char_boundaries of string contents `dfa`, and where they are not None, the fewest and
+    the most characters of its matches: see counted_lengths.count_range)."""
+    found = _CHARACTER_COUNTS.get(dfa.key())
+    if found is None:
+        boundaries = char_boundaries(dfa)
+        found = (None, 0, None) if boundaries is None else (
+            boundaries, *counted_lengths.count_range(dfa, boundaries))
+        _CHARACTER_COUNTS.put(dfa.key(), found)
+    return found
 
 
 class _Strings:
@@ -96,10 +115,9 @@ class _Strings:
         unchecked); GrammarError instead where not `approximate`."""
         keyword = "maxLength" if hi is not None else "minLength"
         try:
-            boundaries = char_boundaries(dfa)
+            boundaries, fewest, most = _character_counts(dfa)
             if boundaries is None:
                 raise GrammarError("the pattern's automaton does not tell characters apart")
-            fewest, most = counted_lengths.count_range(dfa, boundaries)
             if fewest > (common.MAX_COUNT if hi is None else hi) or (
                     most is not None and most < lo):
                 return None  # no match has a length within the bounds
@@ -128,10 +146,9 @@ class _Strings:
             return None
         dfa, counted, fewest_repeats, most_repeats = found
         if lo > 0 or hi is not None:  # (one count at run time: the lengths must hold anyway)
-            boundaries = char_boundaries(dfa)
+            boundaries, fewest, most = _character_counts(dfa)
             if boundaries is None:
                 return None
-            fewest, most = counted_lengths.count_range(dfa, boundaries)
             if fewest < lo or (hi is not None and (most is None or most > hi)):
                 return None
         try:
