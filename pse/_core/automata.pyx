@@ -3,11 +3,11 @@
 refinements that minimize a DFA (Moore's rounds, Hopcroft's), in C.
 
 A DFA state is the set of NFA states a text can reach (epsilon closures included), kept as
-the bytes of its sorted int32 ids, so sets are found again through a dict. Each set's row is a
-sweep over the byte positions where one of its members' edges starts or ends (the positions
-bucketed, 0 to 256), with the targets that hold counted: a bounded repeat of a UTF-8 class
-(`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each, which the Python
-sweep did at tens of microseconds a set.
+the bytes of its int32 ids sorted (largest first), so sets are found again through a dict.
+Each set's row is a sweep over the byte positions where one of its members' edges starts or
+ends (the positions bucketed, 0 to 256), with the targets that hold counted: a bounded repeat
+of a UTF-8 class (`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each,
+which the Python sweep did at tens of microseconds a set.
 
 Also: the live states of a DFA, its start moved to a state of its own (`start_moved`), and
 the product of two DFAs (`product`: intersections and differences, pse.products).
@@ -18,12 +18,8 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
+from pse._core.int_sort cimport sort_descending
 
-
-cdef int _compare(const void* a, const void* b) noexcept nogil:
-    cdef int32_t x = (<const int32_t*>a)[0]
-    cdef int32_t y = (<const int32_t*>b)[0]
-    return (x > y) - (x < y)
 
 
 cdef int32_t* _ints(list values) except NULL:
@@ -50,7 +46,7 @@ cdef class _Nfa:
     cdef int32_t* stack
     cdef int32_t* where     # per state: its place in `holding`
     cdef int32_t* holding   # the targets that hold
-    cdef int32_t* sorted_   # them, sorted
+    cdef int32_t* sorted_   # them, sorted (largest first)
     cdef int32_t* bucket_at  # byte position -> its first event (258 entries)
     cdef int32_t* event_target
     cdef int32_t* event_step
@@ -85,7 +81,8 @@ cdef class _Nfa:
         free(self.event_target); free(self.event_step)
 
     cdef bytes closure(self, const int32_t* states, int k):
-        """The sorted ids of `states` and the states epsilon edges reach from them."""
+        """The ids of `states` and the states epsilon edges reach from them, sorted (largest
+        first)."""
         cdef int top = 0, count = 0, s, i, t
         self.closures += 1
         cdef int mark = self.closures
@@ -110,7 +107,7 @@ cdef class _Nfa:
                         self.seen[t] = mark
                         self.stack[top] = t
                         top += 1
-            qsort(out, count, sizeof(int32_t), _compare)
+            sort_descending(out, count)
             return PyBytes_FromStringAndSize(<char*>out, count * sizeof(int32_t))
         finally:
             free(out)
@@ -190,7 +187,7 @@ def subsets(list edges, list eps, int start, int final, int max_states, object c
             if n_holding and pos < 256:
                 for i in range(n_holding):
                     nfa.sorted_[i] = nfa.holding[i]
-                qsort(nfa.sorted_, n_holding, sizeof(int32_t), _compare)
+                sort_descending(nfa.sorted_, n_holding)
                 key = PyBytes_FromStringAndSize(<char*>nfa.sorted_, n_holding * sizeof(int32_t))
                 found = closures.get(key)
                 if found is None:

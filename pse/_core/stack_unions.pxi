@@ -249,51 +249,6 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     return n
 
 
-cdef void sort_descending(int32_t* a, int32_t n) noexcept nogil:
-    """a[:n] sorted, largest first: a quicksort (median of three; the smaller part recursed
-    into, the larger looped on: log n deep) down to runs of 16, which an insertion sort
-    finishes. Inline comparisons: glibc's qsort, calling a comparison per pair, was 8% of a
-    mask's instructions on a grammar whose rules call each other."""
-    cdef int32_t i, j, m, pivot, t
-    while n > 16:
-        m = n // 2
-        if a[0] < a[m]:
-            a[0], a[m] = a[m], a[0]
-        if a[m] < a[n - 1]:
-            a[m], a[n - 1] = a[n - 1], a[m]
-            if a[0] < a[m]:
-                a[0], a[m] = a[m], a[0]
-        pivot = a[m]  # a[0] >= pivot >= a[n - 1]: the scans below stop inside
-        i, j = 0, n - 1
-        while True:
-            i += 1
-            while a[i] > pivot:
-                i += 1
-            j -= 1
-            while a[j] < pivot:
-                j -= 1
-            if i >= j:
-                break
-            t = a[i]
-            a[i] = a[j]
-            a[j] = t
-        # a[:j + 1] >= pivot >= a[j + 1:]
-        if j + 1 < n - j - 1:
-            sort_descending(a, j + 1)
-            a += j + 1
-            n -= j + 1
-        else:
-            sort_descending(a + j + 1, n - j - 1)
-            n = j + 1
-    for i in range(1, n):
-        m = a[i]
-        j = i - 1
-        while j >= 0 and a[j] < m:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = m
-
-
 cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
     """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
     stack, or with `lazy`, any stacks (see is_lazy). Newest first: the cells of the older

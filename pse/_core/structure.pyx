@@ -6,6 +6,7 @@ from libc.string cimport memcmp, memset, memcpy
 from libc.stdint cimport uintptr_t
 
 from pse._core.canonical cimport canonical, string_prefix
+from pse._core.int_sort cimport sort_descending
 
 import numpy as np
 cimport numpy as cnp
