@@ -15,7 +15,7 @@ the product of two DFAs (`product`: intersections and differences, pse.products)
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
 from pse._core.int_sort cimport sort_descending
@@ -46,7 +46,6 @@ cdef class _Nfa:
     cdef int32_t* stack
     cdef int32_t* where     # per state: its place in `holding`
     cdef int32_t* holding   # the targets that hold
-    cdef int32_t* sorted_   # them, sorted (largest first)
     cdef int32_t* bucket_at  # byte position -> its first event (258 entries)
     cdef int32_t* event_target
     cdef int32_t* event_step
@@ -68,7 +67,7 @@ cdef class _Nfa:
         self.target, self.eps_at, self.eps = _ints(target), _ints(eps_at), _ints(eps_to)
         cdef list zeros = [0] * self.n
         self.held, self.seen, self.stack = _ints(zeros), _ints(zeros), _ints(zeros)
-        self.where, self.holding, self.sorted_ = _ints(zeros), _ints(zeros), _ints(zeros)
+        self.where, self.holding = _ints(zeros), _ints(zeros)
         self.bucket_at = _ints([0] * 258)
         cdef list events = [0] * (2 * len(lo))
         self.event_target, self.event_step = _ints(events), _ints(events)
@@ -77,7 +76,7 @@ cdef class _Nfa:
     def __dealloc__(self):
         free(self.edge_at); free(self.lo); free(self.hi); free(self.target)
         free(self.eps_at); free(self.eps); free(self.held); free(self.seen); free(self.stack)
-        free(self.where); free(self.holding); free(self.sorted_); free(self.bucket_at)
+        free(self.where); free(self.holding); free(self.bucket_at)
         free(self.event_target); free(self.event_step)
 
     cdef bytes closure(self, const int32_t* states, int k):
@@ -113,6 +112,108 @@ cdef class _Nfa:
             free(out)
 
 
+cdef inline uint64_t _mix(uint32_t x) noexcept nogil:
+    """A 64-bit value per NFA state (splitmix64's finalizer): a set's hash is the XOR of its
+    members', which the sweep keeps up to date as targets come and go."""
+    cdef uint64_t z = x + <uint64_t>0x9E3779B97F4A7C15u
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9u
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EBu
+    return z ^ (z >> 31)
+
+
+cdef class _Targets:
+    """The DFA state of each set of targets met in the sweep (the NFA states a byte leads to
+    from a set's members, before their closure), by the set's hash (see _mix). A set met
+    again, as most are, is found without sorting it, copying it into a key or hashing its
+    bytes (a dict of such keys took a quarter of the subset construction's instructions)."""
+    cdef uint64_t* hashes   # per slot: the set's hash
+    cdef int32_t* at        # ... where its members start in `pool` (-1: an empty slot)
+    cdef int32_t* size      # ... how many
+    cdef int32_t* state     # ... its DFA state
+    cdef int32_t mask, n
+    cdef int32_t* pool
+    cdef Py_ssize_t pool_n, pool_cap
+
+    def __cinit__(self):
+        self.mask, self.n, self.pool_n, self.pool_cap = -1, 0, 0, 0
+
+    def __dealloc__(self):
+        free(self.hashes); free(self.at); free(self.size); free(self.state); free(self.pool)
+
+    cdef int32_t find(self, uint64_t h, const int32_t* held, int32_t k) noexcept nogil:
+        """The DFA state of the set with hash h and k members, each of them held now
+        (held[s] > 0: the set that holds is that one); -1 if none was added."""
+        cdef int32_t slot, i
+        cdef const int32_t* members
+        if self.mask < 0:
+            return -1
+        slot = <int32_t>(h & <uint64_t>self.mask)
+        while self.at[slot] >= 0:
+            if self.hashes[slot] == h and self.size[slot] == k:
+                members = self.pool + self.at[slot]
+                i = 0
+                while i < k and held[members[i]] > 0:
+                    i += 1
+                if i == k:
+                    return self.state[slot]
+            slot = (slot + 1) & self.mask
+        return -1
+
+    cdef int add(self, uint64_t h, const int32_t* members, int32_t k, int32_t state) except -1:
+        """Record the set `members[:k]` (hash h, not added yet) as DFA state `state`."""
+        cdef int32_t slot, i, size
+        if 2 * (self.n + 1) > self.mask + 1:
+            self._grow()
+        if self.pool_n + k > self.pool_cap:
+            self.pool_cap = max(2 * self.pool_cap, self.pool_n + k, 1024)
+            self.pool = <int32_t*>_grown(self.pool, self.pool_cap * sizeof(int32_t))
+        memcpy(self.pool + self.pool_n, members, k * sizeof(int32_t))
+        slot = <int32_t>(h & <uint64_t>self.mask)
+        while self.at[slot] >= 0:
+            slot = (slot + 1) & self.mask
+        self.hashes[slot], self.at[slot] = h, <int32_t>self.pool_n
+        self.size[slot], self.state[slot] = k, state
+        self.pool_n += k
+        self.n += 1
+        return 0
+
+    cdef int _grow(self) except -1:
+        cdef int32_t old_mask = self.mask, size = 64 if self.mask < 0 else 2 * (self.mask + 1)
+        cdef uint64_t* hashes = self.hashes
+        cdef int32_t* at = self.at
+        cdef int32_t* sizes = self.size
+        cdef int32_t* states = self.state
+        cdef int32_t i, slot
+        self.hashes = <uint64_t*>malloc(size * sizeof(uint64_t))
+        self.at = <int32_t*>malloc(size * sizeof(int32_t))
+        self.size = <int32_t*>malloc(size * sizeof(int32_t))
+        self.state = <int32_t*>malloc(size * sizeof(int32_t))
+        self.mask = size - 1
+        try:
+            if (self.hashes == NULL or self.at == NULL or self.size == NULL
+                    or self.state == NULL):
+                raise MemoryError()
+            memset(self.at, 0xFF, size * sizeof(int32_t))
+            for i in range(old_mask + 1):
+                if at[i] >= 0:
+                    slot = <int32_t>(hashes[i] & <uint64_t>self.mask)
+                    while self.at[slot] >= 0:
+                        slot = (slot + 1) & self.mask
+                    self.hashes[slot], self.at[slot] = hashes[i], at[i]
+                    self.size[slot], self.state[slot] = sizes[i], states[i]
+        finally:
+            free(hashes); free(at); free(sizes); free(states)
+        return 0
+
+
+cdef void* _grown(void* p, size_t size) except NULL:
+    """realloc, raising MemoryError (p stays allocated then)."""
+    cdef void* q = realloc(p, size)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
 def subsets(list edges, list eps, int start, int final, int max_states, object check_budget):
     """The subset construction from NFA state `start` (no anchors): (trans, accept), a row of
     (lo, hi, target) ranges per DFA state in the order found (the start's closure first) and
@@ -125,13 +226,14 @@ def subsets(list edges, list eps, int start, int final, int max_states, object c
     cdef int32_t first = start
     cdef bytes members = nfa.closure(&first, 1)
     cdef dict index = {members: 0}
-    cdef dict closures = {}
+    cdef _Targets targets = _Targets()
     cdef list sets = [members], trans = [], accept = []
     cdef list row
     cdef const int32_t* m
     cdef int k, i, e, s, t, p, n_holding, a, j, pos, range_lo, range_j
     cdef int32_t* bucket = nfa.bucket_at
-    cdef bytes key, found
+    cdef bytes found
+    cdef uint64_t h
     cdef Py_ssize_t done = 0
     while done < len(sets):
         check_budget()
@@ -165,6 +267,7 @@ def subsets(list edges, list eps, int start, int final, int max_states, object c
         # (each bucket's start moved to the next one's: position p's events end at bucket[p])
         row = []
         n_holding = 0
+        h = 0
         range_lo, range_j = 0, -1
         e = 0
         for pos in range(257):
@@ -177,29 +280,28 @@ def subsets(list edges, list eps, int start, int final, int max_states, object c
                     nfa.where[t] = n_holding
                     nfa.holding[n_holding] = t
                     n_holding += 1
+                    h ^= _mix(t)
                 elif nfa.held[t] == 0:
                     n_holding -= 1
                     a = nfa.holding[n_holding]
                     nfa.holding[nfa.where[t]] = a
                     nfa.where[a] = nfa.where[t]
+                    h ^= _mix(t)
                 e += 1
             j = -1
             if n_holding and pos < 256:
-                for i in range(n_holding):
-                    nfa.sorted_[i] = nfa.holding[i]
-                sort_descending(nfa.sorted_, n_holding)
-                key = PyBytes_FromStringAndSize(<char*>nfa.sorted_, n_holding * sizeof(int32_t))
-                found = closures.get(key)
-                if found is None:
-                    found = closures[key] = nfa.closure(nfa.sorted_, n_holding)
-                j = index.get(found, -1)
+                j = targets.find(h, nfa.held, n_holding)
                 if j < 0:
-                    j = index[found] = len(sets)
-                    sets.append(found)
-                    if len(sets) > max_states:
-                        from pse.errors import GrammarError
-                        raise GrammarError(f"the automaton needs more than {max_states} "
-                                           "states (MAX_DFA_STATES)")
+                    found = nfa.closure(nfa.holding, n_holding)
+                    j = index.get(found, -1)
+                    if j < 0:
+                        j = index[found] = len(sets)
+                        sets.append(found)
+                        if len(sets) > max_states:
+                            from pse.errors import GrammarError
+                            raise GrammarError(f"the automaton needs more than {max_states} "
+                                               "states (MAX_DFA_STATES)")
+                    targets.add(h, nfa.holding, n_holding, j)
             if j != range_j:  # a range ends here (and another may start)
                 if range_j >= 0:
                     row.append((range_lo, pos - 1, range_j))
