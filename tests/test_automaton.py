@@ -573,3 +573,56 @@ def test_c_automaton_helpers_refuse_targets_out_of_range():
         bad = keys.dense().copy()
         bad[0, 97] = 5
         product([{97: 1}, {}], [False, True], bad)
+
+
+@st.composite
+def nfas(draw):
+    """An NFA over byte ranges with epsilon edges (cycles among them), a start and a final."""
+    n = draw(st.integers(1, 12))
+    top = draw(st.sampled_from([3, 7, 255]))  # (few bytes: targets overlap on most of them)
+    state = st.integers(0, n - 1)
+    ranges = st.tuples(st.integers(0, top), st.integers(0, top)).map(sorted)
+    edges = [[(lo, hi, t) for (lo, hi), t in draw(st.lists(st.tuples(ranges, state),
+                                                              max_size=5))]
+             for _ in range(n)]
+    eps = [draw(st.lists(state, max_size=2)) for _ in range(n)]
+    return edges, eps, draw(state), draw(state)
+
+
+@given(nfas())
+def test_subsets_against_a_construction_by_frozensets(nfa):
+    """The C subset construction (its sets found again by a hash kept as the sweep goes)
+    against one written plainly: per DFA state and byte, the closure of the targets as a
+    frozenset, numbered in the order found."""
+    from pse._core.automata import subsets
+
+    edges, eps, start, final = nfa
+
+    def closure(states):
+        seen, todo = set(states), list(states)
+        while todo:
+            for t in eps[todo.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+    number = {closure([start]): 0}
+    sets, trans, accept = list(number), [], []
+    for members in sets:
+        accept.append(final in members)
+        targets = [closure([t for s in members for lo, hi, t in edges[s] if lo <= b <= hi])
+                   for b in range(256)]
+        row = []
+        for b, found in enumerate(targets):
+            if found and found not in number:
+                number[found] = len(sets)
+                sets.append(found)
+            j = number[found] if found else -1
+            if row and row[-1][2] == j and row[-1][1] == b - 1:
+                row[-1] = (row[-1][0], b, j)
+            elif j >= 0:
+                row.append((b, b, j))
+        trans.append(row)
+    got_trans, got_accept = subsets(edges, eps, start, final, 100_000, lambda: None)
+    assert [list(r) for r in got_trans] == trans and list(got_accept) == accept

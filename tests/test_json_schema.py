@@ -170,8 +170,8 @@ def test_keywords_of_later_drafts_are_unknown_keywords(schema, values):
      {"#/anyOf/0/$Ref": "'$ref'", "#/anyOf/1/$reff": "'$ref'",
       "#/anyOf/2/$dynamicReff": "'$dynamicRef'"}),
     # `$` extensions, and keys as near another `$` keyword (`$def`: `$defs` or `$ref`?)
-    ({"type": "string", "$default": "a", "$license": "x", "$$target": 1, "$def": {},
-      "$ids": "x"}, {}),
+    ({"type": "string", "$default": "a", "$license": "x", "$$target": 1, "$$ref": "#/a",
+      "$def": {}, "$ids": "x"}, {}),
 ])
 def test_misspelled_keywords_warn(schema, warned):
     """A key that is no keyword constrains nothing (as jsonschema reads it); where it likely

@@ -127,10 +127,10 @@ cdef class _Targets:
     again, as most are, is found without sorting it, copying it into a key or hashing its
     bytes (a dict of such keys took a quarter of the subset construction's instructions)."""
     cdef uint64_t* hashes   # per slot: the set's hash
-    cdef int32_t* at        # ... where its members start in `pool` (-1: an empty slot)
+    cdef Py_ssize_t* at     # ... where its members start in `pool` (-1: an empty slot)
     cdef int32_t* size      # ... how many
     cdef int32_t* state     # ... its DFA state
-    cdef int32_t mask, n
+    cdef Py_ssize_t mask, n
     cdef int32_t* pool
     cdef Py_ssize_t pool_n, pool_cap
 
@@ -143,11 +143,12 @@ cdef class _Targets:
     cdef int32_t find(self, uint64_t h, const int32_t* held, int32_t k) noexcept nogil:
         """The DFA state of the set with hash h and k members, each of them held now
         (held[s] > 0: the set that holds is that one); -1 if none was added."""
-        cdef int32_t slot, i
+        cdef Py_ssize_t slot
+        cdef int32_t i
         cdef const int32_t* members
         if self.mask < 0:
             return -1
-        slot = <int32_t>(h & <uint64_t>self.mask)
+        slot = <Py_ssize_t>(h & <uint64_t>self.mask)
         while self.at[slot] >= 0:
             if self.hashes[slot] == h and self.size[slot] == k:
                 members = self.pool + self.at[slot]
@@ -161,48 +162,46 @@ cdef class _Targets:
 
     cdef int add(self, uint64_t h, const int32_t* members, int32_t k, int32_t state) except -1:
         """Record the set `members[:k]` (hash h, not added yet) as DFA state `state`."""
-        cdef int32_t slot, i, size
+        cdef Py_ssize_t slot, cap
         if 2 * (self.n + 1) > self.mask + 1:
             self._grow()
         if self.pool_n + k > self.pool_cap:
-            self.pool_cap = max(2 * self.pool_cap, self.pool_n + k, 1024)
-            self.pool = <int32_t*>_grown(self.pool, self.pool_cap * sizeof(int32_t))
+            cap = max(2 * self.pool_cap, self.pool_n + k, 1024)
+            self.pool = <int32_t*>_grown(self.pool, cap * sizeof(int32_t))
+            self.pool_cap = cap
         memcpy(self.pool + self.pool_n, members, k * sizeof(int32_t))
-        slot = <int32_t>(h & <uint64_t>self.mask)
+        slot = <Py_ssize_t>(h & <uint64_t>self.mask)
         while self.at[slot] >= 0:
             slot = (slot + 1) & self.mask
-        self.hashes[slot], self.at[slot] = h, <int32_t>self.pool_n
+        self.hashes[slot], self.at[slot] = h, self.pool_n
         self.size[slot], self.state[slot] = k, state
         self.pool_n += k
         self.n += 1
         return 0
 
     cdef int _grow(self) except -1:
-        cdef int32_t old_mask = self.mask, size = 64 if self.mask < 0 else 2 * (self.mask + 1)
-        cdef uint64_t* hashes = self.hashes
-        cdef int32_t* at = self.at
-        cdef int32_t* sizes = self.size
-        cdef int32_t* states = self.state
-        cdef int32_t i, slot
-        self.hashes = <uint64_t*>malloc(size * sizeof(uint64_t))
-        self.at = <int32_t*>malloc(size * sizeof(int32_t))
-        self.size = <int32_t*>malloc(size * sizeof(int32_t))
-        self.state = <int32_t*>malloc(size * sizeof(int32_t))
-        self.mask = size - 1
-        try:
-            if (self.hashes == NULL or self.at == NULL or self.size == NULL
-                    or self.state == NULL):
-                raise MemoryError()
-            memset(self.at, 0xFF, size * sizeof(int32_t))
-            for i in range(old_mask + 1):
-                if at[i] >= 0:
-                    slot = <int32_t>(hashes[i] & <uint64_t>self.mask)
-                    while self.at[slot] >= 0:
-                        slot = (slot + 1) & self.mask
-                    self.hashes[slot], self.at[slot] = hashes[i], at[i]
-                    self.size[slot], self.state[slot] = sizes[i], states[i]
-        finally:
+        """Twice the slots (64 at first), the entries placed again; the table as it was if
+        memory runs out."""
+        cdef Py_ssize_t size = 64 if self.mask < 0 else 2 * (self.mask + 1), i, slot
+        cdef uint64_t* hashes = <uint64_t*>malloc(size * sizeof(uint64_t))
+        cdef Py_ssize_t* at = <Py_ssize_t*>malloc(size * sizeof(Py_ssize_t))
+        cdef int32_t* sizes = <int32_t*>malloc(size * sizeof(int32_t))
+        cdef int32_t* states = <int32_t*>malloc(size * sizeof(int32_t))
+        if hashes == NULL or at == NULL or sizes == NULL or states == NULL:
             free(hashes); free(at); free(sizes); free(states)
+            raise MemoryError()
+        for i in range(size):
+            at[i] = -1
+        for i in range(self.mask + 1):
+            if self.at[i] >= 0:
+                slot = <Py_ssize_t>(self.hashes[i] & <uint64_t>(size - 1))
+                while at[slot] >= 0:
+                    slot = (slot + 1) & (size - 1)
+                hashes[slot], at[slot] = self.hashes[i], self.at[i]
+                sizes[slot], states[slot] = self.size[i], self.state[i]
+        free(self.hashes); free(self.at); free(self.size); free(self.state)
+        self.hashes, self.at, self.size, self.state = hashes, at, sizes, states
+        self.mask = size - 1
         return 0
 
 

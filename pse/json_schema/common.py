@@ -68,12 +68,14 @@ def _misspelled(key: Any) -> str | None:
     warning says so. A key starting with `$` is one in other letter case or one edit from a
     reference keyword alone (`$Ref`, `$reff`, `$rel`: one of maskbench's schemas has `"items":
     {"$rel": ...}`, which allows any items). None for other keys: an extension (`x-order`,
-    `$default`), a key put out of use (`_format`, `//pattern`, as maskbench's schemas do), a
+    `$default`, `$$ref`), a key put out of use (`_format`, `//pattern`, as maskbench's schemas do), a
     short or distant one (`form`, `note`), a misspelled annotation (which changes nothing)."""
     if not isinstance(key, str) or key in _KEYWORDS:
         return None
     bare = key.rstrip(":\"' ").lower()
     if key[:1] == "$":  # (near another `$` keyword too, `$def`: no guess)
+        if key[:2] == "$$":  # (extensions: swagger-client marks resolved refs `$$ref`)
+            return None
         near = [k for k in _DOLLAR_KEYWORDS if k.lower() == bare or _one_edit(k, key)]
         if len(near) == 1 and near[0] in _REFERENCES:
             return f"did you mean {near[0]!r}?"
