@@ -1,4 +1,4 @@
-"""Shared test helpers: feeding tokens through the public Stepper API."""
+"""Shared test helpers: feeding tokens through the public Stepper API, threads, graphs."""
 
 from __future__ import annotations
 
@@ -80,3 +80,15 @@ def longest_blank_run(text: str) -> int:
         run = run + 1 if ch in " \t\n\r" else 0
         longest = max(longest, run)
     return longest
+
+
+def reachable(succ, sources) -> set:
+    """The nodes reachable from `sources` (themselves included) along `succ` (node -> its
+    successors)."""
+    seen, todo = set(sources), list(sources)
+    while todo:
+        for t in succ[todo.pop()]:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen

@@ -594,18 +594,13 @@ def test_subsets_against_a_construction_by_frozensets(nfa):
     """The C subset construction (its sets found again by a hash kept as the sweep goes)
     against one written plainly: per DFA state and byte, the closure of the targets as a
     frozenset, numbered in the order found."""
+    from helpers import reachable
     from pse._core.automata import subsets
 
     edges, eps, start, final = nfa
 
     def closure(states):
-        seen, todo = set(states), list(states)
-        while todo:
-            for t in eps[todo.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return frozenset(seen)
+        return frozenset(reachable(eps, states))
 
     number = {closure([start]): 0}
     sets, trans, accept = list(number), [], []

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from helpers import reachable
 from pse._core.rules import reduce_rule
 
 MERGE_LIMIT = 5_000
@@ -54,16 +55,6 @@ def without_epsilons(eps, terms, calls, ends, productive):
     new_calls = [[(r, t) for k in closure[s] for r, t in calls[k] if productive[r]]
                  for s in range(n)]
     return new_terms, new_calls, {s for s in range(n) if closure[s] & ends}
-
-
-def reachable(succ, sources):
-    seen, todo = set(sources), list(sources)
-    while todo:
-        for t in succ[todo.pop()]:
-            if t not in seen:
-                seen.add(t)
-                todo.append(t)
-    return seen
 
 
 def oracle(eps, terms, calls, ends, start, productive):

@@ -218,15 +218,17 @@ cdef int too_ambiguous() except -1 nogil:
 
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
     cdef PState* grown
+    cdef int32_t cap
     if s.n >= max_live:
         too_ambiguous()
     if s.n == s.cap:
-        grown = <PState*>realloc(s.items, max(2 * s.cap, 4) * sizeof(PState))
+        cap = max(2 * s.cap, 4)
+        grown = <PState*>realloc(s.items, cap * sizeof(PState))
         if grown == NULL:
             with gil:
                 raise MemoryError()
         s.items = grown
-        s.cap = max(2 * s.cap, 4)
+        s.cap = cap
     s.items[s.n] = p[0]
     s.n += 1
     return 0

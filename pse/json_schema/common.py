@@ -68,8 +68,9 @@ def _misspelled(key: Any) -> str | None:
     warning says so. A key starting with `$` is one in other letter case or one edit from a
     reference keyword alone (`$Ref`, `$reff`, `$rel`: one of maskbench's schemas has `"items":
     {"$rel": ...}`, which allows any items). None for other keys: an extension (`x-order`,
-    `$default`, `$$ref`), a key put out of use (`_format`, `//pattern`, as maskbench's schemas do), a
-    short or distant one (`form`, `note`), a misspelled annotation (which changes nothing)."""
+    `$default`, `$$ref`), a key put out of use (`_format`, `//pattern`, as maskbench's schemas
+    do), a short or distant one (`form`, `note`), a misspelled annotation (which changes
+    nothing)."""
     if not isinstance(key, str) or key in _KEYWORDS:
         return None
     bare = key.rstrip(":\"' ").lower()
