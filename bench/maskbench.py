@@ -568,15 +568,21 @@ def report_compile(title: str, names, stats) -> None:
     for n in names[1:]:
         base = np.percentile(stats["pse"]["compile"], 50)
         print(f"  compile p50, pse / {n}: {base / np.percentile(stats[n]['compile'], 50):.2f}x")
-        failed = set(stats["pse"]["failed_files"]) | set(stats[n]["failed_files"])
-        both = sorted((set(by_file["pse"]) & set(by_file[n])) - failed)
-        if both:  # above, each engine's own compiles, failed ones too; here the same schemas
-            ours = np.array([by_file["pse"][f] for f in both])
-            theirs = np.array([by_file[n][f] for f in both])
-            print(f"  on the {len(both)} schemas both compile, pse / {n}: " + ", ".join(
-                f"p{q} {np.percentile(ours, q) / np.percentile(theirs, q):.2f}x"
-                for q in (50, 90, 99)) + f", mean {ours.mean() / theirs.mean():.2f}x")
+        report_same_compiles(n, stats, by_file)
     report_slowest(names, stats, by_file)
+
+
+def report_same_compiles(n: str, stats, by_file) -> None:
+    """pse's compile times over engine `n`'s on the schemas both compile (the tables count
+    each engine's own compiles, failed ones too)."""
+    failed = set(stats["pse"]["failed_files"]) | set(stats[n]["failed_files"])
+    both = sorted((set(by_file["pse"]) & set(by_file[n])) - failed)
+    if both:
+        ours = np.array([by_file["pse"][f] for f in both])
+        theirs = np.array([by_file[n][f] for f in both])
+        print(f"  on the {len(both)} schemas both compile, pse / {n}: " + ", ".join(
+            f"p{q} {np.percentile(ours, q) / np.percentile(theirs, q):.2f}x"
+            for q in (50, 90, 99)) + f", mean {ours.mean() / theirs.mean():.2f}x")
 
 
 def report_slowest(names, stats, by_file, count: int = 20) -> None:
@@ -647,6 +653,11 @@ def report(title: str, names, stats) -> None:
                       f"{np.percentile(tb, 50) * 1e6:.1f} / p99 {np.percentile(tb, 99) * 1e6:.1f}"
                       f" us, {n} {to.mean() * 1e6:.1f} / {np.percentile(to, 50) * 1e6:.1f} / "
                       f"{np.percentile(to, 99) * 1e6:.1f} us: {_ratios(to, tb)}")
+    if len(names) > 1:
+        print("compile times:")
+        by_file = {n: dict(zip(stats[n]["compile_files"], stats[n]["compile"])) for n in names}
+        for n in names[1:]:
+            report_same_compiles(n, stats, by_file)
 
 
 def _ratios(other: np.ndarray, ours: np.ndarray) -> str:
