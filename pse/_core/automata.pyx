@@ -4,6 +4,8 @@ refinements that minimize a DFA (Moore's rounds, Hopcroft's), in C.
 
 A DFA state is the set of NFA states a text can reach (epsilon closures included), kept as
 the bytes of its int32 ids sorted (largest first), so sets are found again through a dict.
+The targets a range of bytes leads to (before their closure) are found again by a hash the
+sweep keeps up to date (`_Targets`): most ranges find their DFA state without a closure made.
 Each set's row is a sweep over the byte positions where one of its members' edges starts or
 ends (the positions bucketed, 0 to 256), with the targets that hold counted: a bounded repeat
 of a UTF-8 class (`(?:\\S+\\s+){0,199}`) makes thousands of sets with dozens of edges each,
@@ -19,7 +21,6 @@ from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 
 from pse._core.int_sort cimport sort_descending
-
 
 
 cdef int32_t* _ints(list values) except NULL:
