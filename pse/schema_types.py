@@ -15,6 +15,13 @@ from pse.errors import SchemaError
 
 SUBSCHEMA = "a schema (an object or a boolean)"
 
+# Objects and arrays nested in a schema document (a dict given, or one `retrieve` returned)
+# deeper than this are refused: the compiler's passes over a document recurse in C (Cython),
+# where Python's recursion limit does not stop them before the thread's stack runs out (an
+# allOf nested 50,000 deep crashed the process). A JSON text nests at most about as deep
+# before Python's json module refuses it.
+MAX_DOCUMENT_DEPTH = 1000
+
 
 def _is_schema(v: Any) -> bool:
     return isinstance(v, (dict, bool))
@@ -172,6 +179,27 @@ def check_node(node: Any, pointer: str) -> None:
         if rule is not None and not rule[0](value):
             raise SchemaError(f"{pointer}/{_escape(key)}: {key}: must be {rule[1]}, "
                               f"got {value!r:.60}")
+
+
+def check_depth(document: Any, where: str) -> None:
+    """Refuse a document whose objects and arrays nest deeper than MAX_DOCUMENT_DEPTH (walked
+    without recursion; a container met again is walked again only from a greater depth).
+
+    Raises:
+        SchemaError: it nests deeper (a container that holds itself does).
+    """
+    deepest: dict[int, int] = {}
+    todo = [(document, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise SchemaError(f"{where}: the schema nests more than {MAX_DOCUMENT_DEPTH} "
+                              "objects and arrays deep (MAX_DOCUMENT_DEPTH)")
+        if deepest.get(id(node), 0) >= depth:
+            continue
+        deepest[id(node)] = depth
+        children = node.values() if isinstance(node, dict) else node
+        todo.extend((x, depth + 1) for x in children if isinstance(x, (dict, list)))
 
 
 def check_document(root: Any) -> None:

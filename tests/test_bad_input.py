@@ -40,6 +40,38 @@ def test_deep_nesting_is_a_typed_error(make):
         make().compile()
 
 
+def _nested(depth: int, wrap, leaf):
+    for _ in range(depth):
+        leaf = wrap(leaf)
+    return leaf
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: _nested(n, lambda s: {"allOf": [s]}, {"type": "string"}),
+    lambda n: _nested(n, lambda s: {"anyOf": [s, {"type": "null"}]}, {"type": "string"}),
+    lambda n: {"enum": [_nested(n, lambda v: [v], 1)]},
+    lambda n: {"const": _nested(n, lambda v: {"a": v}, 1)},
+    lambda n: {"$ref": "#/$defs/x", "$defs": {"x": _nested(n, lambda s: {"allOf": [s]}, True)}},
+], ids=["allOf", "anyOf", "enum", "const", "$defs"])
+def test_deep_schema_document_is_a_typed_error(make):
+    """A schema given as a dict can nest deeper than any JSON text Python reads; the
+    compiler's passes recurse in C, so 50,000 nested allOf crashed the process (the stack
+    overflowed) before MAX_DOCUMENT_DEPTH refused it."""
+    with pytest.raises(SchemaError, match="MAX_DOCUMENT_DEPTH"):
+        pse.JsonSchema(make(50_000))
+    pse.JsonSchema(make(5))  # (shallow: compiles)
+
+
+def test_deep_or_cyclic_retrieved_document_is_a_typed_error():
+    deep = _nested(50_000, lambda s: {"allOf": [s]}, {"type": "string"})
+    with pytest.raises(SchemaError, match=r"\$ref: https://example.com/deep.*MAX_DOCUMENT_DEPTH"):
+        pse.JsonSchema({"$ref": "https://example.com/deep"}, retrieve=lambda uri: deep).compile()
+    cyclic: dict = {"type": "object"}
+    cyclic["properties"] = {"self": cyclic}  # (no JSON text reads into this)
+    with pytest.raises(SchemaError, match="MAX_DOCUMENT_DEPTH"):
+        pse.JsonSchema(cyclic)
+
+
 def test_lark_range_of_strings_is_a_grammar_error():
     with pytest.raises(GrammarError, match="single characters"):
         pse.Grammar.from_lark('start: "ab".."z"')

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 from urllib.parse import unquote, urljoin
 
+from pse import schema_types
 from pse.errors import SchemaError
 from pse.machines import Forward, StateMachine
 from pse.json_schema.common import _KEYWORDS, _escape, _misspelled, _pair_disjoint, _same
@@ -267,6 +268,8 @@ class _Refs:
                 doc = self.retrieve(base)
             except Exception as e:
                 raise SchemaError(f"{pointer}/$ref: retrieving {base!r} failed: {e}") from None
+            if isinstance(doc, (dict, list)):
+                schema_types.check_depth(doc, f"{pointer}/$ref: {base}")
             self.drafts[base] = _draft(doc) if isinstance(doc, dict) and "$schema" in doc \
                 else self.draft
             doc = self.in_dialect(doc, f"{base}#", self.drafts[base])

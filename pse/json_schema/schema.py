@@ -16,7 +16,7 @@ import json
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
-from pse import compile_cache, limits
+from pse import compile_cache, limits, schema_types
 from pse.errors import GrammarError, MatchesNothing, MultipliedOut, SchemaError
 from pse.json_value import JsonValued, whitespace_bound
 from pse.machines import StateMachine
@@ -67,6 +67,8 @@ class JsonSchema(JsonValued):
                     if isinstance(schema, type) and hasattr(schema, "model_json_schema") else "")
             raise SchemaError(f"a schema is an object or a boolean, got "
                               f"{type(schema).__name__}{hint}")
+        if isinstance(schema, dict):
+            schema_types.check_depth(schema, "#")
         if property_order not in ("schema", "any"):
             raise SchemaError(f"property_order must be 'schema' or 'any', got "
                               f"{property_order!r}")
