@@ -114,6 +114,17 @@ def test_budget_in_a_schema_names_the_pointer(monkeypatch):
     assert str(info.value).startswith("#")
 
 
+def test_budget_stops_opposites_of_nested_conditions(monkeypatch):
+    """The opposite of an if/then whose `if` and `then` are one schema, nested: twice the
+    work per level (26 levels ran for minutes past the budget, which negation never read)."""
+    monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.5)
+    schema: object = {"type": "string"}
+    for _ in range(40):
+        schema = {"if": schema, "then": schema}
+    with pytest.raises(SchemaError, match="COMPILE_SECONDS"):
+        JsonSchema(schema)
+
+
 def test_budget_covers_reading_a_grammar(monkeypatch):
     """Reading Lark's rules into BNF (a count of 5,000 is 5,000 rules) counts in the
     compile's time: a reader that never looked at the clock ran a quadratic repeat for

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from pse import limits
+from pse.errors import GrammarError, SchemaError
 from pse.json_schema import common
 from pse.json_schema.common import (_ALL_TYPES, _ANNOTATIONS, _APPLICATORS, _VALIDATION, _content,
                                     _exclusion, _forbids, _same, _types, _values)
@@ -114,6 +116,12 @@ class _Negation:
             return False
         if sub is False:
             return True
+        # (opposites of nested conditions double per level: an if/then chain 26 deep ran for
+        # minutes past the compile budget, which nothing here looked at)
+        try:
+            limits.check_budget()
+        except GrammarError as e:
+            raise SchemaError(f"{pointer}: {e}") from None
         if not isinstance(sub, dict) or depth >= common.MAX_SCHEMA_DEPTH or SOME_PROPERTY in sub:
             return None
         node = sub
