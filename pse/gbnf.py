@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pse import limits
 from pse.cfg import Alternative
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
@@ -84,7 +85,8 @@ def to_bnf(text: str) -> tuple[BnfGrammar, dict[str, int | str]]:
         TypeError: `text` is not a str.
         GrammarError: a syntax error, a rule defined twice, an undefined rule, no `root`
             rule, or a negated token (`!<...>`, which pse does not read); the message names
-            the line and column. Groups nested too deeply to read are one too.
+            the line and column. Groups nested more than pse.limits.MAX_GROUP_DEPTH deep
+            are one too.
     """
     try:
         return _BnfWriter(_read(text)).write()
@@ -106,6 +108,7 @@ class _Reader:
         self.pos = 0
         self.rules: dict[str, tuple[int, Alternatives]] = {}  # name -> (where defined, body)
         self.references: list[tuple[str, int]] = []  # (rule name, where)
+        self.depth = 0  # groups open (the reader and writers recurse per group)
 
     # -- positions and errors -----------------------------------------------------------------
     def error(self, message: str, pos: int | None = None) -> GrammarError:
@@ -181,10 +184,13 @@ class _Reader:
 
     def sequence(self, nested: bool) -> list[Item]:
         items: list[Item] = []
+        stacked = 0  # repetitions of the last item, one over another (`"a"?*`)
         while True:
             self.skip_space(newlines=nested)
             start = self.pos
             c = self.peek()
+            if c not in ("*", "+", "?", "{"):
+                stacked = 0
             if c == '"':
                 items.append(self.literal())
             elif c == "[":
@@ -193,6 +199,8 @@ class _Reader:
                 self.pos += 1
                 items.append(("class", ANY_CHAR))
             elif c == "(":
+                self.depth += 1
+                self.check_depth(0)
                 self.pos += 1
                 self.skip_space(newlines=True)
                 inner = self.alternatives(nested=True)
@@ -200,6 +208,7 @@ class _Reader:
                 if self.peek() != ")":
                     raise self.error("expected ')'", self.pos)
                 self.pos += 1
+                self.depth -= 1
                 items.append(("group", inner))
             elif c == "<":
                 items.append(self.token())
@@ -212,10 +221,19 @@ class _Reader:
             elif c in ("*", "+", "?", "{"):
                 if not items:
                     raise self.error(f"{c!r} with nothing before it to repeat")
+                stacked += 1
+                self.check_depth(stacked)
                 items[-1] = self.repeated(items[-1])
             else:
                 break
         return items
+
+    def check_depth(self, stacked: int) -> None:
+        """The groups open and `stacked` repetitions of one item nest at most
+        MAX_GROUP_DEPTH deep (the reader and writers recurse per level)."""
+        if self.depth + stacked > limits.MAX_GROUP_DEPTH:
+            raise self.error("groups and repetitions nest too deeply: more than "
+                             f"MAX_GROUP_DEPTH ({limits.MAX_GROUP_DEPTH})")
 
     def repeated(self, item: Item) -> Item:
         start = self.pos

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
+from pse import limits
 from pse.cfg import Alternative, Symbol
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
@@ -58,8 +59,10 @@ def read_lark(text: str, start: str, import_paths: list[str],
         rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
-    except RecursionError:  # (lark's parser and passes recurse per nested group)
-        raise GrammarError(f"{where}: the grammar nests too deeply to read") from None
+    except RecursionError:  # (lark's passes and pse's reader recurse per nested group)
+        raise GrammarError(f"{where}: the grammar nests too deeply to read (groups, and "
+                           "terminals made of terminals, nest at most MAX_GROUP_DEPTH = "
+                           f"{limits.MAX_GROUP_DEPTH} deep)") from None
     except OSError as e:  # (lark opens an %import's file itself)
         raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
                            f"{e.filename!r} (import_paths: {import_paths})") from None
@@ -98,9 +101,49 @@ def _load(text: str, source: str, import_paths: list[str]) -> tuple:
             for symbol in stmt.children:
                 builder._define(symbol.name, isinstance(symbol, Terminal), None)
     # terminals written with other terminals: the others' trees in their place
-    resolve_term_references({name: d.tree for name, d in builder._definitions.items()
-                             if d.is_term})
+    term_trees = {name: d.tree for name, d in builder._definitions.items() if d.is_term}
+    _check_term_depth(term_trees)
+    resolve_term_references(term_trees)
     return builder.build(), builder.used_files
+
+
+def _check_term_depth(term_trees: dict) -> None:
+    """Terminals written with terminals written with terminals ... nest at most
+    MAX_GROUP_DEPTH deep: lark puts each one's tree in place of its name, in time that grows
+    with the cube of a chain's length (20,000 terminals in a chain took 11 minutes), and its
+    passes then recurse per level.
+
+    Raises:
+        RecursionError: they nest deeper.
+    """
+    from lark.grammar import Terminal
+
+    uses = {name: {v.name for v in tree.scan_values(lambda v: isinstance(v, Terminal))
+                   if v.name in term_trees and v.name != name}
+            for name, tree in term_trees.items() if tree is not None}
+    bound = limits.MAX_GROUP_DEPTH
+    depth: dict[str, int] = {}  # (1: made of no terminal)
+    for root in uses:
+        path, on_path, todo = [root], {root}, [iter(uses[root])]  # (iterative: the chains
+        while path:                                                 # are what is bounded)
+            child = next(todo[-1], None)
+            if child is not None:
+                # (a cycle's back edge counts as 0: lark names the cycle itself)
+                if child in uses and child not in depth and child not in on_path:
+                    if len(path) == bound:  # (before the chain is all on `path`)
+                        raise RecursionError(f"terminal {root} is made of terminals "
+                                             f"nested more than {bound} deep")
+                    path.append(child)
+                    on_path.add(child)
+                    todo.append(iter(uses[child]))
+                continue
+            name = path.pop()
+            on_path.discard(name)
+            todo.pop()
+            depth[name] = 1 + max((depth.get(u, 0) for u in uses[name]), default=0)
+            if depth[name] > bound:
+                raise RecursionError(f"terminal {name} is made of terminals nested more "
+                                     f"than {bound} deep")
 
 
 def _terminals(grammar) -> list:

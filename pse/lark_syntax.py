@@ -18,6 +18,8 @@ from lark.grammar import NonTerminal, Terminal
 from lark.lexer import PatternRE
 from lark.load_grammar import TERMINALS
 
+from pse import limits
+
 # tokens between which nothing is said
 SKIPPED = ("WS", "COMMENT", "BACKSLASH")
 # the tokens an expression starts with
@@ -62,6 +64,7 @@ def parse(text: str) -> Tree:
 
     Raises:
         Unread: a syntax error, or a form this reader does not expect.
+        RecursionError: groups (or template arguments) nest more than MAX_GROUP_DEPTH deep.
     """
     return _Reader(tokens(text)).start()
 
@@ -70,6 +73,7 @@ class _Reader:
     def __init__(self, toks: list[Token]) -> None:
         self.toks = toks
         self.i = 0
+        self.depth = 0  # groups open (see enter)
 
     def peek(self) -> str:
         return self.toks[self.i].type
@@ -86,6 +90,13 @@ class _Reader:
             self.i += 1
             return True
         return False
+
+    def enter(self) -> None:
+        """One group deeper (the reader recurses per group: see pse.limits.MAX_GROUP_DEPTH)."""
+        self.depth += 1
+        if self.depth > limits.MAX_GROUP_DEPTH:
+            raise RecursionError("groups nest more than MAX_GROUP_DEPTH "
+                                 f"({limits.MAX_GROUP_DEPTH})")
 
     # statements
     def start(self) -> Tree:
@@ -183,12 +194,16 @@ class _Reader:
 
     def atom(self):
         if self.skip("_LPAR"):
+            self.enter()
             exp = self.expansions()
             self.take("_RPAR")
+            self.depth -= 1
             return exp
         if self.skip("_LBRA"):
+            self.enter()
             exp = self.expansions()
             self.take("_RBRA")
+            self.depth -= 1
             return Tree("maybe", [exp])
         return self.value()
 
@@ -201,10 +216,12 @@ class _Reader:
             rule = NonTerminal(tok.value)
             if not self.skip("_LBRACE"):
                 return Tree("value", [rule])
+            self.enter()
             args = [self.value()]
             while self.skip("_COMMA"):
                 args.append(self.value())
             self.take("_RBRACE")
+            self.depth -= 1
             return Tree("value", [Tree("template_usage", [rule] + args)])
         if tok.type == "STRING" and self.skip("_DOTDOT"):
             return Tree("value", [Tree("range", [tok, self.take("STRING")])])

@@ -40,6 +40,27 @@ def test_deep_nesting_is_a_typed_error(make):
         make().compile()
 
 
+@pytest.mark.parametrize("make", [
+    lambda n: pse.Grammar.from_gbnf("root ::= " + "(" * n + '"a"' + ")" * n),
+    lambda n: pse.Grammar.from_gbnf('root ::= "a"' + "?" * n),
+    lambda n: pse.Grammar.from_lark("start: " + "(" * n + '"a"' + ")" * n),
+    lambda n: pse.Grammar.from_lark("start: " + "[" * n + '"a"' + "]" * n),
+    lambda n: pse.Grammar.from_lark("start: A\nA: " + "(" * n + '"a"' + ")" * n),
+    lambda n: pse.Grammar.from_lark("start: " + "t{" * n + '"a"' + "}" * n + "\nt{x}: x\n"),
+    lambda n: pse.Grammar.from_lark(
+        "start: T1\n" + "".join(f"T{i}: T{i + 1}\n" for i in range(1, n)) + f'T{n}: "a"\n'),
+], ids=["gbnf-groups", "gbnf-repeats", "lark-groups", "lark-optional", "lark-terminal",
+        "lark-template-arguments", "lark-terminal-chain"])
+def test_grammars_nest_at_most_max_group_depth(make):
+    """The grammar readers recurse per level, compiled by Cython, where Python's recursion
+    limit does not stop them: MAX_GROUP_DEPTH levels compile, one more is a typed error, and
+    so are 20,000 (nested groups crashed the process; a chain of terminals took minutes)."""
+    make(pse.limits.MAX_GROUP_DEPTH).compile()
+    for n in (pse.limits.MAX_GROUP_DEPTH + 1, 20_000):
+        with pytest.raises(GrammarError, match="too deeply"):
+            make(n).compile()
+
+
 def _nested(depth: int, wrap, leaf):
     for _ in range(depth):
         leaf = wrap(leaf)

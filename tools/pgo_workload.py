@@ -138,6 +138,25 @@ num    ::= [0-9]{1,12} ws
 ws     ::= [ \t\n]*
 """
 
+LARK = r"""
+start: statement+
+statement: "let" NAME "=" expr ";" | "print" "(" [expr ("," expr)*] ")" ";"
+?expr: expr ("+" | "-") term | term
+?term: term ("*" | "/") atom | atom
+?atom: NUMBER | NAME | ESCAPED_STRING | "(" expr ")" | NAME "(" [expr ("," expr)*] ")"
+%import common.CNAME -> NAME
+%import common (NUMBER, ESCAPED_STRING, WS)
+%ignore WS
+"""
+
+LARK_NO_IMPORT = r"""
+start: item*
+item: key "=" value
+key: /[a-z_][a-z0-9_]*/
+value: /-?[0-9]+/ | /"[^"]*"/ | "[" [value ("," value)*] "]" | "{" [item ("," item)*] "}"
+%ignore /[ \t\n]+/
+"""
+
 
 def main() -> None:
     warnings.simplefilter("ignore")  # (schemas' approximations)
@@ -157,6 +176,9 @@ def main() -> None:
     for pattern in [r"[a-z]+@[a-z]+\.(com|org)", r"(?i)select \w+", r"\d{4}-\d{2}-\d{2}"]:
         pse.Regex(pattern).compile()
     pse.Grammar.from_gbnf(GBNF).compile()
+    for _ in range(3):  # (Lark's reading is most of a grammar's compile)
+        pse.Grammar.from_lark(LARK).compile()
+        pse.Grammar.from_lark(LARK_NO_IMPORT).compile()
     print(f"pgo workload: {len(schemas)} schemas ({failed} refused)")
 
 
