@@ -70,7 +70,10 @@ def to_lark(text: str) -> LarkGrammar:
         TypeError: `text` is not a str.
         GrammarError: see `to_bnf`.
     """
-    return _LarkWriter(_read(text)).write()
+    try:
+        return _LarkWriter(_read(text)).write()
+    except RecursionError:  # (the reader and writer recurse per nested group)
+        raise GrammarError("GBNF: groups nest too deeply to read") from None
 
 
 def to_bnf(text: str) -> tuple[BnfGrammar, dict[str, int | str]]:
@@ -108,7 +111,8 @@ class _Reader:
         self.pos = 0
         self.rules: dict[str, tuple[int, Alternatives]] = {}  # name -> (where defined, body)
         self.references: list[tuple[str, int]] = []  # (rule name, where)
-        self.depth = 0  # groups open (the reader and writers recurse per group)
+        self.depth = 0  # groups open (see check_depth)
+        self.height = 0  # levels in the items last read (see sequence)
 
     # -- positions and errors -----------------------------------------------------------------
     def error(self, message: str, pos: int | None = None) -> GrammarError:
@@ -175,22 +179,27 @@ class _Reader:
 
     # -- expressions --------------------------------------------------------------------------
     def alternatives(self, nested: bool) -> Alternatives:
+        """The alternatives read; self.height is the most levels in one of their items."""
         alts = [self.sequence(nested)]
+        height = self.height
         while self.peek() == "|":
             self.pos += 1
             self.skip_space(newlines=True)
             alts.append(self.sequence(nested))
+            height = max(height, self.height)
+        self.height = height
         return alts
 
     def sequence(self, nested: bool) -> list[Item]:
+        """The items read; self.height is the most levels in one of them."""
         items: list[Item] = []
-        stacked = 0  # repetitions of the last item, one over another (`"a"?*`)
+        heights: list[int] = []  # per item: groups and repetitions, one inside another
         while True:
             self.skip_space(newlines=nested)
             start = self.pos
             c = self.peek()
-            if c not in ("*", "+", "?", "{"):
-                stacked = 0
+            if c not in ("(", "*", "+", "?", "{"):
+                heights.append(0)  # (dropped again where nothing is read: see the end)
             if c == '"':
                 items.append(self.literal())
             elif c == "[":
@@ -200,7 +209,7 @@ class _Reader:
                 items.append(("class", ANY_CHAR))
             elif c == "(":
                 self.depth += 1
-                self.check_depth(0)
+                self.check_depth(self.depth)  # (the reader recurses per group open)
                 self.pos += 1
                 self.skip_space(newlines=True)
                 inner = self.alternatives(nested=True)
@@ -210,6 +219,8 @@ class _Reader:
                 self.pos += 1
                 self.depth -= 1
                 items.append(("group", inner))
+                heights.append(1 + self.height)
+                self.check_depth(heights[-1])
             elif c == "<":
                 items.append(self.token())
             elif c == "!":
@@ -221,17 +232,19 @@ class _Reader:
             elif c in ("*", "+", "?", "{"):
                 if not items:
                     raise self.error(f"{c!r} with nothing before it to repeat")
-                stacked += 1
-                self.check_depth(stacked)
+                heights[-1] += 1
+                self.check_depth(heights[-1])
                 items[-1] = self.repeated(items[-1])
             else:
+                heights.pop()
                 break
+        self.height = max(heights, default=0)
         return items
 
-    def check_depth(self, stacked: int) -> None:
-        """The groups open and `stacked` repetitions of one item nest at most
-        MAX_GROUP_DEPTH deep (the reader and writers recurse per level)."""
-        if self.depth + stacked > limits.MAX_GROUP_DEPTH:
+    def check_depth(self, levels: int) -> None:
+        """Groups and repetitions nest at most MAX_GROUP_DEPTH deep, `levels` being how
+        deep they are here (the reader recurses per group open, the writers per level)."""
+        if levels > limits.MAX_GROUP_DEPTH:
             raise self.error("groups and repetitions nest too deeply: more than "
                              f"MAX_GROUP_DEPTH ({limits.MAX_GROUP_DEPTH})")
 

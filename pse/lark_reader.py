@@ -62,7 +62,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
     except RecursionError:  # (lark's passes and pse's reader recurse per nested group)
         raise GrammarError(f"{where}: the grammar nests too deeply to read (groups, and "
                            "terminals made of terminals, nest at most MAX_GROUP_DEPTH = "
-                           f"{limits.MAX_GROUP_DEPTH} deep)") from None
+                           f"{limits.MAX_GROUP_DEPTH} deep; with %import, as deep as lark's "
+                           "own reader reads)") from None
     except OSError as e:  # (lark opens an %import's file itself)
         raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
                            f"{e.filename!r} (import_paths: {import_paths})") from None

@@ -51,8 +51,8 @@ MAX_INT32 = 2**31 - 1  # (the core keeps the live state bound in a C int)
 # Groups a Lark or GBNF grammar may nest, one in another (and repetitions of one GBNF item,
 # Lark terminals made of terminals): the readers and the passes after them recurse per level,
 # compiled by Cython, where Python's recursion limit does not stop them (a GBNF rule of
-# 20,000 nested groups crashed the process). lark's own passes, which read what pse's readers
-# do not (%import), stop at Python's limit (about 240 groups).
+# 20,000 nested groups crashed the process). lark's own reader, which reads what pse's do not
+# (%import), stops at Python's limit instead (a few hundred groups).
 MAX_GROUP_DEPTH = 200
 
 _local = threading.local()

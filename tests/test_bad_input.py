@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pse
+import pse.gbnf
 from pse import GrammarError, SchemaError, VocabularyError
 
 
@@ -43,13 +44,15 @@ def test_deep_nesting_is_a_typed_error(make):
 @pytest.mark.parametrize("make", [
     lambda n: pse.Grammar.from_gbnf("root ::= " + "(" * n + '"a"' + ")" * n),
     lambda n: pse.Grammar.from_gbnf('root ::= "a"' + "?" * n),
+    lambda n: pse.Grammar.from_gbnf(
+        "root ::= " + "(" * (n // 2) + '"a"' + ")?" * (n // 2) + "?" * (n % 2)),
     lambda n: pse.Grammar.from_lark("start: " + "(" * n + '"a"' + ")" * n),
     lambda n: pse.Grammar.from_lark("start: " + "[" * n + '"a"' + "]" * n),
     lambda n: pse.Grammar.from_lark("start: A\nA: " + "(" * n + '"a"' + ")" * n),
     lambda n: pse.Grammar.from_lark("start: " + "t{" * n + '"a"' + "}" * n + "\nt{x}: x\n"),
     lambda n: pse.Grammar.from_lark(
         "start: T1\n" + "".join(f"T{i}: T{i + 1}\n" for i in range(1, n)) + f'T{n}: "a"\n'),
-], ids=["gbnf-groups", "gbnf-repeats", "lark-groups", "lark-optional", "lark-terminal",
+], ids=["gbnf-groups", "gbnf-repeats", "gbnf-repeated-groups", "lark-groups", "lark-optional", "lark-terminal",
         "lark-template-arguments", "lark-terminal-chain"])
 def test_grammars_nest_at_most_max_group_depth(make):
     """The grammar readers recurse per level, compiled by Cython, where Python's recursion
@@ -59,6 +62,16 @@ def test_grammars_nest_at_most_max_group_depth(make):
     for n in (pse.limits.MAX_GROUP_DEPTH + 1, 20_000):
         with pytest.raises(GrammarError, match="too deeply"):
             make(n).compile()
+
+
+def test_gbnf_repetitions_of_closed_groups_are_levels_too():
+    """Repetitions after each closing parenthesis nest around what the groups hold: 200
+    groups with 1, 2, ... 200 repetitions after their ends are 20,300 levels (their count
+    missed them, and turning it into Lark text crashed the process)."""
+    text = "root ::= " + "(" * 200 + '"a"' + "".join(")" + "?" * j for j in range(1, 201))
+    for read in (pse.gbnf.to_lark, pse.gbnf.to_bnf, lambda t: pse.Grammar.from_gbnf(t).text):
+        with pytest.raises(GrammarError, match="too deeply"):
+            read(text)
 
 
 def _nested(depth: int, wrap, leaf):
