@@ -949,6 +949,8 @@ def _merged_terminals(edges: list, graph: dict, start: Hashable, ends: Any) -> l
     terminal (end states other than the start that no edge leaves are one target:
     `inline_machine` makes them one node), or as few as the automaton limits allow
     (`_unions_of`)."""
+    ends = set(ends)  # (a machine of n alternatives has n end states: a list is quadratic)
+
     def place(target: Hashable) -> Hashable:
         return _LAST if target != start and target in ends and not graph.get(target) \
             else target

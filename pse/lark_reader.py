@@ -1,9 +1,9 @@
 """Read a Lark grammar into BNF rules and terminal definitions.
 
-Lark reads the text (its syntax by `pse.lark_syntax`, in lark's own terms): `%import`,
-`%ignore`, `%declare`, templates, terminals built from other terminals, anonymous terminals for
-the strings in rules. The EBNF operators are
-pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of alternatives, each
+Lark's builder reads the text (its syntax read by `pse.lark_syntax`, in lark's own terms, and
+given to the builder by `pse.lark_builder`): `%import`, `%ignore`, `%declare`, templates,
+terminals built from other terminals, anonymous terminals for the strings in rules. The EBNF
+operators are pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of alternatives, each
 `?` and `[...]` inside an expansion out into copies of it, however many (`a? b? c? ...`
 becomes 2**n alternatives), which cost more time than the rest of a grammar's compile. Here an
 expansion is spelled out only up to MAX_SPELLED_OUT alternatives; beyond, parts become rules
@@ -52,9 +52,11 @@ def read_lark(text: str, start: str, import_paths: list[str],
     """
     from lark.exceptions import LarkError
 
+    from pse import lark_builder  # (lark is imported only where a Lark grammar is read)
+
     where = source_path or "grammar"
     try:
-        grammar, used = _load(text, source_path or "<string>", import_paths)
+        grammar, used = lark_builder.load(text, source_path or "<string>", import_paths)
         terminals = _terminals(grammar)
         rules = _rules(grammar, terminals)
     except LarkError as e:
@@ -62,9 +64,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
     except RecursionError:  # (lark's passes and pse's reader recurse per nested group)
         raise GrammarError(f"{where}: the grammar nests too deeply to read (groups, and "
                            "terminals made of terminals, nest at most MAX_GROUP_DEPTH = "
-                           f"{limits.MAX_GROUP_DEPTH} deep; with %import, as deep as lark's "
-                           "own reader reads)") from None
-    except OSError as e:  # (lark opens an %import's file itself)
+                           f"{limits.MAX_GROUP_DEPTH} deep)") from None
+    except OSError as e:  # (an %import's file)
         raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
                            f"{e.filename!r} (import_paths: {import_paths})") from None
     if start not in rules:
@@ -72,79 +73,6 @@ def read_lark(text: str, start: str, import_paths: list[str],
     files = tuple(sorted((path, digest) for path, digest in used.items()
                          if isinstance(path, str)))  # (lark's own: a PackageResource)
     return BnfGrammar(rules, terminals, list(grammar.ignore), files)
-
-
-def _load(text: str, source: str, import_paths: list[str]) -> tuple:
-    """Lark's `Grammar` of `text` and the files it imported ({path: SHA-256 of the text}):
-    its statements read by `pse.lark_syntax`, each given to lark's `GrammarBuilder` as lark's
-    own reader would; text that reader leaves (`%import`, a syntax error) is lark's to
-    read."""
-    from lark.grammar import Terminal
-    from lark.load_grammar import GrammarBuilder, load_grammar, resolve_term_references
-
-    from pse import lark_syntax  # (lark is imported only where a Lark grammar is read)
-
-    try:
-        tree = lark_syntax.parse(text)
-    except lark_syntax.Unread:
-        return load_grammar(text, source, import_paths, False)
-    builder = GrammarBuilder(False, import_paths)
-    for stmt in tree.children:
-        if stmt.data in ("term", "rule"):
-            builder._define(*builder._unpack_definition(stmt, None))
-        elif stmt.data == "override":
-            builder._define(*builder._unpack_definition(stmt.children[0], None), override=True)
-        elif stmt.data == "extend":
-            builder._extend(*builder._unpack_definition(stmt.children[0], None))
-        elif stmt.data == "ignore":
-            builder._ignore(*stmt.children)
-        else:  # declare
-            for symbol in stmt.children:
-                builder._define(symbol.name, isinstance(symbol, Terminal), None)
-    # terminals written with other terminals: the others' trees in their place
-    term_trees = {name: d.tree for name, d in builder._definitions.items() if d.is_term}
-    _check_term_depth(term_trees)
-    resolve_term_references(term_trees)
-    return builder.build(), builder.used_files
-
-
-def _check_term_depth(term_trees: dict) -> None:
-    """Terminals written with terminals written with terminals ... nest at most
-    MAX_GROUP_DEPTH deep: lark puts each one's tree in place of its name, in time that grows
-    with the cube of a chain's length (20,000 terminals in a chain took 11 minutes), and its
-    passes then recurse per level.
-
-    Raises:
-        RecursionError: they nest deeper.
-    """
-    from lark.grammar import Terminal
-
-    uses = {name: {v.name for v in tree.scan_values(lambda v: isinstance(v, Terminal))
-                   if v.name in term_trees and v.name != name}
-            for name, tree in term_trees.items() if tree is not None}
-    bound = limits.MAX_GROUP_DEPTH
-    depth: dict[str, int] = {}  # (1: made of no terminal)
-    for root in uses:
-        path, on_path, todo = [root], {root}, [iter(uses[root])]  # (iterative: the chains
-        while path:                                                 # are what is bounded)
-            child = next(todo[-1], None)
-            if child is not None:
-                # (a cycle's back edge counts as 0: lark names the cycle itself)
-                if child in uses and child not in depth and child not in on_path:
-                    if len(path) == bound:  # (before the chain is all on `path`)
-                        raise RecursionError(f"terminal {root} is made of terminals "
-                                             f"nested more than {bound} deep")
-                    path.append(child)
-                    on_path.add(child)
-                    todo.append(iter(uses[child]))
-                continue
-            name = path.pop()
-            on_path.discard(name)
-            todo.pop()
-            depth[name] = 1 + max((depth.get(u, 0) for u in uses[name]), default=0)
-            if depth[name] > bound:
-                raise RecursionError(f"terminal {name} is made of terminals nested more "
-                                     f"than {bound} deep")
 
 
 def _terminals(grammar) -> list:
@@ -206,7 +134,8 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
 
 # An expansion with optional parts or groups is spelled out into its alternatives (as lark does,
 # and as the machines share their common prefixes) up to this many; beyond, the part with the
-# most alternatives becomes a rule of its own.
+# most alternatives becomes a rule of its own. A count spells out its copies up to this many
+# symbols too; beyond, what it repeats becomes a rule (n nested `{2}` doubled it n times).
 MAX_SPELLED_OUT = 16
 
 
@@ -234,12 +163,14 @@ class BnfBuilder:
                 options[-2:] = [self.one(_spelled(options[-2:]))]
         return _spelled(options)
 
-    def one(self, alts: list[Alternative]) -> list[Alternative]:
-        """`alts` as one alternative (itself if it is the only non-empty one, else a rule of
-        its own) or, when they hold the empty text, that or nothing: the rules made here never
-        match the empty text."""
+    def one(self, alts: list[Alternative], copies: int = 1) -> list[Alternative]:
+        """`alts` as one alternative (itself if it is the only non-empty one and one symbol,
+        or short enough that `copies` of it spell at most MAX_SPELLED_OUT symbols; else a rule
+        of its own) or, when they hold the empty text, that or nothing: the rules made here
+        never match the empty text."""
         filled = [alt for alt in alts if alt]
-        if len(filled) == 1:
+        if len(filled) == 1 and (len(filled[0]) == 1
+                                 or copies * len(filled[0]) <= MAX_SPELLED_OUT):
             single = filled
         else:
             single = [(self.part("group", filled),)]
@@ -257,9 +188,11 @@ class BnfBuilder:
         if () in alts:  # each copy may be empty: at most `high` non-empty ones, as `x{0,n}`
             # (`"a"?{300}` spelled as 300 optional parts nested 300 rules deep at its start)
             alts, low = [alt for alt in alts if alt], 0
-        if low > 1 and _product(itertools.repeat(len(alts), low)) > MAX_SPELLED_OUT:
-            alts = self.one(alts)  # (the copies of one rule: spelling out many copies of
-            # several alternatives paired them up one rule at a time, quadratic in the count)
+        if low > 1 and (_product(itertools.repeat(len(alts), low)) > MAX_SPELLED_OUT
+                        or low * max(map(len, alts), default=0) > MAX_SPELLED_OUT):
+            alts = self.one(alts, copies=low)  # (the copies of one rule: spelling out many
+            # copies of several alternatives paired them up one rule at a time, quadratic in
+            # the count; of a long one, nested counts made it exponential)
         if high is not None:
             return self.expansion([list(alts) for _ in range(low)]
                                   + [self.up_to(alts, high - low)])
@@ -277,9 +210,10 @@ class BnfBuilder:
         chain of rules, each one more at most (`alts` once, or `alts` then the next rule)."""
         if k == 0:
             return [()]
-        (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
-        if not unit:
+        filled = [alt for alt in alts if alt]
+        if not filled:
             return [()]
+        (unit,) = self.one(filled, copies=k if k < MAX_SPELLED_OUT else 1)
         if k < MAX_SPELLED_OUT:
             return [unit * j for j in range(k + 1)]
         more: list[Alternative] = [unit]

@@ -128,7 +128,34 @@ class _Reader:
         if kind in ("_OVERRIDE", "_EXTEND"):
             inner = self.term() if self.peek() == "TERMINAL" else self.rule()
             return Tree(kind[1:].lower(), [inner])
-        raise Unread(self.i)  # %import (and errors): lark reads those
+        if kind == "_IMPORT":
+            return self.imports()
+        raise Unread(self.i)  # (errors: lark reads those, and words them)
+
+    def imports(self) -> Tree:
+        """`%import` of a name (`-> alias`), or of a list of names, from a dotted path
+        (`.`: relative to the grammar's file)."""
+        relative = self.skip("_DOT")
+        names = [self.name()]
+        while self.skip("_DOT"):
+            names.append(self.name())
+        children = [Tree("import_rel" if relative else "import_lib", names)]
+        if self.skip("_LPAR"):
+            listed = [self.name()]
+            while self.skip("_COMMA"):
+                listed.append(self.name())
+            self.take("_RPAR")
+            children.append(Tree("name_list", listed))
+        elif self.skip("_TO"):
+            children.append(self.name())
+        self.take("_NL")
+        return Tree("import", children)
+
+    def name(self) -> Token:
+        if self.peek() not in ("RULE", "TERMINAL"):
+            raise Unread(self.i)
+        self.i += 1
+        return self.toks[self.i - 1]
 
     def rule(self) -> Tree:
         modifiers = [self.take("RULE_MODIFIERS")] if self.peek() == "RULE_MODIFIERS" else []

@@ -51,8 +51,7 @@ MAX_INT32 = 2**31 - 1  # (the core keeps the live state bound in a C int)
 # Groups a Lark or GBNF grammar may nest, one in another (a GBNF repetition is a level around
 # what it repeats; Lark terminals made of terminals count too): the readers and the passes
 # after them recurse per level, compiled by Cython, where Python's recursion limit does not
-# stop them (a GBNF rule of 20,000 nested groups crashed the process). lark's own reader,
-# which reads what pse's do not (%import), stops at Python's limit instead (a few hundred).
+# stop them (a GBNF rule of 20,000 nested groups crashed the process).
 MAX_GROUP_DEPTH = 200
 
 _local = threading.local()

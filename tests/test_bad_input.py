@@ -5,6 +5,7 @@ never an error of Python's or lark's own, a hang, or an allocation of its size."
 from __future__ import annotations
 
 import json
+import random
 import re
 
 import numpy as np
@@ -72,6 +73,62 @@ def test_gbnf_repetitions_of_closed_groups_are_levels_too():
     for read in (pse.gbnf.to_lark, pse.gbnf.to_bnf, lambda t: pse.Grammar.from_gbnf(t).text):
         with pytest.raises(GrammarError, match="too deeply"):
             read(text)
+
+
+@pytest.mark.parametrize("make, unit", [
+    (lambda n: pse.Grammar.from_gbnf('root ::= ("a" | "bb")' + "{2}" * n), "(?:a|bb)"),
+    (lambda n: pse.Grammar.from_lark("start: " + "(" * n + "x" + ") ~ 2" * n
+                                     + '\nx: "a" | "bb"\n'), "(?:a|bb)"),
+    (lambda n: pse.Grammar.from_lark("start: " + "(" * n + '"a" "bb"' + ") ~ 2" * n), "abb"),
+], ids=["gbnf", "lark-rule", "lark-sequence"])
+def test_nested_counts_compile_in_linear_time(make, unit):
+    """n nested counts of 2: spelled out in copies, what they repeat doubled n times (40 took
+    longer than the compile budget); past MAX_SPELLED_OUT symbols a count repeats a rule. Six
+    levels match what `re` matches; forty compile."""
+    oracle = re.compile("(?:" * 6 + unit + "){2}" * 6)
+    grammar = make(6)
+    rng = random.Random(6)
+    for copies in (63, 64, 65, 64, 64, 128):
+        text = "".join(rng.choice(["a", "bb"]) if unit != "abb" else "abb"
+                       for _ in range(copies))
+        assert grammar.matches(text) == bool(oracle.fullmatch(text)), text
+    make(40).compile()
+
+
+def test_a_rule_of_many_alternatives_compiles():
+    """100,000 alternatives: the compiler looked each one's end up in a list of the machine's
+    end states (quadratic: 93 s, past the compile budget)."""
+    grammar = pse.Grammar.from_gbnf("root ::= " + " | ".join(f'"w{i}"' for i in range(100_000)))
+    for text in ("w0", "w99999", "w100000", "w", "w0w1"):
+        assert grammar.matches(text) == bool(re.fullmatch(r"w(?:0|[1-9]\d{0,4})", text)), text
+
+
+def test_lark_terminals_made_of_terminals_are_put_in_place_once():
+    """`T{i}: T{i+1} T{i+1}`: lark's own resolution goes over the shared trees again and again
+    (20 deep took 48 s); pse's puts each terminal in place once, and refuses at once a terminal
+    larger than MAX_TERMINAL_PARTS spelled out."""
+    def doubling(n):
+        return pse.Grammar.from_lark("start: T0\n" + "".join(
+            f"T{i}: T{i + 1} T{i + 1}\n" for i in range(n)) + f'T{n}: "x" | "yz"\n')
+    grammar = doubling(4)
+    for text in ("x" * 16, "x" * 15, "x" * 17, "yz" * 16, "yz" + "x" * 15, "y" + "x" * 15):
+        assert grammar.matches(text) == bool(re.fullmatch("(?:x|yz){16}", text)), text
+    with pytest.raises(GrammarError, match="MAX_TERMINAL_PARTS"):
+        doubling(30)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('start: A\nA: "x" D\n%declare D\n', "D, which is %declare'd"),
+    ("start: T0\n" + "".join(f'T{i}: T{(i + 1) % 300} "x"\n' for i in range(300)),
+     "Recursion in terminal 'T0'"),
+    ('start: A\nA: B "x"\nB: A\n', "Recursion in terminal 'A'"),
+    ('start: A\nA: "x" b\nb: "y"\n', "Rules aren't allowed inside terminals"),
+], ids=["declared", "cycle-300", "cycle-2", "rule"])
+def test_bad_lark_terminals_are_grammar_errors(text, message):
+    """A terminal made of a `%declare`d one leaked lark's AssertionError; a cycle longer
+    than MAX_GROUP_DEPTH was reported as nesting too deeply."""
+    with pytest.raises(GrammarError, match=re.escape(message)):
+        pse.Grammar.from_lark(text).compile()
 
 
 def _nested(depth: int, wrap, leaf):

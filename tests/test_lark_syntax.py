@@ -81,12 +81,7 @@ CORPUS = (
 
 @pytest.mark.parametrize("name,text", CORPUS, ids=[name for name, _ in CORPUS])
 def test_trees_equal_lark(name, text):
-    expected = lark_tree(text)
-    if any(stmt.data == "import" for stmt in expected.children):
-        with pytest.raises(lark_syntax.Unread):  # imports are lark's to read
-            lark_syntax.parse(text)
-        return
-    assert lark_syntax.parse(text) == expected
+    assert lark_syntax.parse(text) == lark_tree(text)
 
 
 @settings(max_examples=200)
@@ -100,7 +95,10 @@ def test_random_grammars_equal_lark(text):
     "start: \"a\"\n  b: c\n",     # lark: a rule indented into the one before
     "start ::= \"a\"\n",          # GBNF, not Lark
     "start: a ~ \n",              # a repeat without a count
-    "%import common.WS\n",
+    "%import\n",
+    "%import common.\n",
+    "%import common (WS\n",
+    "%import common.WS -> \n",
     "START: \"a\" -> x\n",        # (lark reads it; its builder refuses an aliased terminal)
 ])
 def test_what_it_does_not_read_is_lark_s(text):
@@ -137,29 +135,62 @@ def test_random_pieces_read_as_lark_reads_them_or_not_at_all(pieces, sep):
     read_as_lark_reads_it_or_not_at_all(sep.join(pieces))
 
 
-def assert_builds_as_lark(text: str) -> None:
-    """What lark's builder makes of the statements read here is what it makes of its own
-    reading: every rule and terminal definition, and the ignored names."""
+def assert_builds_as_lark(text: str, source: str = "<string>") -> None:
+    """What lark's builder makes of the statements read here (and of the grammars they
+    `%import`) is what it makes of its own reading: every rule and terminal definition, the
+    ignored names and the files read."""
     from lark.load_grammar import load_grammar
 
-    from pse.lark_reader import _load
-
-    if any(stmt.data == "import" for stmt in lark_tree(text).children):
-        return  # lark reads it all (test_trees_equal_lark)
+    from pse import lark_builder
 
     def rules(grammar):  # (lark's RuleOptions compare by identity)
         return [(name, params, tree, options and vars(options))
                 for name, params, tree, options in grammar.rule_defs]
 
-    ours, theirs = _load(text, "<string>", [])[0], load_grammar(text, "<string>", [], False)[0]
+    ours, ours_files = lark_builder.load(text, source, [])
+    theirs, their_files = load_grammar(text, source, [], False)
     assert rules(ours) == rules(theirs)
     assert ours.term_defs == theirs.term_defs
     assert ours.ignore == theirs.ignore
+    assert ours_files == their_files
 
 
 @pytest.mark.parametrize("name,text", CORPUS, ids=[name for name, _ in CORPUS])
 def test_grammars_equal_lark_s(name, text):
-    assert_builds_as_lark(text)
+    bundled = name.removeprefix("bundled ")
+    assert_builds_as_lark(text, str(pse.grammars.path(bundled)) if bundled != name else "<string>")
+
+
+IMPORTS = {
+    "one name": "start: WS? NUMBER\n%import common.WS\n%import common.NUMBER\n",
+    "aliases": "start: ws NUMBER\n%import common.WS_INLINE -> ws\n%import common.SIGNED_NUMBER -> NUMBER\n",
+    "a list, used twice": 'start: CNAME "=" ESCAPED_STRING\n%import common (CNAME, ESCAPED_STRING)\n'
+                          "%import common (WS, CNAME)\n%ignore WS\n",
+    "overridden": '%import common.WS\n%override WS: " "\nstart: "a" WS "b"\n',
+    "declared beside": "%import common.NUMBER\n%declare X\nstart: NUMBER | X\n",
+    "a rule of lark's grammars": "%import lark.expansions\nstart: expansions\n",
+}
+
+
+@pytest.mark.parametrize("name", IMPORTS)
+def test_imports_build_as_lark(name):
+    """`%import`: read by pse's reader, the imported grammars too; lark's builder makes the
+    same definitions of them as of lark's own reading."""
+    lark_syntax.parse(IMPORTS[name])  # (read here: no Unread)
+    assert_builds_as_lark(IMPORTS[name])
+
+
+def test_relative_imports_build_as_lark(tmp_path):
+    """`%import .x`: beside the grammar's file; an imported grammar imports in turn."""
+    (tmp_path / "words.lark").write_text(
+        'word: LETTER+ | "<" other ">"\nother: NUMBER\n%import common.LETTER\n'
+        "%import common.NUMBER\n_HIDDEN: \"h\"\n")
+    text = "start: word (\",\" word)*\n%import .words.word\n"
+    source = tmp_path / "main.lark"
+    source.write_text(text)
+    assert_builds_as_lark(text, str(source))
+    grammar = pse.Grammar.from_file(source)
+    assert grammar.matches("ab,<12>,c") and not grammar.matches("ab,<x>")
 
 
 @settings(max_examples=100)

@@ -1,0 +1,223 @@
+"""Lark's `GrammarBuilder` fed by pse's reader of Lark's syntax.
+
+A grammar's statements, and those of the grammars it `%import`s, are read by `pse.lark_syntax`
+(by lark's own reader where that one leaves the text: a syntax error, which lark words) and given
+to lark's builder as lark's `load_grammar` gives them. Lark's reader took 3.5 ms of a grammar's
+compile for `%import common.WS` alone. Terminals written with terminals are put in place in time
+linear in their definitions (`resolve_terminals`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from lark.exceptions import GrammarError as LarkGrammarError
+from lark.grammar import NonTerminal, Symbol, Terminal
+from lark.load_grammar import (
+    EXT,
+    GrammarBuilder,
+    _get_mangle,
+    _parse_grammar,
+    sha256_digest,
+    stdlib_loader,
+)
+
+from pse import lark_syntax, limits
+from pse.errors import GrammarError
+
+
+def load(text: str, source: str, import_paths: list[str]) -> tuple:
+    """Lark's `Grammar` of `text` and the files it imported ({path: SHA-256 of the text}), as
+    lark's `load_grammar` makes them.
+
+    Raises:
+        lark.exceptions.LarkError: lark's builder refuses the grammar.
+        RecursionError: it nests deeper than MAX_GROUP_DEPTH.
+        OSError: an `%import`ed file cannot be read.
+        GrammarError: a terminal past MAX_TERMINAL_PARTS.
+    """
+    builder = _Builder(False, import_paths)
+    builder.load_grammar(text, source)
+    return builder.build(), builder.used_files
+
+
+class _Builder(GrammarBuilder):
+    """Lark's builder, its statements read by `pse.lark_syntax`: `load_grammar` and
+    `do_import` are lark's steps in pse's words (the rest is lark's own)."""
+
+    wanted: set[str] | None = None  # (an imported grammar: the names imported from it)
+
+    def load_grammar(self, grammar_text: str, grammar_name: str = "<?>",
+                     mangle=None) -> None:
+        """The definitions of `grammar_text` (its imports first), names passed through
+        `mangle` when it is imported; of an imported one, only those the names `wanted` use
+        (lark's builder defines them all, then removes the unused: lark's `common` has 30)."""
+        try:
+            tree = lark_syntax.parse(grammar_text)
+        except lark_syntax.Unread:
+            tree = _parse_grammar(grammar_text, grammar_name)
+        used = _used(tree, self.wanted) if self.wanted is not None else None
+        imports: dict[tuple, tuple] = {}  # dotted path -> (base path, {name: alias})
+        for stmt in tree.children:
+            if stmt.data == "import":
+                path, base, aliases = self._unpack_import(stmt, grammar_name)
+                base_before, names = imports.setdefault(path, (base, {}))
+                if base_before != base:
+                    raise LarkGrammarError(f"%import of {'.'.join(path)} both from lark's "
+                                           "grammars and from beside the grammar")
+                names.update(aliases)
+        for path, (base, aliases) in imports.items():
+            self.do_import(path, base, aliases, mangle)
+        for stmt in tree.children:
+            if used is not None and _defined(stmt) not in used:
+                continue
+            if stmt.data in ("term", "rule"):
+                self._define(*self._unpack_definition(stmt, mangle))
+            elif stmt.data == "override":
+                self._define(*self._unpack_definition(stmt.children[0], mangle), override=True)
+            elif stmt.data == "extend":
+                self._extend(*self._unpack_definition(stmt.children[0], mangle))
+            elif stmt.data == "ignore":
+                if mangle is None:  # (an imported grammar's %ignore is its own)
+                    self._ignore(*stmt.children)
+            elif stmt.data == "declare":
+                for symbol in stmt.children:
+                    name = symbol.name if mangle is None else mangle(symbol.name)
+                    self._define(name, isinstance(symbol, Terminal), None)
+        resolve_terminals({name: d.tree for name, d in self._definitions.items() if d.is_term})
+
+    def do_import(self, dotted_path: tuple, base_path, aliases: dict, base_mangle=None) -> None:
+        """The definitions `aliases` names in the grammar file at `dotted_path` (under their
+        aliases), and those they use (under names prefixed with the path), found in the
+        import paths, then beside the grammar (`base_path`), then among lark's grammars."""
+        mangle = _get_mangle("__".join(dotted_path), aliases, base_mangle)
+        file = os.path.join(*dotted_path) + EXT
+        places = [*self.import_paths, *([base_path] if base_path is not None else []),
+                  stdlib_loader]
+        for place in places:
+            try:
+                if callable(place):  # (lark's grammars, a package's resources)
+                    path, text = place(base_path, file)
+                else:
+                    path = os.path.join(place, file)
+                    with open(path, encoding="utf8") as f:
+                        text = f.read()
+            except OSError:
+                continue
+            digest = sha256_digest(text)
+            if self.used_files.setdefault(path, digest) != digest:
+                raise LarkGrammarError(f"the grammar file {path} changed while it was read")
+            imported = _Builder(self.global_keep_all_tokens, self.import_paths,
+                                self.used_files)
+            imported.wanted = set(aliases)
+            imported.load_grammar(text, path, mangle)
+            imported._remove_unused(map(mangle, aliases))
+            for name in imported._definitions:
+                if name in self._definitions:
+                    raise LarkGrammarError(f"Cannot import '{name}' from '{file}': Symbol "
+                                           "already defined.")
+            self._definitions.update(imported._definitions)
+            return
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), file)
+
+
+def _defined(stmt) -> str | None:
+    """The name a definition (or its `%override`, `%extend`) defines; None for others."""
+    if stmt.data in ("override", "extend"):
+        stmt = stmt.children[0]
+    if stmt.data == "rule":
+        return str(stmt.children[1])
+    return str(stmt.children[0]) if stmt.data == "term" else None
+
+
+def _used(tree, wanted: set[str]) -> set[str | None]:
+    """The names the definitions of `wanted` use, through others, in a grammar's statements
+    (and None: the statements that define nothing are all kept)."""
+    uses: dict[str, set[str]] = {}
+    for stmt in tree.children:
+        name = _defined(stmt)
+        if name is not None:
+            uses.setdefault(name, set()).update(
+                v.name for v in stmt.scan_values(lambda v: isinstance(v, Symbol)))
+    out: set[str | None] = {None}
+    todo = list(wanted)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo += uses.get(name, ())
+    return out
+
+
+# A terminal made of terminals, each in place of its name (again and again), holds at most this
+# many parts: lark's passes over it take time in that size, and 20 terminals each made of the
+# next twice are a million parts.
+MAX_TERMINAL_PARTS = 100_000
+
+
+def resolve_terminals(term_trees: dict) -> None:
+    """Put each terminal named in a terminal's definition in place of its name, the trees
+    shared, as lark's `resolve_term_references` does, in time linear in the definitions:
+    lark's goes over every tree again until nothing changes (a chain of 20,000 terminals took
+    11 minutes, 30 terminals each made of the next twice would take years).
+
+    Raises:
+        lark.exceptions.GrammarError: a terminal is made of itself (lark's message), of a rule,
+            or of a `%declare`d terminal (which has no pattern).
+        RecursionError: terminals made of terminals nest more than MAX_GROUP_DEPTH deep
+            (lark's later passes recurse per level).
+        GrammarError: a terminal made of terminals holds more than MAX_TERMINAL_PARTS parts
+            with them in place of their names.
+    """
+    places: dict[str, list] = {}  # name -> (its `value` nodes naming a terminal, the name)
+    parts: dict[str, int] = {}  # name -> its definition's nodes, then spelled out
+    for name, tree in term_trees.items():
+        if tree is None:  # (%declare)
+            continue
+        nodes = list(tree.iter_subtrees())
+        parts[name] = len(nodes)
+        places[name] = []
+        for node in nodes:
+            item = node.children[0] if node.data == "value" else None
+            if isinstance(item, NonTerminal):
+                raise LarkGrammarError(f"Rules aren't allowed inside terminals ({item} in "
+                                       f"{name})")
+            if isinstance(item, Terminal) and item.name in term_trees:  # (else: lark's check)
+                if term_trees[item.name] is None:
+                    raise LarkGrammarError(f"Terminal {name} is made of {item.name}, which is "
+                                           "%declare'd: it has no pattern to match")
+                places[name].append((node, item.name))
+    bound = limits.MAX_GROUP_DEPTH
+    depth: dict[str, int] = {}  # (1: made of no terminal)
+    for root, first in places.items():  # each definition's terminals before it, depth first
+        path, todo = [root], [iter(first)]  # (iterative: a chain may be long before refused)
+        on_path = {root}
+        while path and root not in depth:
+            step = next(todo[-1], None)
+            if step is not None:
+                if step[1] in on_path:
+                    raise LarkGrammarError(f"Recursion in terminal '{step[1]}' (recursion is "
+                                           "only allowed in rules, not terminals)")
+                if step[1] not in depth:
+                    path.append(step[1])
+                    on_path.add(step[1])
+                    todo.append(iter(places[step[1]]))
+                continue
+            name = path.pop()
+            on_path.discard(name)
+            todo.pop()
+            used = [used for _, used in places[name]]
+            depth[name] = 1 + max(map(depth.__getitem__, used), default=0)
+            parts[name] += sum(map(parts.__getitem__, used))
+            if depth[name] > bound:
+                raise RecursionError(f"terminal {name} is made of terminals nested more than "
+                                     f"{bound} deep")
+            if used and parts[name] > MAX_TERMINAL_PARTS:
+                raise GrammarError(f"terminal {name}: with the terminals it is made of in place "
+                                   f"of their names, more than {MAX_TERMINAL_PARTS:,} parts "
+                                   "(pse.lark_builder.MAX_TERMINAL_PARTS): make the parts used "
+                                   "many times rules")
+    for found in places.values():
+        for node, used in found:
+            node.children[0] = term_trees[used]
