@@ -2,9 +2,9 @@
 
 A grammar's statements, and those of the grammars it `%import`s, are read by `pse.lark_syntax`
 (by lark's own reader where that one leaves the text: a syntax error, which lark words) and given
-to lark's builder as lark's `load_grammar` gives them. Lark's reader took 3.5 ms of a grammar's
-compile for `%import common.WS` alone. Terminals written with terminals are put in place in time
-linear in their definitions (`resolve_terminals`).
+to lark's builder as lark's `load_grammar` gives them, in about half the time of lark's reader
+(see docs/performance.md). Terminals written with terminals are put in place in time linear in
+their definitions (`resolve_terminals`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import errno
 import os
 
+from lark import Tree
 from lark.exceptions import GrammarError as LarkGrammarError
-from lark.grammar import NonTerminal, Symbol, Terminal
+from lark.grammar import NonTerminal, Terminal
 from lark.load_grammar import (
     EXT,
     GrammarBuilder,
@@ -46,18 +47,20 @@ class _Builder(GrammarBuilder):
     """Lark's builder, its statements read by `pse.lark_syntax`: `load_grammar` and
     `do_import` are lark's steps in pse's words (the rest is lark's own)."""
 
-    wanted: set[str] | None = None  # (an imported grammar: the names imported from it)
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        # terminals' trees put in place, here or in the grammars imported: id -> (the tree,
+        # how deep its terminals nest, its parts; see resolve_terminals)
+        self.resolved: dict[int, tuple] = {}
 
     def load_grammar(self, grammar_text: str, grammar_name: str = "<?>",
                      mangle=None) -> None:
         """The definitions of `grammar_text` (its imports first), names passed through
-        `mangle` when it is imported; of an imported one, only those the names `wanted` use
-        (lark's builder defines them all, then removes the unused: lark's `common` has 30)."""
+        `mangle` when it is imported."""
         try:
             tree = lark_syntax.parse(grammar_text)
         except lark_syntax.Unread:
             tree = _parse_grammar(grammar_text, grammar_name)
-        used = _used(tree, self.wanted) if self.wanted is not None else None
         imports: dict[tuple, tuple] = {}  # dotted path -> (base path, {name: alias})
         for stmt in tree.children:
             if stmt.data == "import":
@@ -70,8 +73,6 @@ class _Builder(GrammarBuilder):
         for path, (base, aliases) in imports.items():
             self.do_import(path, base, aliases, mangle)
         for stmt in tree.children:
-            if used is not None and _defined(stmt) not in used:
-                continue
             if stmt.data in ("term", "rule"):
                 self._define(*self._unpack_definition(stmt, mangle))
             elif stmt.data == "override":
@@ -85,7 +86,8 @@ class _Builder(GrammarBuilder):
                 for symbol in stmt.children:
                     name = symbol.name if mangle is None else mangle(symbol.name)
                     self._define(name, isinstance(symbol, Terminal), None)
-        resolve_terminals({name: d.tree for name, d in self._definitions.items() if d.is_term})
+        resolve_terminals({name: d.tree for name, d in self._definitions.items() if d.is_term},
+                          self.resolved)
 
     def do_import(self, dotted_path: tuple, base_path, aliases: dict, base_mangle=None) -> None:
         """The definitions `aliases` names in the grammar file at `dotted_path` (under their
@@ -105,13 +107,16 @@ class _Builder(GrammarBuilder):
                         text = f.read()
             except OSError:
                 continue
+            except UnicodeDecodeError as e:
+                raise GrammarError(f"%import {'.'.join(dotted_path)}: {path} is not UTF-8 "
+                                   f"text ({e.reason} at byte {e.start})") from None
             digest = sha256_digest(text)
             if self.used_files.setdefault(path, digest) != digest:
                 raise LarkGrammarError(f"the grammar file {path} changed while it was read")
             imported = _Builder(self.global_keep_all_tokens, self.import_paths,
                                 self.used_files)
-            imported.wanted = set(aliases)
             imported.load_grammar(text, path, mangle)
+            self.resolved.update(imported.resolved)
             imported._remove_unused(map(mangle, aliases))
             for name in imported._definitions:
                 if name in self._definitions:
@@ -122,45 +127,20 @@ class _Builder(GrammarBuilder):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), file)
 
 
-def _defined(stmt) -> str | None:
-    """The name a definition (or its `%override`, `%extend`) defines; None for others."""
-    if stmt.data in ("override", "extend"):
-        stmt = stmt.children[0]
-    if stmt.data == "rule":
-        return str(stmt.children[1])
-    return str(stmt.children[0]) if stmt.data == "term" else None
-
-
-def _used(tree, wanted: set[str]) -> set[str | None]:
-    """The names the definitions of `wanted` use, through others, in a grammar's statements
-    (and None: the statements that define nothing are all kept)."""
-    uses: dict[str, set[str]] = {}
-    for stmt in tree.children:
-        name = _defined(stmt)
-        if name is not None:
-            uses.setdefault(name, set()).update(
-                v.name for v in stmt.scan_values(lambda v: isinstance(v, Symbol)))
-    out: set[str | None] = {None}
-    todo = list(wanted)
-    while todo:
-        name = todo.pop()
-        if name not in out:
-            out.add(name)
-            todo += uses.get(name, ())
-    return out
-
-
 # A terminal made of terminals, each in place of its name (again and again), holds at most this
 # many parts: lark's passes over it take time in that size, and 20 terminals each made of the
 # next twice are a million parts.
 MAX_TERMINAL_PARTS = 100_000
 
 
-def resolve_terminals(term_trees: dict) -> None:
+def resolve_terminals(term_trees: dict, resolved: dict[int, tuple]) -> None:
     """Put each terminal named in a terminal's definition in place of its name, the trees
     shared, as lark's `resolve_term_references` does, in time linear in the definitions:
     lark's goes over every tree again until nothing changes (a chain of 20,000 terminals took
-    11 minutes, 30 terminals each made of the next twice would take years).
+    11 minutes, 30 terminals each made of the next twice would take years). `resolved` holds
+    the trees put in place before (by id: the tree, how deep terminals nest in it, its parts
+    spelled out; an imported grammar's), which are counted, not walked again (their size
+    spelled out is what is bounded), and gains those put in place here.
 
     Raises:
         lark.exceptions.GrammarError: a terminal is made of itself (lark's message), of a rule,
@@ -172,22 +152,10 @@ def resolve_terminals(term_trees: dict) -> None:
     """
     places: dict[str, list] = {}  # name -> (its `value` nodes naming a terminal, the name)
     parts: dict[str, int] = {}  # name -> its definition's nodes, then spelled out
+    below: dict[str, int] = {}  # name -> the depth of the trees in place in it before
     for name, tree in term_trees.items():
-        if tree is None:  # (%declare)
-            continue
-        nodes = list(tree.iter_subtrees())
-        parts[name] = len(nodes)
-        places[name] = []
-        for node in nodes:
-            item = node.children[0] if node.data == "value" else None
-            if isinstance(item, NonTerminal):
-                raise LarkGrammarError(f"Rules aren't allowed inside terminals ({item} in "
-                                       f"{name})")
-            if isinstance(item, Terminal) and item.name in term_trees:  # (else: lark's check)
-                if term_trees[item.name] is None:
-                    raise LarkGrammarError(f"Terminal {name} is made of {item.name}, which is "
-                                           "%declare'd: it has no pattern to match")
-                places[name].append((node, item.name))
+        if tree is not None:  # (else %declare'd)
+            places[name], parts[name], below[name] = _walk(name, tree, term_trees, resolved)
     bound = limits.MAX_GROUP_DEPTH
     depth: dict[str, int] = {}  # (1: made of no terminal)
     for root, first in places.items():  # each definition's terminals before it, depth first
@@ -208,16 +176,45 @@ def resolve_terminals(term_trees: dict) -> None:
             on_path.discard(name)
             todo.pop()
             used = [used for _, used in places[name]]
-            depth[name] = 1 + max(map(depth.__getitem__, used), default=0)
+            depth[name] = 1 + max(below[name], max(map(depth.__getitem__, used), default=0))
             parts[name] += sum(map(parts.__getitem__, used))
             if depth[name] > bound:
                 raise RecursionError(f"terminal {name} is made of terminals nested more than "
                                      f"{bound} deep")
-            if used and parts[name] > MAX_TERMINAL_PARTS:
+            if depth[name] > 1 and parts[name] > MAX_TERMINAL_PARTS:
                 raise GrammarError(f"terminal {name}: with the terminals it is made of in place "
                                    f"of their names, more than {MAX_TERMINAL_PARTS:,} parts "
                                    "(pse.lark_builder.MAX_TERMINAL_PARTS): make the parts used "
                                    "many times rules")
-    for found in places.values():
+    for name, found in places.items():
         for node, used in found:
             node.children[0] = term_trees[used]
+        resolved[id(term_trees[name])] = (term_trees[name], depth[name], parts[name])
+
+
+def _walk(name: str, tree, term_trees: dict, resolved: dict[int, tuple]) -> tuple:
+    """Terminal `name`'s definition `tree`: its `value` nodes naming a terminal (with the
+    name), its nodes (and the parts of the trees in place in it before: see
+    resolve_terminals), and how deep terminals nest in those."""
+    places, nodes, deepest = [], 0, 0
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        nodes += 1
+        item = node.children[0] if node.data == "value" else None
+        if isinstance(item, NonTerminal):
+            raise LarkGrammarError(f"Rules aren't allowed inside terminals ({item} in {name})")
+        if isinstance(item, Terminal):
+            if item.name not in term_trees:  # (lark's words)
+                raise LarkGrammarError(f"Terminal used but not defined: {item.name}")
+            if term_trees[item.name] is None:
+                raise LarkGrammarError(f"Terminal {name} is made of {item.name}, which is "
+                                       "%declare'd: it has no pattern to match")
+            places.append((node, item.name))
+        elif id(item) in resolved:  # (a terminal put in place before: counted, not walked)
+            _, depth, parts = resolved[id(item)]
+            nodes += parts
+            deepest = max(deepest, depth)
+        else:
+            todo += [child for child in node.children if isinstance(child, Tree)]
+    return places, nodes, deepest

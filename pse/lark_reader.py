@@ -95,8 +95,12 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     """Every rule (templates instantiated) as BNF alternatives; `terminals` gains lark's
     anonymous terminals for the strings written in rules."""
     from lark.grammar import RuleOptions
-    from lark.load_grammar import (ApplyTemplates, PrepareAnonTerminals, PrepareLiterals,
-                                   ValidateSymbols)
+    from lark.load_grammar import (
+        ApplyTemplates,
+        PrepareAnonTerminals,
+        PrepareLiterals,
+        ValidateSymbols,
+    )
 
     anonymous = PrepareAnonTerminals(terminals)
     rule_defs = list(grammar.rule_defs)

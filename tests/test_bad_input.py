@@ -117,6 +117,34 @@ def test_lark_terminals_made_of_terminals_are_put_in_place_once():
         doubling(30)
 
 
+def test_imported_terminals_count_in_the_bounds(tmp_path):
+    """Terminals put in place in an imported grammar count with their depth and spelled-out
+    size where they are used: counted as one level and a few parts, terminals doubling over
+    an import ran for minutes, and chains split over imports went past MAX_GROUP_DEPTH."""
+    (tmp_path / "doubling.lark").write_text("".join(
+        f"D{i}: D{i + 1} D{i + 1}\n" for i in range(12)) + 'D12: "x" | "yz"\n')
+    over = "start: T0\n" + "".join(f"T{i}: T{i + 1} T{i + 1}\n" for i in range(8)) \
+        + "T8: D0\n%import doubling.D0\n"
+    with pytest.raises(GrammarError, match="MAX_TERMINAL_PARTS"):
+        pse.Grammar(over, import_paths=[tmp_path]).compile()
+    half = pse.limits.MAX_GROUP_DEPTH // 2 + 1
+    (tmp_path / "chain0.lark").write_text(
+        "".join(f'T{i}: T{i + 1} "a"\n' for i in range(half)) + f'T{half}: "z"\n')
+    (tmp_path / "chain1.lark").write_text(
+        "".join(f'T{i}: T{i + 1} "a"\n' for i in range(half)) + f"T{half}: BASE\n"
+        "%import chain0.T0 -> BASE\n")
+    with pytest.raises(GrammarError, match="too deeply"):
+        pse.Grammar("start: T0\n%import chain1.T0\n", import_paths=[tmp_path]).compile()
+    grammar = pse.Grammar("start: T0\n%import chain0.T0\n", import_paths=[tmp_path])
+    assert grammar.matches("z" + "a" * half) and not grammar.matches("z" + "a" * (half - 1))
+
+
+def test_an_imported_file_not_utf8_is_a_grammar_error(tmp_path):
+    (tmp_path / "latin.lark").write_bytes(b'X: "\xff"\n')
+    with pytest.raises(GrammarError, match="not UTF-8"):
+        pse.Grammar("start: X\n%import latin.X\n", import_paths=[tmp_path]).compile()
+
+
 @pytest.mark.parametrize("text, message", [
     ('start: A\nA: "x" D\n%declare D\n', "D, which is %declare'd"),
     ("start: T0\n" + "".join(f'T{i}: T{(i + 1) % 300} "x"\n' for i in range(300)),

@@ -180,6 +180,27 @@ def test_imports_build_as_lark(name):
     assert_builds_as_lark(IMPORTS[name])
 
 
+@pytest.mark.parametrize("imported, text", [
+    ('x: "a"\ny: "b"\ny: "c"\n', "start: x\n%import lib.x\n"),
+    ('x: "a"\n%override nothere: "q"\n', "start: x\n%import lib.x\n"),
+    ('x: "a"\nUNUSED: MISSING\n', "start: x\n%import lib.x\n"),
+    ('x: "a"\n', "start: x\n%import lib.x\n%import lib.x -> start\n"),
+], ids=["defined twice", "override of nothing", "undefined terminal", "clash"])
+def test_errors_in_imported_grammars_are_lark_s(tmp_path, imported, text):
+    """An imported grammar is read whole, as lark reads it: its errors are lark's, used or
+    not by the import."""
+    from lark.load_grammar import load_grammar
+
+    from pse import lark_builder
+
+    (tmp_path / "lib.lark").write_text(imported)
+    with pytest.raises(lark.exceptions.GrammarError) as theirs:
+        load_grammar(text, "<string>", [str(tmp_path)], False)
+    with pytest.raises(lark.exceptions.GrammarError) as ours:
+        lark_builder.load(text, "<string>", [str(tmp_path)])
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_relative_imports_build_as_lark(tmp_path):
     """`%import .x`: beside the grammar's file; an imported grammar imports in turn."""
     (tmp_path / "words.lark").write_text(
