@@ -3,9 +3,10 @@
 Lark's builder reads the text (its syntax read by `pse.lark_syntax`, in lark's own terms, and
 given to the builder by `pse.lark_builder`): `%import`, `%ignore`, `%declare`, templates,
 terminals built from other terminals, anonymous terminals for the strings in rules. The EBNF
-operators are pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of alternatives, each
-`?` and `[...]` inside an expansion out into copies of it, however many (`a? b? c? ...`
-becomes 2**n alternatives), which cost more time than the rest of a grammar's compile. Here an
+operators are pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of
+alternatives, each `?` and `[...]` inside an expansion out into copies of it, however many
+(`a? b? c? ...` becomes 2**n alternatives), which cost more time than the rest of a grammar's
+compile. Here an
 expansion is spelled out only up to MAX_SPELLED_OUT alternatives; beyond, parts become rules
 of their own; repetitions are loop rules (`pse.cfg` removes their left recursion).
 

@@ -95,6 +95,8 @@ def test_random_grammars_equal_lark(text):
     "start: \"a\"\n  b: c\n",     # lark: a rule indented into the one before
     "start ::= \"a\"\n",          # GBNF, not Lark
     "start: a ~ \n",              # a repeat without a count
+    "%import common.WS\n",
+    "%import .x (a, B)\n",
     "%import\n",
     "%import common.\n",
     "%import common (WS\n",
@@ -125,7 +127,7 @@ def test_random_text_reads_as_lark_reads_it_or_not_at_all(text):
 
 PIECES = ["start", "a", "_b", "B", "_C", ":", '"x"', '"y"i', "/z/", "/w+/s", "|", "\n", "\n  |",
           "(", ")", "[", "]", "?", "*", "+", "~", "2", "..", "->", ".", "%ignore", "%declare",
-          "%override", "%extend", "{", "}", ",", "!", "?a", "// c", "#c", "\\\n", " "]
+          "%override", "%extend", "%import", "{", "}", ",", "!", "?a", "// c", "#c", "\\\n", " "]
 
 
 @settings(max_examples=500)
@@ -163,8 +165,10 @@ def test_grammars_equal_lark_s(name, text):
 
 IMPORTS = {
     "one name": "start: WS? NUMBER\n%import common.WS\n%import common.NUMBER\n",
-    "aliases": "start: ws NUMBER\n%import common.WS_INLINE -> ws\n%import common.SIGNED_NUMBER -> NUMBER\n",
-    "a list, used twice": 'start: CNAME "=" ESCAPED_STRING\n%import common (CNAME, ESCAPED_STRING)\n'
+    "aliases": "start: ws NUMBER\n%import common.WS_INLINE -> ws\n"
+               "%import common.SIGNED_NUMBER -> NUMBER\n",
+    "a list, used twice": 'start: CNAME "=" ESCAPED_STRING\n'
+                          "%import common (CNAME, ESCAPED_STRING)\n"
                           "%import common (WS, CNAME)\n%ignore WS\n",
     "overridden": '%import common.WS\n%override WS: " "\nstart: "a" WS "b"\n',
     "declared beside": "%import common.NUMBER\n%declare X\nstart: NUMBER | X\n",
