@@ -49,7 +49,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
 
     Raises:
         GrammarError: lark cannot read the grammar (its message), an `%import`ed file cannot
-            be read, or `start` is not a rule.
+            be read, `start` is not a rule, or one past a limit; each message starts with
+            `source_path` (or "grammar").
     """
     from lark.exceptions import LarkError
 
@@ -69,6 +70,10 @@ def read_lark(text: str, start: str, import_paths: list[str],
     except OSError as e:  # (an %import's file)
         raise GrammarError(f"{where}: an %import cannot be read: {e.strerror or e}: "
                            f"{e.filename!r} (import_paths: {import_paths})") from None
+    except GrammarError as e:  # (pse's reader's: named by the grammar, as lark's are)
+        if type(e) is not GrammarError or str(e).startswith(f"{where}: "):
+            raise
+        raise GrammarError(f"{where}: {e}") from None
     if start not in rules:
         raise GrammarError(f"{where}: the start rule {start!r} is not defined")
     files = tuple(sorted((path, digest) for path, digest in used.items()
@@ -118,7 +123,7 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
         if params:  # a template: only its instances are rules
             continue
         if tree is None:  # (lark's builder crashes on it later)
-            raise GrammarError(f"grammar: rule {name} is declared with %declare but has no "
+            raise GrammarError(f"rule {name} is declared with %declare but has no "
                                "definition: only terminals can be declared")
         # (as lark: `!rule` keeps its anonymous terminals in the parse tree)
         anonymous.rule_options = (RuleOptions(keep_all_tokens=True)

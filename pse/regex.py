@@ -100,8 +100,7 @@ class _Builder:
     def check_size(self) -> None:
         limits.check_budget()
         if len(self.nfa.edges) > MAX_NFA_STATES:
-            raise GrammarError(f"regex {_shown(self.pattern)} is too large: more than "
-                               f"{MAX_NFA_STATES} automaton states (MAX_NFA_STATES)")
+            raise _too_large(self.pattern)
 
     def sequence(self, items, flags: int) -> automaton.Fragment:
         return automaton.concat(self.nfa, [self.node(op, av, flags) for op, av in items])
@@ -385,6 +384,8 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     b = _Builder(pattern, read_flags, char_class, ecma, assertions)
     if _refused_lookaround(items, search, assertions):
         raise b.lookaround_refused()  # before building what precedes it (it may be large)
+    if fewest_nfa_states(items) > MAX_NFA_STATES:
+        raise _too_large(pattern)  # (before building that many states)
     with _naming(pattern):
         return automaton.determinize(b.nfa, _language(b, items, b.flags, search, search))
 
@@ -435,6 +436,32 @@ def _naming(pattern: str) -> Iterator[None]:
         if str(e).startswith(f"regex {_shown(pattern)}"):
             raise
         raise GrammarError(f"regex {_shown(pattern)}: {e}") from None
+
+
+def _too_large(pattern: str) -> GrammarError:
+    return GrammarError(f"regex {_shown(pattern)} is too large: more than {MAX_NFA_STATES} "
+                        "automaton states (MAX_NFA_STATES)")
+
+
+def fewest_nfa_states(items: list) -> int:
+    """A lower bound on the NFA states `_Builder` makes for the parsed `items`: two per
+    character (a class's start and end, as `automaton.char_class` and JSON's class build it),
+    the sum over a sequence or alternation, a repeat's copies of its item (`x{m,n}` n of them,
+    `x{m,}` m + 1). A pattern past MAX_NFA_STATES is so refused before anything is built:
+    GBNF's `("a"){2}` nested 40 deep tries each level as one terminal, and each level past
+    a{2^17} built 200,000 states before it failed."""
+    n = 0
+    for op, av in items:
+        if op is _c.LITERAL or op is _c.NOT_LITERAL or op is _c.ANY or op is _c.IN:
+            n += 2
+        elif op is _c.BRANCH:
+            n += sum([fewest_nfa_states(branch) for branch in av[1]])
+        elif op is _c.SUBPATTERN:
+            n += fewest_nfa_states(av[3])
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+            lo, hi, sub = av
+            n += fewest_nfa_states(sub) * (lo + 1 if hi == _c.MAXREPEAT else hi)
+    return n
 
 
 def _shown(pattern: str) -> str:

@@ -95,6 +95,18 @@ def test_nested_counts_compile_in_linear_time(make, unit):
     make(40).compile()
 
 
+def test_nested_counts_past_the_automaton_limit_are_refused_before_they_are_built():
+    """GBNF reads a regular run as one terminal where its automaton fits: `("a"){2}` nested
+    40 deep was tried so at each level past a{2^16}, and each built MAX_NFA_STATES states
+    before it failed (80 levels read in 20 s). Those levels are refused before they are
+    built (regex.fewest_nfa_states), the others repeat a rule; the language is "b" and
+    a^(2^40)."""
+    grammar = pse.Grammar.from_gbnf('root ::= "b" | ' + "(" * 40 + '"a"' + "){2}" * 40)
+    assert grammar.matches("b")
+    for n in (0, 1, 2, 3, 64, 2 ** 16, 2 ** 16 + 1):
+        assert not grammar.matches("a" * n), n
+
+
 def test_a_rule_of_many_alternatives_compiles():
     """100,000 alternatives: the compiler looked each one's end up in a list of the machine's
     end states (quadratic: 93 s, past the compile budget)."""
@@ -115,6 +127,25 @@ def test_lark_terminals_made_of_terminals_are_put_in_place_once():
         assert grammar.matches(text) == bool(re.fullmatch("(?:x|yz){16}", text)), text
     with pytest.raises(GrammarError, match="MAX_TERMINAL_PARTS"):
         doubling(30)
+
+
+def test_errors_of_pses_lark_reader_name_the_grammar_as_larks_do(tmp_path):
+    """The errors of pse's own reading (its limits, rules it refuses) start with the grammar's
+    file, or "grammar", as lark's errors wrapped by the reader do."""
+    doubling = "start: T0\n" + "".join(f"T{i}: T{i + 1} T{i + 1}\n" for i in range(30)) \
+        + 'T30: "x"\n'
+    for text, error in [(doubling, "MAX_TERMINAL_PARTS"),
+                        ("%import common.NUMBER -> x\nstart: x",
+                         "rule start: uses the undefined rule 'x'"),
+                        ('start: "a" y\n%declare y', "rule y is declared with %declare"),
+                        ("start: (a) ~ 3..2\na: \"a\"", "rule start: bad range 3..2"),
+                        ("start: (", "lark cannot read the grammar")]:  # (lark's own)
+        for source in (None, str(tmp_path / "g.lark")):
+            where = source or "grammar"
+            with pytest.raises(GrammarError) as raised:
+                pse.Grammar(text, source_path=source).compile()
+            assert str(raised.value).startswith(f"{where}: "), str(raised.value)
+            assert error in str(raised.value)
 
 
 def test_imported_terminals_count_in_the_bounds(tmp_path):

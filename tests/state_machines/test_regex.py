@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from helpers import check_boundaries
-from pse import Chain, GrammarError, Phrase, Regex
+from pse import Chain, GrammarError, Phrase, Regex, automaton, regex
 
 CASES = [
     (r"a[b-d\d]*(x|yz){2,5}?.", ["ab12xxq", "axyzyz!", "ax", "abx\n", "a٣xx-"]),
@@ -163,6 +163,25 @@ def regex_strategy(max_leaves: int, counted: bool = True):
 
 
 regexes = regex_strategy(6)
+
+
+@given(regex_strategy(8))
+def test_fewest_nfa_states_is_a_lower_bound(pattern):
+    """The bound by which a pattern past MAX_NFA_STATES is refused before it is built is
+    never above the states the builder makes."""
+    flags, items = regex._parse(pattern, 0)
+    builder = regex._Builder(pattern, flags, automaton.char_class, False)
+    regex._language(builder, items, builder.flags, False, False)
+    assert regex.fewest_nfa_states(items) <= len(builder.nfa.edges), pattern
+
+
+def test_a_pattern_past_the_nfa_limit_is_refused_before_it_is_built():
+    """Counts whose copies alone pass MAX_NFA_STATES: the bound is past it, and the error is
+    the builder's."""
+    for pattern in ["a{100001}", "(?:" * 40 + "a" + "){2}" * 40, "(?:ab|c){50000,}x"]:
+        assert regex.fewest_nfa_states(regex._parse(pattern, 0)[1]) > regex.MAX_NFA_STATES
+        with pytest.raises(GrammarError, match="MAX_NFA_STATES"):
+            Regex(pattern)
 
 
 @given(regexes, st.lists(st.text("abcé-1\n", max_size=6), max_size=15))
