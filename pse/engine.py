@@ -27,7 +27,8 @@ MAX_FF_SPECIAL_TOKENS = 16  # forced special tokens in one call (a bound on the 
 
 def _slice_cache(structure: Any, vocab: Vocabulary, mask_memo: int) -> SliceCache:
     """The mask cache of (structure, vocabulary), shared by every engine using the pair. It
-    lives on the compiled structure, so it goes when the structure goes."""
+    lives on the compiled structure, so it goes when the structure goes (it keeps the
+    structure's tables, not the structure: no cycle for the garbage collector to find)."""
     key = (id(vocab), mask_memo)
     with _CACHES_LOCK:
         cache = structure.slice_caches.get(key)
@@ -99,7 +100,7 @@ class StructuringEngine:
         structure = _as_structure(structure)
         compiled = structure.compile()
         self._structure, self._model = structure, model
-        self._matcher = Matcher(_slice_cache(compiled, self.vocab, self.mask_memo))
+        self._matcher = Matcher(compiled, _slice_cache(compiled, self.vocab, self.mask_memo))
         self._committed = []
         return self
 

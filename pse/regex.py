@@ -448,8 +448,8 @@ def fewest_nfa_states(items: list) -> int:
     character (a class's start and end, as `automaton.char_class` and JSON's class build it),
     the sum over a sequence or alternation, a repeat's copies of its item (`x{m,n}` n of them,
     `x{m,}` m + 1). A pattern past MAX_NFA_STATES is so refused before anything is built:
-    GBNF's `("a"){2}` nested 40 deep tries each level as one terminal, and each level past
-    a{2^17} built 200,000 states before it failed."""
+    GBNF's `("a"){2}` nested 40 deep tries each level as one terminal, and each level from
+    a{2^17} on built 200,000 states before it failed."""
     n = 0
     for op, av in items:
         if op is _c.LITERAL or op is _c.NOT_LITERAL or op is _c.ANY or op is _c.IN:

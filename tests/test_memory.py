@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import weakref
 
 import numpy as np
 import pytest
@@ -140,6 +141,33 @@ def test_llama3_engines_are_freed():
         one(i)
     growth = rss_mb() - before
     assert growth < GROWTH_LIMIT_MB, f"resident memory grew by {growth:.1f} MB"
+
+
+def test_a_structure_goes_with_its_last_engine_without_a_collection():
+    """A compiled structure holds its slice caches, and a slice cache the structure's tables,
+    not the structure: dropping the structure and its last engine frees both at once (the
+    cycle they made left them, and the tables, to the next collection of their generation)."""
+    vocab = small_vocab()
+    gc.collect()
+    gc.disable()
+    try:
+        for make in (lambda: pse.Chain(pse.Phrase("a"), pse.Regex("[01]+(ab)?")),
+                     lambda: pse.JsonSchema({"type": "object",
+                                             "properties": {"a": {"type": "string"}}})):
+            machine = make()
+            engine = pse.StructuringEngine(vocab, mask_memo=4)
+            engine.configure(machine)
+            generate(engine, 3, np.random.default_rng(2))
+            copy = engine.copy()
+            structure = weakref.ref(engine._matcher.cache.structure)
+            assert structure() is machine.compile()
+            del engine, machine
+            copy.compute_mask()  # (the copy keeps the structure)
+            assert structure() is not None
+            del copy
+            assert structure() is None
+    finally:
+        gc.enable()
 
 
 def test_bounded_cache_keeps_the_most_recently_used():

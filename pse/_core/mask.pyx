@@ -67,6 +67,7 @@ cdef class Matcher:
     """The live parser states of one engine: masks, committed tokens, snapshots to roll back.
 
     Args:
+        structure: the compiled structure (the matcher keeps it: the cache does not).
         cache: the slice cache of the (structure, vocabulary) pair, shared by copies.
     """
 
@@ -110,10 +111,12 @@ cdef class Matcher:
         self.w.scratch.tops_seen.slots = NULL
         self.w.scratch.tops_seen.stamp = 0
 
-    def __init__(self, SliceCache cache):
+    def __init__(self, CompiledStructure structure, SliceCache cache):
         cdef int32_t i
+        if cache.structure is not structure:
+            raise ValueError("the slice cache is not the structure's")
         self.cache = cache
-        self.structure = cache.structure
+        self.structure = structure
         self.w.tables = &self.structure.t
         self.w.arena = &self.structure.arena
         self.w.seen_kept = &self.structure.seen
@@ -205,7 +208,7 @@ cdef class Matcher:
 
     def copy(self) -> Matcher:
         """An independent matcher in the same state (sharing the cache)."""
-        cdef Matcher m = Matcher(self.cache)
+        cdef Matcher m = Matcher(self.structure, self.cache)
         m.restore(self.snapshot())
         m.history = list(self.history)
         m.text = self.text

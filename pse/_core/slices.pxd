@@ -14,7 +14,7 @@
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t
 
-from pse._core.structure cimport CompiledStructure, PState
+from pse._core.structure cimport CompiledStructure, PState, Tables
 from pse._core.trie cimport TokenTrie
 
 
@@ -47,7 +47,14 @@ cdef enum:
 
 
 cdef class SliceCache:
-    cdef readonly CompiledStructure structure
+    # the structure's tables, a copy whose memory is `tables_memory` (its arrays) and the lists
+    # the entries read: not the structure, which holds this cache (a cycle would leave both to
+    # the garbage collector, and the structure's tables with them); `structure` is a weakref
+    cdef Tables t
+    cdef object tables_memory
+    cdef list terminal_keys
+    cdef list terminal_states
+    cdef object structure_ref
     cdef readonly TokenTrie trie
     cdef readonly int32_t n_words
     cdef dict entries

@@ -21,6 +21,7 @@ from pse.errors import GrammarError
 cnp.import_array()
 
 import threading
+import weakref
 from collections import OrderedDict
 
 # Slice entries kept per vocabulary for reuse across structures (least recently used dropped).
@@ -143,7 +144,11 @@ cdef class SliceCache:
         cdef int vocab_size = vocab.size
         if trie.shared_slices is None:
             trie.shared_slices = OrderedDict()
-        self.structure = structure
+        self.t = structure.t
+        self.tables_memory = structure._buffers
+        self.terminal_keys = structure.terminal_keys
+        self.terminal_states = structure.terminal_states
+        self.structure_ref = weakref.ref(structure)
         self.trie = trie
         self.vocab_size = vocab_size
         self.n_words = (vocab_size + 31) // 32
@@ -183,12 +188,17 @@ cdef class SliceCache:
     def __dealloc__(self):
         free(self.recent_keys)
 
+    @property
+    def structure(self):
+        """The compiled structure of this cache, None once it is gone (see `t`)."""
+        return self.structure_ref()
+
     def __len__(self):
         return len(self.entries)
 
     cdef SliceEntry get(self, const PState* s):
         return self.entry(s.term, s.dstate,
-                          count_class(&self.structure.t, s.term, s.count, self.horizon))
+                          count_class(&self.t, s.term, s.count, self.horizon))
 
     cdef SliceEntry entry(self, int32_t term, int32_t dstate, int32_t cls):
         """The entry of terminal state (term, dstate) at count class `cls`: cached, shared
@@ -197,9 +207,9 @@ cdef class SliceCache:
         entry = self.entries.get(key)
         if entry is not None:
             return <SliceEntry>entry
-        start = self.structure.t.term_start[term]
+        start = self.t.term_start[term]
         local = dstate - start
-        states = self.structure.terminal_states[term]
+        states = self.terminal_states[term]
         how = None if states is None else states.derivation(local)
         if how is not None:
             twin, ends = how
@@ -212,7 +222,7 @@ cdef class SliceCache:
         if states is not None and local in states.residual:
             global_key = (states.residual[local], cls, follow)
         else:
-            global_key = (self.structure.terminal_keys[term], local, cls, follow)
+            global_key = (self.terminal_keys[term], local, cls, follow)
         # pop and re-insert rather than get and move_to_end: a thread switch between those
         # two (a garbage collection can run Python code) could let another thread evict the
         # key, and move_to_end would raise KeyError
@@ -264,7 +274,7 @@ cdef class SliceCache:
         an item may close, or its value be settled, and a repeat is refused), as bits aligned
         with the entry's within words, and the trie nodes of all such tokens (each is checked
         by stepping along it). `after_zero`: the byte before the token is a "0" or "."."""
-        cdef const Tables* t = &self.structure.t
+        cdef const Tables* t = &self.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t term = s.term
         cdef int32_t cls = count_class(t, term, s.count, self.horizon)
@@ -322,7 +332,7 @@ cdef class SliceCache:
         return <tuple>found
 
     cdef SliceEntry build(self, int32_t term, int32_t dstate, int32_t cls):
-        cdef const Tables* t = &self.structure.t
+        cdef const Tables* t = &self.t
         # a counted terminal with a bound sees a new count class at (nearly) every unit: one
         # walk of the trie records what each count allows, and each class is a filter of it
         if t.term_counted[term] == TERM_UNITS and (t.term_max[term] != UNBOUNDED
@@ -344,7 +354,7 @@ cdef class SliceCache:
         An exit or leaf whose tokens are all within the terminal is left out: those tokens
         are allowed whatever follows (a name's every letter is a place where another name
         could start, but the tokens below are names already)."""
-        cdef const Tables* t = &self.structure.t
+        cdef const Tables* t = &self.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t count = class_count(t, term, cls, self.horizon)
         cdef int32_t first = node + 1, stop = tr.node_end[node], base = tr.node_depth[node]
@@ -460,7 +470,7 @@ cdef class SliceCache:
     cdef SliceEntry subtree_entry(self, const PState* s, int32_t node):
         """The entry of the terminal state of `s` (just started on the byte of trie node
         `node`) over the tokens below that node: built on first use, kept in an LRU."""
-        cdef int32_t cls = count_class(&self.structure.t, s.term, s.count, self.horizon)
+        cdef int32_t cls = count_class(&self.t, s.term, s.count, self.horizon)
         cdef uint32_t h = ((<uint32_t>s.term * 0x9E3779B1u) ^ (<uint32_t>s.dstate * 0x85EBCA77u)
                            ^ (<uint32_t>cls * 0xC2B2AE3Du) ^ (<uint32_t>node * 0x27D4EB2Fu))
         cdef int32_t slot = (h ^ (h >> 16)) & (RECENT_SLOTS - 1)
@@ -493,7 +503,7 @@ cdef class SliceCache:
         (c + need <= max), and at the places where the terminal may end, `done`, the units
         completed there (c + done >= min). Returns (within ids sorted by need, their needs,
         leaf ids, bytes, dones, needs, exit nodes, bytes, dones, needs) as arrays."""
-        cdef const Tables* t = &self.structure.t
+        cdef const Tables* t = &self.t
         cdef const Trie* tr = &self.trie.t
         cdef int32_t n_tok = max(tr.node_tok_off[tr.n_nodes], 1)
         cdef cnp.ndarray[cnp.int32_t] w_id = np.empty(n_tok, dtype=np.int32)
@@ -563,7 +573,7 @@ cdef class SliceCache:
 
     cdef SliceEntry profile_entry(self, int32_t term, int32_t dstate, int32_t cls):
         """The entry of count class `cls`, filtered from the profile of (term, dstate)."""
-        cdef const Tables* t = &self.structure.t
+        cdef const Tables* t = &self.t
         cdef int32_t mn = t.term_min[term], mx = t.term_max[term], k, n
         cdef int32_t count = class_count(t, term, cls, self.horizon)
         key = (term, dstate)
