@@ -16,8 +16,9 @@ builds without a profile (quicker, while editing), and any failure of the instru
 of the training run falls back to the plain build, with a warning.
 
 A module is built again only when what it is built from changed: build_temp/pse-built.json
-keeps a digest of each one's C source (and headers) and whether the profile guided it, so a
-second `pip install .` of an unchanged tree builds nothing.
+keeps a digest of each one's C source (and headers), whether the profile guided it, and the
+size and date of the file built (another build writing there makes it stale), so a second
+`pip install .` of an unchanged tree builds nothing.
 
 PSE_SANITIZE=address builds a debug core under AddressSanitizer (-O1 -g, bounds checks of the
 C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does. It leaves the
@@ -114,6 +115,11 @@ class BuildExt(build_ext):
             self._build_pass([e for e in self.extensions if e not in guided], "plain")
             if not self.rebuild and all(self._built_as(e) == "guided" for e in guided):
                 return
+            # (on disk before the instrumented pass: a build killed in it must not leave its
+            # modules recorded as guided)
+            for ext in guided:
+                self.record.pop(os.path.abspath(self.get_ext_fullpath(ext.name)), None)
+            _write_record(record_path, self.record)
             profiles = os.path.abspath(os.path.join(self.build_temp, "pgo"))
             shutil.rmtree(profiles, ignore_errors=True)
             os.makedirs(profiles)
@@ -143,20 +149,23 @@ class BuildExt(build_ext):
             print(f"pse: {ext.name} is up to date", file=sys.stderr)
             # (newer than its sources: the copy an in-place build makes keeps this date, and
             # tests/conftest.py compares them)
-            os.utime(self.get_ext_fullpath(ext.name))
+            built = os.path.abspath(self.get_ext_fullpath(ext.name))
+            os.utime(built)
+            self.record[built][2:] = _stamp(built)
             return
         built = os.path.abspath(self.get_ext_fullpath(ext.name))
         self.record.pop(built, None)
         super().build_extension(ext)
         if self.build_pass != "instrumented":
-            self.record[built] = [_digest(ext), self.build_pass]
+            self.record[built] = [_digest(ext), self.build_pass, *_stamp(built)]
 
     def _built_as(self, ext: Extension) -> str | None:
         """How the module under build_lib was built ("plain" or "guided"), if it was built
-        from the sources `ext` has now; else None."""
+        from the sources `ext` has now and is the file this build wrote (not one another
+        build, an older setup.py's, put there since); else None."""
         built = os.path.abspath(self.get_ext_fullpath(ext.name))
         entry = self.record.get(built)
-        if entry is None or not os.path.exists(built):
+        if entry is None or not os.path.exists(built) or entry[2:] != _stamp(built):
             return None
         return entry[1] if entry[0] == _digest(ext) else None
 
@@ -209,7 +218,19 @@ def _read_record(path: str) -> dict:
             record = json.load(f)
     except (OSError, ValueError):
         return {}
-    return record if isinstance(record, dict) else {}
+    if not isinstance(record, dict):
+        return {}
+    # (entries of another form, from an older setup.py or damaged, are dropped: rebuilt)
+    return {path: entry for path, entry in record.items()
+            if isinstance(entry, list) and len(entry) == 4
+            and all(isinstance(x, str) for x in entry[:2])
+            and all(isinstance(x, int) for x in entry[2:])}
+
+
+def _stamp(path: str) -> list:
+    """The size and modification time (ns) of a built module: which file the record is about."""
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _write_record(path: str, record: dict) -> None:
