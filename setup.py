@@ -16,9 +16,9 @@ builds without a profile (quicker, while editing), and any failure of the instru
 of the training run falls back to the plain build, with a warning.
 
 A module is built again only when what it is built from changed: build_temp/pse-built.json
-keeps a digest of each one's C source (and headers), whether the profile guided it, and the
-size and date of the file built (another build writing there makes it stale), so a second
-`pip install .` of an unchanged tree builds nothing.
+keeps a digest of each one's C source (and headers) and build options, whether the profile
+guided it, and the size and date of the file built (another build writing there makes it
+stale), so a second `pip install .` of an unchanged tree builds nothing.
 
 PSE_SANITIZE=address builds a debug core under AddressSanitizer (-O1 -g, bounds checks of the
 C arrays by ASan); run Python with the ASan runtime preloaded, as .ci/asan does. It leaves the
@@ -108,6 +108,8 @@ class BuildExt(build_ext):
         record_path = os.path.join(self.build_temp, "pse-built.json")
         self.record = _read_record(record_path)
         self.rebuild, self.force = bool(self.force), True  # (freshness is decided here)
+        # (taken before _flags adds the profile's flags, which the pass name records)
+        self.options = {e.name: self._options(e) for e in self.extensions}
         try:
             if SANITIZE or PGO == "0" or not guided or not self._is_gcc():
                 self._build_pass(self.extensions, "plain")
@@ -157,7 +159,7 @@ class BuildExt(build_ext):
         self.record.pop(built, None)
         super().build_extension(ext)
         if self.build_pass != "instrumented":
-            self.record[built] = [_digest(ext), self.build_pass, *_stamp(built)]
+            self.record[built] = [self._digest(ext), self.build_pass, *_stamp(built)]
 
     def _built_as(self, ext: Extension) -> str | None:
         """How the module under build_lib was built ("plain" or "guided"), if it was built
@@ -167,7 +169,30 @@ class BuildExt(build_ext):
         entry = self.record.get(built)
         if entry is None or not os.path.exists(built) or entry[2:] != _stamp(built):
             return None
-        return entry[1] if entry[0] == _digest(ext) else None
+        return entry[1] if entry[0] == self._digest(ext) else None
+
+    def _options(self, ext: Extension) -> str:
+        """How a module is built: the compiler's command (CC and CFLAGS are in it), the
+        module's flags and macros, --debug, and the versions of Python and numpy (whose
+        headers it includes: their folder is a temporary one under pip, not a version)."""
+        compiler = self.compiler
+        return json.dumps([getattr(compiler, "compiler_so", None),
+                           getattr(compiler, "linker_so", None), ext.extra_compile_args,
+                           ext.extra_link_args, ext.define_macros, ext.undef_macros,
+                           ext.libraries, bool(self.debug), sys.version, numpy.__version__,
+                           SANITIZE])
+
+    def _digest(self, ext: Extension) -> str:
+        """What a module is built from: its options and its sources' and headers' contents.
+        Not the paths of the build environment: Cython writes the include folders (under
+        pip's temporary environment) into a comment at the top of each .c, and headers live
+        there."""
+        h = hashlib.sha256(self.options[ext.name].encode())
+        for path in [*ext.sources, *ext.depends]:
+            with open(path, "rb") as f:
+                text = CYTHON_METADATA.sub(b"", f.read(), count=1)
+            h.update(os.path.basename(path).encode() + b"\0" + hashlib.sha256(text).digest())
+        return h.hexdigest()
 
     def _build_pass(self, extensions: list, build_pass: str) -> None:
         everything, self.extensions, self.build_pass = self.extensions, extensions, build_pass
@@ -198,18 +223,6 @@ class BuildExt(build_ext):
                    [where, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "pgo_workload.py")],
                        check=True, env=env, cwd=where, timeout=600)
-
-
-def _digest(ext: Extension) -> str:
-    """What a module is built from: its sources' and headers' contents, and the sanitizer.
-    Not the paths of the build environment: Cython writes the include folders (under pip's
-    temporary environment) into a comment at the top of each .c, and headers live there."""
-    h = hashlib.sha256(SANITIZE.encode())
-    for path in [*ext.sources, *ext.depends]:
-        with open(path, "rb") as f:
-            text = CYTHON_METADATA.sub(b"", f.read(), count=1)
-        h.update(os.path.basename(path).encode() + b"\0" + hashlib.sha256(text).digest())
-    return h.hexdigest()
 
 
 def _read_record(path: str) -> dict:
