@@ -258,8 +258,14 @@ class _LarkTrees(BnfBuilder):
 
         super().__init__()
         self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
-        self.anonymous = anonymous  # lark's PrepareAnonTerminals: names a literal's terminal
-        self.literals = PrepareLiterals()
+        # lark's PrepareAnonTerminals names a literal's terminal, PrepareLiterals makes its
+        # pattern (their methods bound once: each attribute access makes a wrapper)
+        self.name_terminal = anonymous.pattern
+        literals = PrepareLiterals()
+        self.pattern_of = {"literal": literals.literal, "range": literals.range}
+        # a literal's alternatives by its tokens: one spelled many times is read once (lark
+        # names the same pattern the same terminal each time)
+        self.by_literal: dict[tuple, list[Alternative]] = {}
 
     def rule(self, name: str, tree) -> None:
         self.current = name
@@ -281,13 +287,17 @@ class _LarkTrees(BnfBuilder):
         if data == "value":
             return self.alternatives(node.children[0])
         if data in ("literal", "range"):  # a string, regex or range: its terminal
-            try:
-                (pattern,) = getattr(self.literals, data)(*node.children).children
-            except AssertionError:  # (lark's check of a range's ends)
-                raise GrammarError(f"rule {self.current}: the ends of a range must be single "
-                                   f"characters: {' .. '.join(map(str, node.children))}"
-                                   ) from None
-            return self.alternatives(self.anonymous.pattern(pattern))
+            key = (data, *((token.type, str(token)) for token in node.children))
+            found = self.by_literal.get(key)
+            if found is None:
+                try:
+                    (pattern,) = self.pattern_of[data](*node.children).children
+                except AssertionError:  # (lark's check of a range's ends)
+                    raise GrammarError(f"rule {self.current}: the ends of a range must be "
+                                       f"single characters: "
+                                       f"{' .. '.join(map(str, node.children))}") from None
+                found = self.by_literal[key] = self.alternatives(self.name_terminal(pattern))
+            return list(found)
         if data == "expansion":
             return self.expansion([self.alternatives(child) for child in node.children])
         if data == "maybe":
