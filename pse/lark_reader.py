@@ -16,6 +16,7 @@ releases it was written for.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import NamedTuple
 
@@ -85,14 +86,14 @@ def _terminals(grammar) -> list:
     """Lark's terminal definitions, each a pattern (as `Grammar.compile` makes them)."""
     from lark.exceptions import GrammarError as LarkGrammarError
     from lark.lexer import TerminalDef
-    from lark.load_grammar import PrepareLiterals, TerminalTreeToPattern
+    from lark.load_grammar import TerminalTreeToPattern
 
     for name, (tree, _) in grammar.term_defs:
         if tree is not None:
             expansions = list(tree.find_data("expansion"))
             if len(expansions) == 1 and not expansions[0].children:
                 raise LarkGrammarError(f"Terminals cannot be empty ({name})")
-    to_pattern = PrepareLiterals() * TerminalTreeToPattern()
+    to_pattern = _literals() * TerminalTreeToPattern()
     return [TerminalDef(name, to_pattern.transform(tree), priority)
             for name, (tree, priority) in grammar.term_defs if tree is not None]
 
@@ -104,7 +105,6 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     from lark.load_grammar import (
         ApplyTemplates,
         PrepareAnonTerminals,
-        PrepareLiterals,
         ValidateSymbols,
     )
 
@@ -114,7 +114,7 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     # (literals to anonymous terminals) as it reads the tree, in one walk instead of four
     prepare = None
     if any(params for _, params, _, _ in rule_defs):
-        prepare = PrepareLiterals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
+        prepare = _literals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
     bnf = _LarkTrees(anonymous)
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
@@ -254,14 +254,13 @@ class _LarkTrees(BnfBuilder):
 
     def __init__(self, anonymous) -> None:
         from lark.grammar import NonTerminal, Terminal
-        from lark.load_grammar import PrepareLiterals
 
         super().__init__()
         self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
         # lark's PrepareAnonTerminals names a literal's terminal, PrepareLiterals makes its
         # pattern (their methods bound once: each attribute access makes a wrapper)
         self.name_terminal = anonymous.pattern
-        literals = PrepareLiterals()
+        literals = _literals()
         self.pattern_of = {"literal": literals.literal, "range": literals.range}
         # a literal's alternatives by its tokens: one spelled many times is read once (lark
         # names the same pattern the same terminal each time)
@@ -316,6 +315,44 @@ class _LarkTrees(BnfBuilder):
 
 
 REPEATS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
+
+
+def _literals():
+    """Lark's PrepareLiterals (a literal's tree to its pattern's), reading a plain literal
+    itself (see `plain_pattern`)."""
+    return _literals_class()()
+
+
+@functools.cache
+def _literals_class() -> type:
+    from lark import v_args
+    from lark.load_grammar import ST, PrepareLiterals, _literal_to_pattern
+
+    @v_args(inline=True)
+    class Literals(PrepareLiterals):
+        def literal(self, literal):
+            return ST("pattern", [plain_pattern(literal) or _literal_to_pattern(literal)])
+
+    return Literals
+
+
+def plain_pattern(literal):
+    """The pattern lark makes of a string or regex literal (a `Token`), where its text holds
+    no backslash, quote or newline and it has lark's flags: the text itself (most literals,
+    keywords and punctuation, are such). Lark reads every literal through `literal_eval`,
+    much of a grammar's reading (docs/performance.md); None where it is not plain (lark reads
+    it)."""
+    from lark.lexer import PatternRE, PatternStr
+
+    text = literal.value
+    flags_at = max(text.rfind("/"), text.rfind('"')) + 1
+    body, flags = text[1:flags_at - 1], text[flags_at:]
+    if literal.type not in ("STRING", "REGEXP") or flags_at < 2 or not body \
+            or text[0] != text[flags_at - 1] or text[0] != ('"' if literal.type == "STRING"
+                                                           else "/") \
+            or any(c in body for c in "\\'\n") or any(f not in "imslux" for f in flags):
+        return None
+    return (PatternStr if literal.type == "STRING" else PatternRE)(body, flags, raw=text)
 
 
 def _product(numbers) -> int:

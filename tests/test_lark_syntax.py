@@ -222,3 +222,35 @@ def test_relative_imports_build_as_lark(tmp_path):
 @given(random_grammars())
 def test_random_grammars_build_as_lark_s(text):
     assert_builds_as_lark(text)
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(["STRING", "REGEXP"]), st.text(alphabet='ab/"\\\'\n x.é', max_size=6),
+       st.text(alphabet="imsluxq", max_size=2))
+def test_plain_literals_read_as_lark_reads_them(kind, body, flags):
+    """lark_reader reads a literal without escapes or quotes itself: to the pattern lark's
+    `_literal_to_pattern` makes of it, and leaves lark every literal lark refuses."""
+    from lark.lexer import Token
+    from lark.load_grammar import _literal_to_pattern
+
+    from pse.lark_reader import plain_pattern
+
+    delimiter = '"' if kind == "STRING" else "/"
+    token = Token(kind, delimiter + body + delimiter + flags)
+    ours = plain_pattern(token)
+    if ours is None:
+        return
+    theirs = _literal_to_pattern(token)
+    assert (type(ours), ours.value, ours.flags, ours.raw) == \
+        (type(theirs), theirs.value, theirs.flags, theirs.raw)
+
+
+def test_plain_literals_are_read_by_pse():
+    from lark.lexer import Token
+
+    from pse.lark_reader import plain_pattern
+
+    assert plain_pattern(Token("STRING", '"select"i')).value == "select"
+    assert plain_pattern(Token("REGEXP", "/[a-z]+/")).value == "[a-z]+"
+    for text in ('"it\'s"', '"a\\nb"', '""', '"a"q'):
+        assert plain_pattern(Token("STRING", text)) is None
