@@ -337,11 +337,12 @@ def _literals_class() -> type:
 
 
 def plain_pattern(literal):
-    """The pattern lark makes of a string or regex literal (a `Token`), where its text holds
-    no backslash, quote or newline and it has lark's flags: the text itself (most literals,
-    keywords and punctuation, are such). Lark reads every literal through `literal_eval`,
-    much of a grammar's reading (docs/performance.md); None where it is not plain (lark reads
-    it)."""
+    """The pattern lark makes of a string or regex literal (a `Token`), where its text is
+    printable (no control character: `literal_eval` reads a carriage return as a newline and
+    refuses a NUL; no lone surrogate) and holds no backslash or quote, and its flags are
+    lark's: the text itself (most literals, keywords and punctuation, are such). Lark reads
+    every literal through `literal_eval`, much of a grammar's reading (docs/performance.md);
+    None where it is not plain (lark reads it)."""
     from lark.lexer import PatternRE, PatternStr
 
     text = literal.value
@@ -350,7 +351,8 @@ def plain_pattern(literal):
     if literal.type not in ("STRING", "REGEXP") or flags_at < 2 or not body \
             or text[0] != text[flags_at - 1] or text[0] != ('"' if literal.type == "STRING"
                                                            else "/") \
-            or any(c in body for c in "\\'\n") or any(f not in "imslux" for f in flags):
+            or not body.isprintable() or "\\" in body or "'" in body \
+            or any(f not in "imslux" for f in flags):
         return None
     return (PatternStr if literal.type == "STRING" else PatternRE)(body, flags, raw=text)
 
