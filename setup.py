@@ -172,15 +172,16 @@ class BuildExt(build_ext):
         return entry[1] if entry[0] == self._digest(ext) else None
 
     def _options(self, ext: Extension) -> str:
-        """How a module is built: the compiler's command (CC and CFLAGS are in it) and what
-        build_ext's options set on it (-D, -U, -I, -l, -L), the module's flags and macros,
-        --debug, Python's version, and numpy's where the module includes its headers (their
-        folder is a temporary one under pip: the version stands for it)."""
+        """How a module is built: the compiler's command (CC and CFLAGS are in it) and the
+        macros and libraries build_ext's -D, -U and -l set on it, the module's flags and
+        macros, --debug, Python's version, and numpy's where the module includes its headers
+        (their folder is a temporary one under pip: the version stands for it). Not the
+        compiler's include and library folders: a venv adds its own (empty) include folder,
+        and the vLLM and SGLang venvs of CI would build everything again."""
         compiler = self.compiler
         uses_numpy = numpy.get_include() in ext.include_dirs
         return json.dumps([*(getattr(compiler, name, None) for name in (
-                               "compiler_so", "linker_so", "macros", "include_dirs", "libraries",
-                               "library_dirs", "runtime_library_dirs")),
+                               "compiler_so", "linker_so", "macros", "libraries")),
                            ext.extra_compile_args, ext.extra_link_args, ext.define_macros,
                            ext.undef_macros, ext.libraries, bool(self.debug), sys.version,
                            numpy.__version__ if uses_numpy else None, SANITIZE])
