@@ -425,6 +425,30 @@ def _lark_count(gbnf: str) -> str:
     return f"{body} ~ {low}..{high}" if high else f"{body} ~ {low}"
 
 
+def test_counts_of_counts_nested_deep():
+    """`("a"){1,2}` nested d deep is a{1,2^d}: its regex reads as that one count (nested, each
+    level's automaton took four times the one inside it: 14 levels stopped at the compile's
+    30 s budget). 13 levels are one terminal: the counts at its edges, against the
+    language's definition. From 14 the one terminal would pass MAX_DFA_STATES, so an inner
+    level is one and the outer counts are rules: they compile and read short texts (a long
+    one splits among the rules' copies in more ways than max_live_states allows)."""
+    def nested(depth: int) -> Grammar:
+        body = '"a"'
+        for _ in range(depth):
+            body = f"({body}){{1,2}}"
+        return Grammar.from_gbnf(f"root ::= {body}")
+
+    grammar = nested(13)
+    n = 2 ** 13
+    for k, expected in ((0, False), (1, True), (2, True), (n // 2 + 1, True), (n, True),
+                        (n + 1, False)):
+        assert grammar.matches("a" * k) == expected, k
+    assert not grammar.matches("a" * (n // 2) + "b")
+    grammar = nested(14)
+    for k in range(40):
+        assert grammar.matches("a" * k) == (k > 0), k
+
+
 def test_long_word_lists_mask_as_the_words_allow():
     """A list of words whose one automaton would pass MAX_DFA_STATES runs as a few merged
     terminals, not a live state per word ("too ambiguous" at the first byte from about 2,000

@@ -240,3 +240,71 @@ def test_bounded_repeats_agree_with_re(lo, extra, sub):
         expected = bool(re.fullmatch(pattern, text))
         assert whole.matches(text.encode()) == expected, (pattern, text)
         assert search.matches(text.encode()) == expected, (pattern, text)
+
+
+
+# --- counts of counts, against positions reached (Python's `re` backtracks for minutes on a
+# nullable count inside counts, `((a{0,3}){3,6}){3,6}` on eight characters) ------------------
+
+def _ends(tree, text: str, at: int, fold: bool) -> set[int]:
+    """Where a match of `tree` (a pattern tree below) that starts at `at` in `text` can end."""
+    kind = tree[0]
+    if kind == "chars":
+        c = text[at:at + 1]
+        return {at + 1} if c and (c.lower() if fold else c) in tree[1] else set()
+    if kind == "seq":
+        places = {at}
+        for part in tree[1]:
+            places = {e for p in places for e in _ends(part, text, p, fold)}
+        return places
+    if kind == "alt":
+        return {e for part in tree[1] for e in _ends(part, text, at, fold)}
+    _, sub, lo, hi, group, _lazy = tree
+    fold = fold or group == "(?i:"
+    reached, places, k = ({at} if lo == 0 else set()), {at}, 0
+    while places and (hi is None or k < hi):
+        places = {e for p in places for e in _ends(sub, text, p, fold)}
+        k += 1
+        if hi is None and k > lo:
+            places -= reached  # (past the least count, any count: positions new to it)
+        if k >= lo:
+            reached |= places
+    return reached
+
+
+def _pattern(tree) -> str:
+    kind = tree[0]
+    if kind == "chars":
+        return tree[1] if len(tree[1]) == 1 else f"[{tree[1]}]"
+    if kind == "seq":
+        return "".join(map(_pattern, tree[1]))
+    if kind == "alt":
+        return "(?:" + "|".join(map(_pattern, tree[1])) + ")"
+    _, sub, lo, hi, group, lazy = tree
+    count = "{%d,%s}" % (lo, "" if hi is None else hi)
+    return f"{group}{_pattern(sub)}){count}{'?' if lazy else ''}"
+
+
+count_trees = st.recursive(
+    st.sampled_from([("chars", "a"), ("chars", "ab"), ("seq", [("chars", "a"), ("chars", "b")]),
+                     ("alt", [("chars", "a"), ("seq", [("chars", "b"), ("chars", "a")])])]),
+    lambda sub: st.tuples(st.just("rep"), sub, st.integers(0, 4),
+                          st.sampled_from([0, 1, 2, 3, None]), st.sampled_from(["(?:", "(", "(?i:"]),
+                          st.booleans()).map(
+        lambda r: r[:3] + (None if r[3] is None else r[2] + r[3],) + r[4:]),
+    max_leaves=4)
+
+
+@given(count_trees, st.lists(st.text("abA", max_size=14), max_size=8))
+def test_nested_counts_agree_with_the_positions_they_reach(tree, texts):
+    """Counts of counts, `(x{a,b}){c,d}` (read as one count `x{ca,db}` where no count between
+    is missing), in groups plain, capturing or with flags, lazy or greedy, nullable or not:
+    every text of up to five characters of a, b, A, runs of a, and random ones, whole,
+    against the positions a match can reach (a direct reading of the pattern)."""
+    pattern = _pattern(tree)
+    compiled = compile_regex(pattern)
+    texts += ["".join(t) for n in range(6) for t in itertools.product("abA", repeat=n)]
+    texts += ["a" * n for n in range(6, 40)] + ["ab" * n for n in range(3, 12)]
+    for text in texts:
+        assert compiled.matches(text.encode()) == (len(text) in _ends(tree, text, 0, False)), \
+            (pattern, text)
