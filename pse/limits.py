@@ -15,8 +15,7 @@ import os
 import sys
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from pse._core import structure as _structure
 from pse.errors import GrammarError
@@ -70,35 +69,47 @@ class _Budget:
         self.memory_start: tuple[int, int] | None = None
 
 
-@contextmanager
-def compile_budget(what: str) -> Iterator[None]:
+class compile_budget:
     """Start the clock for compiling `what`, unless a compile that encloses this one already
-    has (a schema compiles its regexes, then its machine tree: one budget for all).
+    has (a schema compiles its regexes, then its machine tree: one budget for all). A context
+    manager: `with compile_budget("a JSON Schema"): ...` (a class, not a generator: compiles
+    enter it several times each, and a generator's frame cost more than most of them).
 
     Args:
-        what: a name for the error message ("JSON Schema", the machine's repr).
+        what: a name for the error message ("JSON Schema", the machine's repr), or a
+            function of no arguments that gives it (called only for the outermost compile).
     """
-    if getattr(_local, "budget", None) is not None:
-        yield
-        return
-    _local.budget = _Budget(float("inf") if COMPILE_SECONDS is None else
-                            time.monotonic() + COMPILE_SECONDS, what)
-    # no garbage collection while compiling: a compile allocates many short-lived containers,
-    # and each collection it set off would also scan everything the process holds (one
-    # collection after the compile instead)
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        _local.budget = None
-        if paused:
-            gc.enable()
+
+    __slots__ = ("what", "paused", "outermost")
+
+    def __init__(self, what: str | Callable[[], str]) -> None:
+        self.what, self.paused, self.outermost = what, False, False
+
+    def __enter__(self) -> None:
+        if getattr(_local, "budget", None) is not None:
+            return
+        what = self.what if isinstance(self.what, str) else self.what()
+        _local.budget = _Budget(float("inf") if COMPILE_SECONDS is None else
+                                time.monotonic() + COMPILE_SECONDS, what)
+        self.outermost = True
+        # no garbage collection while compiling: a compile allocates many short-lived
+        # containers, and each collection it set off would also scan everything the process
+        # holds (one collection after the compile instead)
+        self.paused = gc.isenabled()
+        if self.paused:
+            gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outermost:
+            _local.budget = None
+            self.outermost = False
+            if self.paused:
+                gc.enable()
 
 
 def within_budget(describe: Callable[..., str]) -> Callable[[Callable], Callable]:
-    """Decorate a compiling function: each call runs within `compile_budget(describe(...))`.
+    """Decorate a compiling function: each call runs within `compile_budget(describe(...))`
+    (`describe` is called only where no compile encloses the call).
 
     Args:
         describe: names what is compiled, given the call's arguments.
@@ -107,7 +118,7 @@ def within_budget(describe: Callable[..., str]) -> Callable[[Callable], Callable
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
-            with compile_budget(describe(*args, **kwargs)):
+            with compile_budget(lambda: describe(*args, **kwargs)):
                 return fn(*args, **kwargs)
         return run
 

@@ -103,8 +103,10 @@ def test_entries(monkeypatch):
 def test_budget_stops_a_long_determinization(monkeypatch):
     monkeypatch.setattr(limits, "COMPILE_SECONDS", 0.002)
     # about 8,000 DFA states: some 15 ms to build, the NFA before them a tenth of a ms
-    with pytest.raises(GrammarError, match="COMPILE_SECONDS"):
+    with pytest.raises(GrammarError, match="COMPILE_SECONDS") as info:
         pse.Regex(r"[ab]*a[ab]{12}")
+    # (the regex compiler is the outermost compile here: its budget names the regex)
+    assert "compiling the regex '[ab]*a[ab]{12}' took more than" in str(info.value)
 
 
 def test_budget_in_a_schema_names_the_pointer(monkeypatch):
@@ -135,6 +137,33 @@ def test_budget_covers_reading_a_grammar(monkeypatch):
     with limits.compile_budget("a grammar"):
         with pytest.raises(GrammarError, match="COMPILE_SECONDS"):
             lark_reader.read_lark('start: ["a"] ~ 5000', "start", [], None)
+
+
+def test_budget_pauses_collection_until_the_outermost_compile_ends():
+    """Garbage collection is off inside a compile and back on after it, error or not; a
+    compile inside another shares its budget (the inner end changes nothing)."""
+    import gc
+
+    assert gc.isenabled()
+    with limits.compile_budget("outer"):
+        assert not gc.isenabled()
+        with limits.compile_budget(lambda: pytest.fail("an inner compile is not named")):
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        assert limits._local.budget.what == "outer"
+    assert gc.isenabled() and limits._local.budget is None
+    with pytest.raises(ValueError):
+        with limits.compile_budget(lambda: "named late"):
+            assert limits._local.budget.what == "named late"
+            raise ValueError
+    assert gc.isenabled() and limits._local.budget is None
+    gc.disable()  # (a process that keeps collection off: the compile leaves it off)
+    try:
+        with limits.compile_budget("x"):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_budget_covers_the_machine_compiler(monkeypatch):
