@@ -563,3 +563,44 @@ def test_table_values_past_their_type_are_refused(name, value):
     tables[name] = [value] + list(tables[name])[1:]
     with pytest.raises(OverflowError):
         CompiledStructure(None, tables, n_rules)
+
+
+_FORMS = {
+    "list": lambda a: a.tolist(),
+    "wider": lambda a: a.astype(np.int64) if a.dtype.itemsize < 8 else a.astype(np.uint64),
+    "byte-swapped": lambda a: a.astype(a.dtype.newbyteorder(">")),  # (the same type number)
+    "strided": lambda a: np.repeat(a, 2)[::2],
+}
+
+
+@pytest.mark.parametrize("form", sorted(_FORMS))
+def test_tables_in_any_form_compile_alike(monkeypatch, form):
+    """CompiledStructure takes the compiler's arrays as they are where they have their table's
+    type and layout; a list, or an array of another type, byte order or layout, is read by its
+    values: each form of the same tables accepts the texts jsonschema accepts."""
+    import jsonschema
+
+    from pse import compiler
+
+    real = compiler._tables
+    calls = []
+
+    def altered(machine):
+        calls.append(machine)
+        tables, n_rules = real(machine)
+        changed = {name: _FORMS[form](value) for name, value in tables.items()
+                   if isinstance(value, np.ndarray) and value.ndim == 1}
+        assert changed  # (the compiler gives arrays: the test reads them in another form)
+        return {**tables, **changed}, n_rules
+
+    monkeypatch.setattr(compiler, "_tables", altered)
+    schema = {"type": "object", "required": ["a"],
+              "properties": {"a": {"type": "integer", "maximum": 300},
+                             "b": {"enum": ["x", "yz"]}, "c": {"pattern": "^[ab]{2,3}$"}}}
+    structure = JsonSchema(schema)
+    texts = ['{"a":1}', '{"a":300,"b":"yz"}', '{"a":301}', '{"b":"x"}', '{"a":1.5}',
+             '{"a":1,"b":"z"}', '{"a":-4,"c":"aba"}', '{"a":1,"c":"abab"}', '{"a":1,"c":"a"}']
+    for text in texts:
+        valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+        assert structure.matches(text) == valid, text
+    assert calls  # (the structure was compiled from the altered tables)

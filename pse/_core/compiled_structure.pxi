@@ -207,6 +207,8 @@ cdef enum:
 cdef dict _KIND_OF = {np.uint8: _U8, np.int32: _I32, np.uint32: _U32, np.int64: _I64,
                       np.uint64: _U64}
 cdef int[5] _SIZE_OF = [1, 4, 4, 8, 8]
+cdef int[5] _TYPE_NUMBER = [cnp.NPY_UINT8, cnp.NPY_INT32, cnp.NPY_UINT32, cnp.NPY_INT64,
+                            cnp.NPY_UINT64]
 
 
 cdef _pack_tables(dict tables, dict bufs):
@@ -224,10 +226,17 @@ cdef _pack_tables(dict tables, dict bufs):
         kind = _KIND_OF[dtype]
         total = (total + 7) & ~7
         places[name] = (total, kind)
-        if type(tables[name]) is list:
-            n = len(<list>tables[name])
+        table = tables[name]
+        if type(table) is list:
+            n = len(<list>table)
         else:  # an array (from the compiler, or a cache file)
-            arr = arrays[name] = np.ascontiguousarray(tables[name], dtype=dtype)
+            if not (cnp.PyArray_Check(table)
+                    and cnp.PyArray_TYPE(<cnp.ndarray>table) == _TYPE_NUMBER[kind]
+                    and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>table)):
+                # (the compiler's are of the table's type and contiguous, taken as they are:
+                # numpy's ascontiguousarray cost more than copying most tables)
+                table = np.ascontiguousarray(table, dtype=dtype)
+            arr = arrays[name] = table
             if arr.ndim != 1:
                 raise ValueError(f"table {name} has {arr.ndim} dimensions, not one")
             n = cnp.PyArray_SIZE(arr)
