@@ -92,3 +92,32 @@ def test_enum_numbers_in_every_spelling(values, type_, more, dialect):
         return
     for text in NUMBER_SPELLINGS:
         assert machine.matches(text) == validator.is_valid(json.loads(text)), (schema, text)
+
+
+LISTED = ["", "a", "ab", "abc", "ba", 0, 3, 4.5, 10, True, None, [], [1], [1, "a"], {},
+          {"a": 1}, {"a": "x"}, {"b": 2}]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(LISTED), min_size=1, max_size=4),
+       st.sampled_from([{"maxLength": 2}, {"pattern": "^a"}, {"minimum": 3},
+                        {"multipleOf": 2}, {"maxItems": 1}, {"items": {"type": "integer"}},
+                        {"properties": {"a": {"type": "integer"}}}, {"required": ["a"]},
+                        {"anyOf": [{"maxLength": 1}, {"minimum": 5}]},
+                        {"minProperties": 1, "maxLength": 1}, {"not": {"minimum": 4}}]),
+       st.sampled_from(["http://json-schema.org/draft-04/schema#",
+                        "http://json-schema.org/draft-07/schema#",
+                        "https://json-schema.org/draft/2020-12/schema"]))
+def test_listed_values_beside_keywords_of_any_type(values, rest, dialect):
+    """Listed values beside other keywords but no `type` are kept where those keywords allow
+    them (values of one JSON type are checked within that type, values of several against
+    any JSON value): what is valid is what jsonschema finds valid."""
+    schema = {"$schema": dialect, "enum": values, **rest}
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError:  # nothing listed is allowed
+        assert not any(validator.is_valid(v) for v in LISTED), schema
+        return
+    for value in LISTED:
+        assert machine.matches(compact(value)) == validator.is_valid(value), (schema, value)
