@@ -31,13 +31,15 @@ then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks 
 N a's of `pop through` (`s: "a" s "b" | "a" s s | "a"`) and of `nested ends` (`s: "a" s s "b" |
 "a" s "c" | "a" s | "a"`), where each a pops through stacks of every depth, and N / 10 a's of
 `calling each other` (three rules that call each other: a's parse in ways that grow
-exponentially, and Earley's items quadratically), are timed by quarters as well (whether an
-engine's time per token grows with the text), with the mean and the p99 over the whole text;
-`--only-long` times these alone, in a process that has run nothing else.
+exponentially, and Earley's items quadratically), and 2N random words in quotes of `long
+count` (one terminal, `/[a-z ]{1,100000}/`: a count too long to unroll), are timed by
+quarters as well (whether an engine's time per token grows with the text), with the mean and
+the p99 over the whole text and the grammar's compile (once); `--only-long` times these alone, in a process that has run
+nothing else, `--long-texts` some of them.
 
 Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
-                                   [--long 400] [--only-long]
+                                   [--long 400] [--only-long] [--long-texts NAMES]
 """
 
 from __future__ import annotations
@@ -116,6 +118,10 @@ CALLING_EACH_OTHER = ('start: s\n'
                       's: u t s "b" | "a" t "c" | t s | u u s s | "a"\n'
                       't: s t t s | s "c" "a" u | t u s | s u u | "a"\n'
                       'u: "b" "b" "a" | u | "c" "b" "a" s | "a"\n')
+LONG_TEXTS = ("ambiguous", "right ambiguous", "stacked", "interleaved", "pop through",
+              "nested ends", "calling each other", "long count")
+# a terminal whose bounded repeat is too long to unroll (pse counts it at run time)
+LONG_COUNT = 'start: "\\"" TEXT "\\""\nTEXT: /[a-z ]{1,100000}/\n'
 
 
 def ambiguous_text(rng: random.Random) -> str:
@@ -325,16 +331,21 @@ def report(results: dict, all_cases: list[Case]) -> None:
                   f"{b['compile_ms'] / a['compile_ms']:.2f}x |")
 
 
-def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
+def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
+           only: set[str] | None = None) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
     `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
     (`operands` a's, then as many b's and c's, seeded), of INTERLEAVED (`operands` a's,
     then "ab" one time fewer), of POP_THROUGH and NESTED_ENDS (`operands` a's) and of
-    CALLING_EACH_OTHER (`operands` // 10 a's): whether an engine's cost grows with the text."""
+    CALLING_EACH_OTHER (`operands` // 10 a's) and of LONG_COUNT (`operands` * 2 random
+    words): whether an engine's cost grows with the text. `only`: the names of the texts to
+    time (None: all)."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
     closes = "".join(rng.choice("bc") for _ in range(operands))
+    words = " ".join("".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 9)))
+                     for _ in range(operands * 2))
     for name, source, text in [("ambiguous", AMBIGUOUS, sums),
                                ("right ambiguous", RIGHT_AMBIGUOUS, "a" * operands),
                                ("stacked", STACKED, "a" * operands + closes),
@@ -343,23 +354,26 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int) -> None:
                                ("pop through", POP_THROUGH, "a" * operands),
                                ("nested ends", NESTED_ENDS, "a" * operands),
                                ("calling each other", CALLING_EACH_OTHER,
-                                "a" * max(1, operands // 10))]:
+                                "a" * max(1, operands // 10)),
+                               ("long count", LONG_COUNT, f'"{words}"')]:
+        if only is not None and name not in only:
+            continue
         ids = vocab.encode(text)
         case = SimpleNamespace(kind="lark", source=source, name=f"{name}, one long text")
         print(f"\nOne text of {operands} operands ({len(ids)} tokens) of `{name}`: mean µs "
               "per token over each quarter, and over the text\n")
-        print("| engine | 1st quarter | 2nd | 3rd | 4th | mean | p99 | accepted |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| engine | 1st quarter | 2nd | 3rd | 4th | mean | p99 | accepted | compile ms |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for engine_name, engine in engines.items():
             r = run_case(engine, case, [ids], 1)
             if "error" in r:
-                print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | | | |")
+                print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | | | | |")
                 continue
             times = np.asarray(r["times"])
             print(f"| {engine_name} | "
                   + " | ".join(f"{q.mean():.1f}" for q in np.array_split(times, 4))
                   + f" | {times.mean():.1f} | {np.percentile(times, 99):.1f} | "
-                  f"{r['verdicts'][0]} |")
+                  f"{r['verdicts'][0]} | {r['compile_ms']:.2f} |")
 
 
 def main() -> None:
@@ -373,18 +387,29 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=0, metavar="N",
                     help="also time one long text of each of `ambiguous`, `right ambiguous`, "
                          "`stacked`, `interleaved`, `pop through`, `nested ends` (N operands) "
-                         "and `calling each other` (N / 10), by quarters")
+                         "and `calling each other` (N / 10), and 2N words of `long count`, "
+                         "by quarters")
     ap.add_argument("--only-long", action="store_true",
                     help="time the long texts only (needs --long), not the grammars' texts")
+    ap.add_argument("--long-texts", metavar="NAMES",
+                    help="with --long, time only these long texts (names as above, "
+                         "comma-separated)")
     args = ap.parse_args()
     if args.only_long and not args.long:
         ap.error("--only-long needs --long N")
+    only = None
+    if args.long_texts is not None:
+        only = set(args.long_texts.split(","))
+        unknown = only - set(LONG_TEXTS)
+        if unknown or not args.long:
+            ap.error(f"--long-texts needs --long N and names among {', '.join(LONG_TEXTS)}"
+                     + (f" (not {', '.join(sorted(unknown))})" if unknown else ""))
     if not TOKENIZER.is_file():
         sys.exit(f"{TOKENIZER} is missing: set PSE_SHARED to the shared folder")
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     engines = {name: make(name, vocab, args.mask_memo) for name in args.engines.split(",")}
     if args.only_long:
-        growth(engines, vocab, args.long)
+        growth(engines, vocab, args.long, only)
         return
     rng = random.Random(0)
     all_cases = cases(args, rng)
@@ -400,7 +425,7 @@ def main() -> None:
                                                 args.repeat)
     report(results, all_cases)
     if args.long:
-        growth(engines, vocab, args.long)
+        growth(engines, vocab, args.long, only)
 
 
 if __name__ == "__main__":

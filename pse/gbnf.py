@@ -31,7 +31,7 @@ from pse.cfg import Alternative
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
 from pse.lark_reader import BnfBuilder, BnfGrammar
-from pse.lark_terminals import terminal_dfa
+from pse.lark_terminals import counted_terminal_dfa, terminal_dfa
 
 ROOT = "root"
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
@@ -498,8 +498,9 @@ class _BnfWriter(BnfBuilder):
     def fused(self, regex: str) -> str | None:
         """The terminal of a regex made of several items, or None where its automaton is
         past the automaton limits (the items stay terminals of their own)."""
-        try:
-            terminal_dfa(regex)  # (cached: the grammar's builder finds it made)
+        try:  # (cached: the grammar's builder finds it made)
+            if counted_terminal_dfa(regex) is None:
+                terminal_dfa(regex)
         except GrammarError:
             return None
         return self.terminal("class", regex)

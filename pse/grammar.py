@@ -24,9 +24,11 @@ from pse import automaton, compile_cache, limits
 from pse.cfg import Alternative, Symbol, cycles, post_order, rewrite
 from pse.errors import GrammarError
 from pse.lark_reader import BnfGrammar, read_lark
-from pse.lark_terminals import followed_by_ignored, literal_dfa, terminal_dfa
+from pse.lark_terminals import (
+    counted_followed_by_ignored, counted_terminal_dfa, followed_by_ignored, literal_dfa,
+    terminal_dfa)
 from pse.machines import (
-    Chain, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
+    Chain, CountedTerminal, DfaTerminal, Forward, Loop, Optional, SpecialToken, StateMachine,
 )
 
 
@@ -280,12 +282,41 @@ class _Builder:
                 self.machines[name] = token
             return self.machines[name]
         if name not in self.terminals:
+            counted = self.counted_terminal(name)
+            if counted is not None:
+                self.terminals[name] = counted
+                return counted
             dfa = self.terminal_dfa(name)
             if self.ignored:
                 dfa = followed_by_ignored(dfa, self.ignored)
             key = ("lark", self.regex_of(name), self.ignore_key)
             self.terminals[name] = DfaTerminal(dfa, name, key)
         return self.terminals[name]
+
+    def counted_terminal(self, name: str) -> CountedTerminal | None:
+        """The terminal `name` with its long repeat counted at run time (see
+        lark_terminals.counted_terminal_dfa), or None where terminal_dfa is to make it."""
+        definition = self.defs.get(name)
+        if definition is None or definition.pattern.type == "str":
+            return None  # (terminal_dfa: a %declare'd name's error, a string's automaton)
+        try:
+            found = counted_terminal_dfa(self.regex_of(name))
+        except GrammarError as e:
+            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
+                from None
+        if found is None:
+            return None
+        dfa, counted, fewest, most = found
+        if self.ignored:
+            followed = counted_followed_by_ignored(dfa, counted, self.ignored)
+            if followed is None:
+                return None
+            dfa, counted = followed
+        try:
+            terminal = CountedTerminal(dfa, counted, fewest, most, name)
+        except GrammarError:  # counts the run-time check cannot tabulate: unrolled
+            return None
+        return terminal if terminal.matches_some_length() else None
 
     def where(self, name: str) -> str:
         """'line N' of the definition of `name`, or of the rules that use it."""

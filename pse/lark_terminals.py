@@ -22,8 +22,8 @@ from typing import Sequence
 
 from pse import automaton
 from pse.errors import GrammarError
-from pse.machines import _add_case_variants
-from pse.regex import compile_regex
+from pse.machines import MAX_STEPS, _add_case_variants
+from pse.regex import compile_counted_regex, compile_regex
 
 try:  # Python 3.11+
     import re._constants as _c
@@ -57,6 +57,35 @@ def terminal_dfa(pattern: str) -> automaton.DFA:
         raise GrammarError(f"regex {pattern!r} matches the empty string (lark refuses "
                            "zero-width terminals)")
     return dfa
+
+
+@functools.lru_cache(maxsize=1024)
+def counted_terminal_dfa(pattern: str
+                         ) -> tuple[automaton.DFA, tuple[bool, ...], int, int | None] | None:
+    """The terminal of `pattern` (as `terminal_dfa` takes it) with its longest counted repeat
+    kept at run time rather than unrolled (`/[0-9]{1,30000}/` or `/[0-9]{30000,}/` unrolled
+    would pass MAX_DFA_STATES): (the DFA, per state whether entering it counts one iteration,
+    the repeat's fewest and most iterations, None for no most), as
+    `regex.compile_counted_regex` makes them. None where no repeat is long enough to be
+    worth it, its iterations cannot be counted so or number more than the core counts
+    (machines.MAX_STEPS), and for the terminals terminal_dfa rewrites (lazy ones, lark's
+    ESCAPED_STRING). Made once.
+
+    Raises:
+        GrammarError: a malformed pattern, or one that matches the empty text.
+    """
+    if _escaped_string_equivalent(pattern) is not None or _has_lazy(pattern):
+        return None
+    found = compile_counted_regex(pattern)
+    if found is None:
+        return None
+    dfa, counted, fewest, most = found
+    if max(fewest, most or 0) > MAX_STEPS:
+        return None
+    if dfa.accept[0] and fewest == 0:
+        raise GrammarError(f"regex {pattern!r} matches the empty string (lark refuses "
+                           "zero-width terminals)")
+    return dfa, tuple(counted), fewest, most
 
 
 @functools.lru_cache(maxsize=1024)
@@ -165,6 +194,19 @@ def followed_by_ignored(dfa: automaton.DFA | None,
     nfa = automaton.NFA()
     return automaton.determinize(nfa, automaton.concat(nfa, [automaton.embed(nfa, dfa),
                                                             automaton.embed(nfa, run)]))
+
+
+def counted_followed_by_ignored(dfa: automaton.DFA, counted: tuple[bool, ...],
+                               ignored: Sequence[automaton.DFA]
+                               ) -> tuple[automaton.DFA, tuple[bool, ...]] | None:
+    """A counted terminal's `dfa` followed by any run of ignored texts, with its counted
+    flags (the run's states count nothing); None where the run cannot be appended directly
+    (see automaton.then_run): through the subset construction a state could stand both for
+    an iteration and for ignored text, and the count would depend on the path."""
+    direct = automaton.then_run(dfa, _ignored_run(tuple(ignored)))
+    if direct is None:
+        return None
+    return direct, counted + (False,) * (direct.n_states - dfa.n_states)
 
 
 @functools.lru_cache(maxsize=64)

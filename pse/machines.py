@@ -313,16 +313,20 @@ class DfaTerminal(Terminal):
         return f"DfaTerminal({self.name})"
 
 
+# The most steps a counted terminal counts (the core keeps counts in 32-bit ints)
+MAX_STEPS = 2**31 - 2
+
+
 class CountedTerminal(DfaTerminal):
     """A DFA terminal whose matches take `min_steps` to `max_steps` counted steps (edges into
     a state of `counted`), counted at run time rather than unrolled into the automaton: a
     string's characters past a long maxLength (`CharCountedTerminal`), or the iterations of a
-    pattern's long bounded repeat (`regex.compile_counted_regex`).
+    pattern's long repeat (`regex.compile_counted_regex`).
 
     Args:
         dfa: the automaton (state 0 the start; trimmed).
         counted: per state, whether entering it takes one counted step.
-        min_steps, max_steps: the bounds (max None: unbounded).
+        min_steps, max_steps: the bounds (max None: unbounded), at most MAX_STEPS.
         name: shown in errors and reprs.
 
     Raises:
@@ -342,6 +346,8 @@ class CountedTerminal(DfaTerminal):
         self.max_steps = _count(max_steps, "max_steps", allow_none=True)
         if self.max_steps is not None and self.min_steps > self.max_steps:
             raise GrammarError(f"min_steps ({min_steps}) > max_steps ({max_steps})")
+        if max(self.min_steps, self.max_steps or 0) > MAX_STEPS:
+            raise GrammarError(f"{name}: counts past {MAX_STEPS:,} steps (MAX_STEPS)")
         # the empty match is the compiler's epsilon edge: only when no step is needed
         self.min_count = 0 if dfa.accept[0] and self.min_steps == 0 else 1
         self.length_bits, self.length_tail = counted_lengths.count_lengths(dfa, self.counted)

@@ -34,9 +34,9 @@ _IGNORECASE, _ASCII, _DOTALL, _MULTILINE = (int(f) for f in (re.IGNORECASE, re.A
 # More NFA states than this means a pattern (or its counted repetitions) is too large.
 MAX_NFA_STATES = 200_000
 
-# A bounded repeat whose unrolled automaton would take more NFA states than this is counted
-# at run time where it can be (compile_counted_regex): `(?:\S+\s+){0,199}` as JSON spells it
-# unrolls to thousands of DFA states.
+# A repeat (x{m,n}, x{m,}) whose unrolled automaton would take more NFA states than this is
+# counted at run time where it can be (compile_counted_regex): `(?:\S+\s+){0,199}` as JSON
+# spells it unrolls to thousands of DFA states.
 COUNTED_REPEAT_STATES = 1000
 # The byte that marks a counted repeat's iterations in its automaton: no UTF-8 text holds it.
 _MARK = 0xFF
@@ -507,12 +507,12 @@ def _shown(pattern: str) -> str:
 def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
                           char_class: CharClass = automaton.char_class, ecma: bool = False,
                           min_states: int = COUNTED_REPEAT_STATES
-                          ) -> tuple[automaton.DFA, list[bool], int, int] | None:
-    """`pattern` (as `compile_regex` takes it) with its longest bounded repeat counted at run
-    time rather than unrolled (see `CountedTerminal`): (the DFA, per state whether entering
-    it counts one iteration, the repeat's fewest and most iterations). The repeat is built
-    as a star with a mark before (or else after) each iteration, and the marks become counted
-    steps (`automaton.count_marks`).
+                          ) -> tuple[automaton.DFA, list[bool], int, int | None] | None:
+    """`pattern` (as `compile_regex` takes it) with its longest counted repeat (`x{m,n}`, or
+    `x{m,}` with m > 1) counted at run time rather than unrolled (see `CountedTerminal`):
+    (the DFA, per state whether entering it counts one iteration, the repeat's fewest and
+    most iterations, None for no most). The repeat is built as a star with a mark before (or
+    else after) each iteration, and the marks become counted steps (`automaton.count_marks`).
 
     None where no repeat unrolled would take more than `min_states` NFA states, or the
     iterations cannot be counted byte by byte: that repeat is inside another one, or may be
@@ -523,23 +523,29 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     repeat = _counted_repeat(items)
     if repeat is None:
         return None
+    lo, hi, _ = repeat
     for mark_first in (False, True):
         b = _Builder(pattern, read_flags, char_class, ecma, counted=(repeat, mark_first))
         with _naming(pattern):
             frag = _language(b, items, b.flags, search, search)
-            if repeat[1] * b.counted_size <= min_states:
+            if _unrolled_copies(lo, hi) * b.counted_size <= min_states:
                 return None  # small enough to unroll
             found = automaton.count_marks(automaton.determinize(b.nfa, frag), _MARK)
         if found is not None:
-            return found[0], found[1], repeat[0], repeat[1]
+            return found[0], found[1], lo, None if hi == _c.MAXREPEAT else hi
     return None
 
 
+def _unrolled_copies(lo: int, hi: int) -> int:
+    """The copies of its item that a repeat `{lo,hi}` unrolls to (`{lo,}`: lo, then a star)."""
+    return lo + 1 if hi == _c.MAXREPEAT else hi
+
+
 def _counted_repeat(items: list) -> tuple | None:
-    """The bounded repeat (lo, hi, items) of `items` with the most iterations that can be
-    counted on its own: inside no other repeat (its count would add up over theirs) and,
-    unless it may repeat zero times, on every path (one around it counts none); None for
-    none, or where the pattern has lookarounds or anchors other than at the ends of its
+    """The repeat (lo, hi, items) of `items`, bounded or `{lo,}` with lo > 1, that unrolls to
+    the most copies of its item and can be counted on its own: inside no other repeat (its
+    count would add up over theirs) and, unless it may repeat zero times, on every path (one
+    around it counts none); None for none, or where the pattern has lookarounds or anchors other than at the ends of its
     alternatives (`(?:^|,)` in the repeat, `^` after it: the marks are bytes to them)."""
     candidates = []
 
@@ -553,7 +559,8 @@ def _counted_repeat(items: list) -> tuple | None:
                 parts = [(av[3], skippable, inside)]
             elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
                 lo, hi, sub = av
-                if not inside and 1 < hi != _c.MAXREPEAT and (lo == 0 or not skippable):
+                counts = 1 < hi != _c.MAXREPEAT or (hi == _c.MAXREPEAT and lo > 1)
+                if not inside and counts and (lo == 0 or not skippable):
                     candidates.append(av)
                 parts = [(sub, True, True)]
             else:
@@ -566,7 +573,7 @@ def _counted_repeat(items: list) -> tuple | None:
         return None
     if any(_assertion_inside(branch) for branch in _alternatives(items)):
         return None  # an anchor kept as an edge: a mark would move where the text starts
-    return max(candidates, key=lambda av: av[1])
+    return max(candidates, key=lambda av: _unrolled_copies(av[0], av[1]))
 
 
 def _refused_lookaround(items: list, open_start: bool, assertions: bool) -> bool:

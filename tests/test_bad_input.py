@@ -98,8 +98,10 @@ def test_nested_counts_compile_in_linear_time(make, unit):
 def test_nested_counts_past_the_automaton_limit_are_refused_before_they_are_built():
     """GBNF reads a regular run as one terminal where its automaton fits: `("a"){2}` nested
     40 deep was tried so at each level past a{2^16}, and each built MAX_NFA_STATES states
-    before it failed (80 levels read in 20 s). Those levels are refused before they are
-    built (regex.fewest_nfa_states), the others repeat a rule; the language is "b" and
+    before it failed (80 levels read in 20 s). A level's count is now kept at run time up
+    to the most the core counts (machines.MAX_STEPS, past a{2^30}); the levels past it are
+    refused before they are built (regex.fewest_nfa_states) and repeat a rule (a count past
+    MAX_STEPS in the core's tables was an OverflowError); the language is "b" and
     a^(2^40)."""
     grammar = pse.Grammar.from_gbnf('root ::= "b" | ' + "(" * 40 + '"a"' + "){2}" * 40)
     assert grammar.matches("b")

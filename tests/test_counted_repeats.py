@@ -10,9 +10,9 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pse import JsonSchema, StructuringEngine, Vocabulary
+from pse import GrammarError, JsonSchema, StructuringEngine, Vocabulary
 from pse.json_spelling import json_char_class
-from pse.machines import CountedTerminal
+from pse.machines import MAX_STEPS, CountedTerminal
 from pse.regex import compile_counted_regex
 from conftest import shared_vocab
 from test_engine import brute_force, check_along, mask_ids
@@ -28,7 +28,7 @@ def _run(found, data: bytes) -> bool:
         if s < 0:
             return False
         count += counted[s]
-    return dfa.accept[s] and lo <= count <= hi
+    return dfa.accept[s] and lo <= count and (hi is None or count <= hi)
 
 
 COUNTED = [
@@ -43,6 +43,9 @@ COUNTED = [
     r"(?:ab|ba){0,20}(?:aa)?",
     r"(\d{2}-){1,17}",
     r"$|(?:b+ ){0,30}a",          # beside an empty branch, from zero
+    r"(?:[ab]+ +){3,}[ab]+",      # with no most
+    r"x(?:a|b|c){5,}y",
+    r"(?:a|ab){4,}b?",
 ]
 PIECES = ["a", "b", " ", "ab", "ba", "aa", "é", "12-", "x", "y", ",", "\t", "b "]
 
@@ -64,7 +67,7 @@ def test_counted_repeats_agree_with_re(pattern, pieces, words):
     r"(x{0,20}y)*",       # inside another repeat: its count would add up over theirs
     r"a|(b){20,30}",      # needs iterations, on one branch only
     r"(?=a)(ab){0,30}",   # a lookaround
-    r"(ab)*",
+    r"(ab)*", r"(ab){1,}",  # a star, a plus: nothing to count
     # anchors inside: a mark would be a byte before the text's start to them
     r"(?:(?:^|,)[a-z]+){1,50}", r"(?:^a|b){0,30}", r"(?: b)?(?:^a(?:b)+?){0,25}",
     r"(?:[^a]*){1,20}^", r"(?:^){1,40}",
@@ -89,21 +92,24 @@ def test_small_repeats_are_unrolled():
 
 
 WORDS = "^(?:\\S+\\s+){0,19}\\S+$"  # as JSON Schema patterns count words
+MANY_WORDS = "^(?:\\S+\\s+){19,}\\S+$"  # twenty words or more: no most
 
 
 def _words(n: int, spaces: str = " ") -> str:
     return spaces.join(("w%dé" % i) if i % 3 else ('a"\\b' if i % 2 else "x") for i in range(n))
 
 
+@pytest.mark.parametrize("pattern", [WORDS, MANY_WORDS])
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["a", "é", '"', "\\", " ", "\t", "\n", "\u00a0", "\u3000", "b"]),
                 max_size=60), st.integers(0, 24))
-def test_word_counts_agree_with_re(chars, n):
-    m = _schema_machine(WORDS, 1)
+def test_word_counts_agree_with_re(pattern, chars, n):
+    assert _counted_in_json(pattern)
+    m = _schema_machine(pattern, 1)
     # (no character \s means differently to ECMA-262 and to Python here; ECMA's $ is the
     # end of the text: Python's \Z)
     for text in ("".join(chars), _words(n), _words(n, " \t\u00a0"), _words(n) + " "):
-        expected = re.search(WORDS.replace("$", "\\Z"), text) is not None
+        expected = re.search(pattern.replace("$", "\\Z"), text) is not None
         assert m.matches(json.dumps(text, ensure_ascii=False)) == expected, text
 
 
@@ -138,6 +144,12 @@ def test_a_counted_repeat_is_a_counted_terminal():
     assert (lo, hi) == (0, 19) and any(counted) and not counted[0]
     t = CountedTerminal(dfa, counted, lo, hi, "words")
     assert t.matches_some_length() and t.terminal_key()[0] == "counted"
+    # the core counts in 32-bit ints: past MAX_STEPS a count is refused here, not by the
+    # tables (an OverflowError from the compile)
+    assert CountedTerminal(dfa, counted, 0, MAX_STEPS, "words").max_steps == MAX_STEPS
+    for low, high in ((0, MAX_STEPS + 1), (MAX_STEPS + 1, None)):
+        with pytest.raises(GrammarError, match="MAX_STEPS"):
+            CountedTerminal(dfa, counted, low, high, "words")
 
 
 # --- masks -----------------------------------------------------------------------------------
@@ -155,7 +167,7 @@ VOCAB = _vocab()
 
 
 @pytest.mark.parametrize("pattern", [WORDS, "^$|(^(?:\\S+\\s+){0,17}\\S+$)",
-                                     "^(?:a\\s){3,60}b$"])
+                                     "^(?:a\\s){3,60}b$", MANY_WORDS])
 @settings(max_examples=25, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_masks_equal_brute_force_and_never_dead_end(pattern, rng):

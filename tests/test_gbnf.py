@@ -428,25 +428,41 @@ def _lark_count(gbnf: str) -> str:
 def test_counts_of_counts_nested_deep():
     """`("a"){1,2}` nested d deep is a{1,2^d}: its regex reads as that one count (nested, each
     level's automaton took four times the one inside it: 14 levels stopped at the compile's
-    30 s budget). 13 levels are one terminal: the counts at its edges, against the
-    language's definition. From 14 the one terminal would pass MAX_DFA_STATES, so an inner
-    level is one and the outer counts are rules: they compile and read short texts (a long
-    one splits among the rules' copies in more ways than max_live_states allows)."""
+    30 s budget), one terminal whose count is kept at run time, not unrolled (unrolled, 13
+    levels were 8,192 states; from 14 past MAX_DFA_STATES, the outer levels were rules, and
+    a long text split among their copies in more ways than max_live_states allows). The
+    counts at the edges, against the language's definition."""
     def nested(depth: int) -> Grammar:
         body = '"a"'
         for _ in range(depth):
             body = f"({body}){{1,2}}"
         return Grammar.from_gbnf(f"root ::= {body}")
 
-    grammar = nested(13)
-    n = 2 ** 13
-    for k, expected in ((0, False), (1, True), (2, True), (n // 2 + 1, True), (n, True),
-                        (n + 1, False)):
-        assert grammar.matches("a" * k) == expected, k
-    assert not grammar.matches("a" * (n // 2) + "b")
-    grammar = nested(14)
-    for k in range(40):
-        assert grammar.matches("a" * k) == (k > 0), k
+    for depth in (13, 14, 20):
+        grammar = nested(depth)
+        n = 2 ** depth
+        for k, expected in ((0, False), (1, True), (2, True), (n // 2 + 1, True), (n, True),
+                            (n + 1, False)):
+            assert grammar.matches("a" * k) == expected, (depth, k)
+        assert not grammar.matches("a" * (n // 2) + "b")
+
+
+@pytest.mark.parametrize("gbnf, regex", [
+    ('[a-z]{1,20000}', "[a-z]{1,20000}"),
+    ('"ab"{5000} "!"?', "(?:ab){5000}!?"),
+    ('([a-z] [0-9]){1,12000} "!"', "(?:[a-z][0-9]){1,12000}!"),
+    ('"ab"{3000,}', "(?:ab){3000,}"),
+])
+def test_long_counts_of_regular_items_are_one_counted_terminal(gbnf, regex):
+    """A long count of a regular item is one terminal, its count kept at run time (they were
+    rules, one copy per count: `[a-z]{1,20000}` took 0.9 s to read), against `re` at the
+    bounds and past them."""
+    grammar, compiled = Grammar.from_gbnf(f"root ::= {gbnf}"), re.compile(regex)
+    texts = ["", "a", "ab" * 2999, "ab" * 3000, "ab" * 4999, "ab" * 5000, "ab" * 5000 + "!",
+             "ab" * 5001, "a" * 20000,
+             "a" * 20001, "a1" * 12000 + "!", "a1" * 12001 + "!", "a1" * 11999 + "a!"]
+    for text in texts:
+        assert grammar.matches(text) == bool(compiled.fullmatch(text)), (gbnf, len(text))
 
 
 def test_long_word_lists_mask_as_the_words_allow():

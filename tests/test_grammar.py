@@ -771,3 +771,74 @@ def test_long_ranges_are_counted_exactly():
                for tail in ("", "b", "cdb", "bbb", "c")]
     assert_agrees(grammar, parser, samples + ["aaa", "aaae", "aaaeee"])
     assert grammar.matches("a" * 40 + "cdcdee") and not grammar.matches("a" * 41 + "ee")
+
+
+# name -> (a Lark grammar whose terminal has a bounded repeat too long to unroll, the same
+# language as a regex written by hand, the repeat's bounds, its unit)
+COUNTED_TERMINALS = {
+    "units of two kinds": ('start: A\nA: /(?:ab|c){1200,1500}x/\n', r"(?:ab|c){1200,1500}x",
+                           (1200, 1500), "c"),
+    "twice": ('start: A "," A\nA: /[0-9]{1,30000}/\n', r"[0-9]{1,30000},[0-9]{1,30000}",
+              (1, 30000), "7"),
+    "ignored text after": ('start: "[" A ("," A)* "]"\nA: /[a-z]{1,2000}/\n%ignore " "\n',
+                           r" *\[ *[a-z]{1,2000} *(?:, *[a-z]{1,2000} *)*\] *", (1, 2000), "q"),
+    "no most": ('start: A\nA: /(?:ab|c){600,}x/\n', r"(?:ab|c){600,}x", (600, None), "c"),
+}
+_WRAPPED = {"units of two kinds": "{}x", "twice": "{},5", "ignored text after": "[ {} , ab]",
+            "no most": "{}x"}
+
+
+def _counted_samples(name: str) -> list[str]:
+    """Texts of COUNTED_TERMINALS[name] with the repeat at its bounds and one past them, and
+    random mutations of short ones."""
+    _, _, (low, high), unit = COUNTED_TERMINALS[name]
+    counts = {max(low - 1, 0), low, low + 1}
+    counts |= {high - 1, high, high + 1} if high is not None else {3 * low}
+    texts = [_WRAPPED[name].format(unit * k) for k in counts]
+    rng = random.Random(name)
+    texts += mutations(_WRAPPED[name].format(unit * low), "abcx7,[] q", rng, 20)
+    if name in ("units of two kinds", "no most"):
+        texts += ["ab" * 700 + "x", "ab" * 600 + "c" * 600 + "x", "ab" * 750 + "cx", "ab" * 1200,
+                  "ab" * 300 + "c" * 299 + "x"]
+    return texts
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED_TERMINALS))
+def test_long_bounded_repeats_in_terminals_are_counted(name):
+    """A terminal's bounded repeat too long to unroll is counted at run time (its automaton
+    passed MAX_DFA_STATES, a GrammarError), and so is `{m,}` with a large m: the grammar
+    accepts what the regex written by hand accepts, at the bounds and past them."""
+    text, regex, _, _ = COUNTED_TERMINALS[name]
+    grammar, compiled = Grammar.from_lark(text), re.compile(regex)
+    for sample in _counted_samples(name):
+        assert grammar.matches(sample) == bool(compiled.fullmatch(sample)), (name, len(sample))
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED_TERMINALS))
+def test_masks_through_counted_terminals_equal_brute_force(name):
+    """Llama 3 masks along texts whose repeat ends at its bounds equal brute force at the
+    first tokens, the last ones (where a token of several units would pass the most) and a
+    few between."""
+    from conftest import shared_vocab
+    from test_engine import brute_force, mask_ids
+
+    llama = shared_vocab("llama3")
+    text, regex, (low, high), unit = COUNTED_TERMINALS[name]
+    grammar, compiled = Grammar.from_lark(text), re.compile(regex)
+    engine = StructuringEngine(llama)
+    for count in (high if high is not None else 2 * low, low):
+        if count == 1:
+            continue
+        sample = _WRAPPED[name].format(unit * count)
+        assert compiled.fullmatch(sample)
+        ids = llama.encode(sample)
+        checked = {0, 1, len(ids) // 3, len(ids) // 2} | set(range(len(ids) - 4, len(ids) + 1))
+        engine.configure(grammar)
+        for k, tid in enumerate(ids + [None]):
+            if k in checked:
+                got = mask_ids(engine)
+                assert got == brute_force(engine), (name, k, len(ids))
+                assert tid is None or tid in got
+            if tid is not None:
+                assert engine.consume_token(tid), (name, k)
+        assert engine.is_accepting()

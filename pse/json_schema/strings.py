@@ -133,7 +133,7 @@ class _Strings:
 
     def counted_pattern(self, pattern: str, lo: int, hi: int | None,
                         pointer: str) -> CountedTerminal | None:
-        """String contents matching `pattern`, its long bounded repeat counted at run time
+        """String contents matching `pattern`, its long repeat counted at run time
         rather than unrolled (see compile_counted_regex); None where it has no such repeat,
         its iterations cannot be counted so, or the length bounds lo..hi are not met by
         every match whatever the count (then content_dfa unrolls it)."""
