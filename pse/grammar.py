@@ -302,6 +302,8 @@ class _Builder:
         try:
             found = counted_terminal_dfa(self.regex_of(name))
         except GrammarError as e:
+            if str(e).startswith(self.source):  # (regex_of's: it names the terminal)
+                raise
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
                 from None
         if found is None:

@@ -74,10 +74,11 @@ def counted_terminal_dfa(pattern: str
     Raises:
         GrammarError: a malformed pattern, or one that matches the empty text.
     """
-    if _escaped_string_equivalent(pattern) is not None or _has_lazy(pattern):
+    if _escaped_string_equivalent(pattern) is not None:
         return None
+    # (read by compile_counted_regex first: its errors are GrammarErrors, _has_lazy's not)
     found = compile_counted_regex(pattern)
-    if found is None:
+    if found is None or _has_lazy(pattern):
         return None
     dfa, counted, fewest, most = found
     if max(fewest, most or 0) > MAX_STEPS:

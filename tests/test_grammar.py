@@ -320,6 +320,27 @@ def test_unsupported_constructs_name_terminal_and_line():
         Grammar.from_lark(b"start: 'a'")
 
 
+@pytest.mark.parametrize("terminal, message", [
+    ("/a{4294967295}/", "too large"),
+    ("/a{1,4294967295}/", "too large"),
+    ("/a{2,1}/", "malformed"),
+    ("/" + "(?:" * 900 + "a" + ")" * 900 + "/", "too deeply"),
+])
+def test_malformed_terminal_regexes_are_grammar_errors(terminal, message):
+    """A terminal's regex is first read for a long count to keep at run time; what that
+    reading finds wrong is a GrammarError naming the terminal, as the automaton's build
+    said it (a review found OverflowError, re.error and RecursionError leaking)."""
+    with pytest.raises(GrammarError, match=rf"grammar: terminal A \(line 2\): .*{message}"):
+        Grammar.from_lark(f"start: A\nA: {terminal}\n")
+
+
+def test_a_special_token_in_a_regex_terminal_is_named_once():
+    with pytest.raises(GrammarError) as raised:
+        Grammar.from_lark("start: A\nA: <|python_tag|> /[0-9]{1,3}/\n")
+    assert str(raised.value).count("terminal A") == 1, raised.value
+    assert "holds a special token" in str(raised.value)
+
+
 def test_from_file_and_relative_import(tmp_path):
     (tmp_path / "common2.lark").write_text('item: "x" | "y"\n')
     (tmp_path / "main.lark").write_text('start: item ("," item)*\n%import .common2 (item)\n')
