@@ -266,10 +266,14 @@ class _Builder:
                 return literal_dfa(pattern.value, "i" in pattern.flags)
             return terminal_dfa(regex)
         except GrammarError as e:
-            if str(e).startswith(self.source):
-                raise
-            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
-                from None
+            raise self.terminal_error(name, e) from None
+
+    def terminal_error(self, name: str, error: GrammarError) -> GrammarError:
+        """`error` naming the terminal `name` and where it is (as it is where regex_of named
+        it)."""
+        if str(error).startswith(self.source):
+            return error
+        return GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {error}")
 
     def terminal(self, name: str) -> StateMachine:
         if name in self.specials:
@@ -302,10 +306,7 @@ class _Builder:
         try:
             found = counted_terminal_dfa(self.regex_of(name))
         except GrammarError as e:
-            if str(e).startswith(self.source):  # (regex_of's: it names the terminal)
-                raise
-            raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}): {e}") \
-                from None
+            raise self.terminal_error(name, e) from None
         if found is None:
             return None
         dfa, counted, fewest, most = found
