@@ -23,7 +23,7 @@ from typing import Sequence
 from pse import automaton
 from pse.errors import GrammarError
 from pse.machines import MAX_STEPS, _add_case_variants
-from pse.regex import compile_counted_regex, compile_regex
+from pse.regex import _ONE_CHAR_OPS, compile_counted_regex, compile_regex
 
 try:  # Python 3.11+
     import re._constants as _c
@@ -34,7 +34,6 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 # lark's common.lark: _STRING_ESC_INNER, as it appears inside a compiled terminal.
 _STRING_ESC_INNER = r".*?(?<!\\)(\\\\)*?"
-_ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
 
 
 @functools.lru_cache(maxsize=1024)

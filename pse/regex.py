@@ -41,6 +41,9 @@ COUNTED_REPEAT_STATES = 1000
 # The byte that marks a counted repeat's iterations in its automaton: no UTF-8 text holds it.
 _MARK = 0xFF
 
+# the items that match one character each
+_ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
+
 CharClass = Callable[[automaton.NFA, Sequence[tuple[int, int]]], automaton.Fragment]
 
 
@@ -107,17 +110,8 @@ class _Builder:
 
     def node(self, op, av, flags: int) -> automaton.Fragment:
         nfa = self.nfa
-        ascii_only = bool(flags & _ASCII)
-        if op is _c.LITERAL:
-            return self.chars([(av, av)], flags)
-        if op is _c.NOT_LITERAL:
-            return self.chars(automaton.complement(_with_case(av, flags)), 0)
-        if op is _c.ANY:
-            if flags & _DOTALL:
-                return self.chars([(0, automaton.MAX_CODE_POINT)], 0)
-            return self.chars(automaton.complement([(10, 10)]), 0)
-        if op is _c.IN:
-            return self.char_set(av, flags, ascii_only)
+        if op in _ONE_CHAR_OPS:
+            return self.chars(self.one_char(op, av, flags), 0)
         if op is _c.BRANCH:
             return automaton.alternation(nfa, [self.sequence(b, flags) for b in av[1]])
         if op is _c.SUBPATTERN:
@@ -160,7 +154,18 @@ class _Builder:
         self.nfa.add_anchor(a, b, at_end=not start)
         return a, b
 
-    def char_set(self, items, flags: int, ascii_only: bool) -> automaton.Fragment:
+    def one_char(self, op, av, flags: int) -> list[tuple[int, int]]:
+        """The characters an item of `_ONE_CHAR_OPS` matches, as ranges."""
+        if op is _c.LITERAL:
+            return _with_case(av, flags)
+        if op is _c.NOT_LITERAL:
+            return automaton.complement(_with_case(av, flags))
+        if op is _c.ANY:
+            return [(0, automaton.MAX_CODE_POINT)] if flags & _DOTALL else \
+                automaton.complement([(10, 10)])
+        return self.char_set(av, flags, bool(flags & _ASCII))
+
+    def char_set(self, items, flags: int, ascii_only: bool) -> list[tuple[int, int]]:
         ranges: list[tuple[int, int]] = []
         categories: list[tuple[int, int]] = []  # (folded without re's extra equivalences)
         negate = False
@@ -182,7 +187,7 @@ class _Builder:
             ranges += categories
         if negate:
             ranges = automaton.complement(ranges)
-        return self.chars(ranges, 0)
+        return ranges
 
     def repeat(self, lo: int, hi: int, sub, flags: int) -> automaton.Fragment:
         nfa = self.nfa
@@ -241,6 +246,99 @@ class _Builder:
 def _with_case(cp: int, flags: int) -> list[tuple[int, int]]:
     ranges = [(cp, cp)]
     return _add_case_variants(ranges, bool(flags & _ASCII)) if flags & _IGNORECASE else ranges
+
+
+def _check_possessive(b: _Builder, items: list) -> None:
+    """Refuse a possessive repeat (`x*+`, `x{m,n}+`) whose language is not the greedy one's.
+
+    A possessive repeat takes as many iterations as it can and gives none back. Of a single
+    character class C, followed by what cannot start with a character of C (`[^"]*+"`), a
+    greedy repeat gives none back either where the text matches: the next character, one of
+    C, would have to be read by what follows. Elsewhere (`a{5,}+a` matches nothing;
+    `(?:a|ab)*+` gives no alternative back) it is a language of its own, not built here."""
+    if "+" not in b.pattern:
+        return  # (no possessive repeat: read in a few ns, not a walk of the items)
+    def item_first(op, av, flags: int) -> tuple[list, bool] | None:
+        """The characters `op` can read first and whether it can read none; None where an
+        assertion decides it."""
+        if op in _ONE_CHAR_OPS:
+            return b.one_char(op, av, flags), False
+        if op is _c.AT and av in (_c.AT_END, _c.AT_END_STRING):
+            return [], True  # (zero width, and true only at the end)
+        if op is _c.SUBPATTERN:
+            return seq_first(av[3], 0, (flags | av[1]) & ~av[2])
+        if op is _c.BRANCH:
+            found = [seq_first(branch, 0, flags) for branch in av[1]]
+            if None in found:
+                return None
+            return [c for chars, _ in found for c in chars], any(empty for _, empty in found)
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+            found = seq_first(av[2], 0, flags) if av[1] else ([], True)
+            return None if found is None else (found[0], found[1] or av[0] == 0)
+        return None
+
+    def seq_first(seq: list, start: int, flags: int) -> tuple[list, bool] | None:
+        chars: list[tuple[int, int]] = []
+        for op, av in seq[start:]:
+            found = item_first(op, av, flags)
+            if found is None:
+                return None
+            chars += found[0]
+            if not found[1]:
+                return chars, False
+        return chars, True
+
+    def next_chars(frames: list) -> list[tuple[int, int]] | None:
+        """What can be read first after a point: `frames` are the rests of the sequences
+        around it, innermost first, each (items, start, flags, whether it may be skipped)."""
+        chars: list[tuple[int, int]] = []
+        for seq, start, flags, skippable in frames:
+            found = seq_first(seq, start, flags)
+            if found is None:
+                return None
+            chars += found[0]
+            if not (found[1] or skippable):
+                break
+        return chars
+
+    def walk(seq: list, flags: int, after: list) -> None:
+        for i, (op, av) in enumerate(seq):
+            rest = [(seq, i + 1, flags, False), *after]
+            if op is _c.SUBPATTERN:
+                walk(av[3], (flags | av[1]) & ~av[2], rest)
+            elif op is _c.BRANCH:
+                for branch in av[1]:
+                    walk(branch, flags, rest)
+            elif op in (_c.ASSERT, _c.ASSERT_NOT):
+                walk(av[1], flags, [])
+            elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT):  # (another iteration may follow)
+                walk(av[2], flags, [(av[2], 0, flags, True), *rest] if av[1] > 1 else rest)
+            elif str(op) == "POSSESSIVE_REPEAT":
+                lo, hi, sub = av
+                if len(sub) != 1 or sub[0][0] not in _ONE_CHAR_OPS or lo != hi and (
+                        (after_it := next_chars(rest)) is None
+                        or _overlap(b.one_char(*sub[0], flags), after_it)):
+                    raise GrammarError(
+                        f"regex {_shown(b.pattern)}: a possessive repeat is supported only "
+                        "where it matches what the greedy one does (of one character class, "
+                        "followed by none of its characters, as in [^\"]*+\"); write it "
+                        "greedy, or spell out the language it should match")
+
+    walk(items, b.flags, [])
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    """Whether two lists of code point ranges share a code point."""
+    a, b = automaton.normalize_ranges(a), automaton.normalize_ranges(b)
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
 
 
 # Alternatives a pattern may be split into so that its anchors come to its ends.
@@ -382,6 +480,7 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     """
     read_flags, items = _parse(pattern, flags)
     b = _Builder(pattern, read_flags, char_class, ecma, assertions)
+    _check_possessive(b, items)
     if _refused_lookaround(items, search, assertions):
         raise b.lookaround_refused()  # before building what precedes it (it may be large)
     if fewest_nfa_states(items) > MAX_NFA_STATES:
@@ -523,6 +622,7 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     repeat = _counted_repeat(items)
     if repeat is None:
         return None
+    _check_possessive(_Builder(pattern, read_flags, char_class, ecma), items)
     lo, hi, _ = repeat
     for mark_first in (False, True):
         b = _Builder(pattern, read_flags, char_class, ecma, counted=(repeat, mark_first))

@@ -325,6 +325,7 @@ def test_unsupported_constructs_name_terminal_and_line():
     ("/a{1,4294967295}/", "too large"),
     ("/a{2,1}/", "malformed"),
     ("/" + "(?:" * 900 + "a" + ")" * 900 + "/", "too deeply"),
+    ("/a{5,}+a/", "possessive"), ("/[a-z]{3,90000}+[a-c]/", "possessive"),  # (the second counted)
 ])
 def test_malformed_terminal_regexes_are_grammar_errors(terminal, message):
     """A terminal's regex is first read for a long count to keep at run time; what that

@@ -1,5 +1,6 @@
 """Regex against re.fullmatch."""
 
+import itertools
 import re
 
 import pytest
@@ -131,6 +132,11 @@ def test_inside_a_chain():
     (r"(?<=a)b", "lookaround"), (r"(?:(?!a).)*", "lookaround"),
     (r"a\bb", "word boundaries"), (r"a$b?", "anchor"),  # (Python's $ inside: before a final newline)
     (r"a^b", "matches no text"), ("(", "malformed"), ("a{2,1}", "malformed"),
+    ("(?>a|ab)c", "ATOMIC_GROUP"),
+    # possessive repeats whose language is not the greedy one's (re: the first two match
+    # nothing, the third not "ab", the last not "ab1")
+    ("a{5,}+a", "possessive"), ("[ab]*+b", "possessive"), ("(?:a|ab)*+", "possessive"),
+    (r"(?:[a-z]++\d?)*1", "possessive"),
 ])
 def test_unsupported_and_malformed(pattern, needle):
     with pytest.raises(GrammarError, match=needle):
@@ -146,9 +152,9 @@ def test_too_large():
 
 ATOMS = [r"a", r"b", r"é", r"[ab]", r"[^a]", r"\d", r".", r"[a-c]", r"\w", r"-"]
 
-def regex_strategy(max_leaves: int, counted: bool = True):
-    """Random regexes over ATOMS: concatenation, alternation, *, ?, and with `counted` lazy +
-    and bounded repetitions too."""
+def regex_strategy(max_leaves: int, counted: bool = True, atoms=st.sampled_from(ATOMS)):
+    """Random regexes over `atoms`: concatenation, alternation, *, ?, and with `counted` lazy
+    + and bounded repetitions too."""
     def extend(inner):
         forms = [st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
                  st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
@@ -159,7 +165,7 @@ def regex_strategy(max_leaves: int, counted: bool = True):
                           lambda t: f"(?:{t[0]}){{{t[1]},{t[1] + t[2]}}}")]
         return st.one_of(*forms)
 
-    return st.recursive(st.sampled_from(ATOMS), extend, max_leaves=max_leaves)
+    return st.recursive(atoms, extend, max_leaves=max_leaves)
 
 
 regexes = regex_strategy(6)
@@ -195,6 +201,47 @@ def test_random_regexes_against_re(pattern, texts):
 def test_random_regexes_accept_what_re_generates(pattern, data):
     text = data.draw(st.from_regex(pattern, fullmatch=True))
     assert Regex(pattern).matches(text), (pattern, text)
+
+
+def _greedy(pattern: str) -> str:
+    return re.sub(r"([*+?}])\+", r"\1", pattern)
+
+
+@pytest.mark.parametrize("pattern", [
+    '[^"]*+"', "a*+b", r"\d++$", r"(?:[a-z]++ )*\d", "a{3}+a", "b?+a", "(?:a++-)+b*+",
+    r"[a-c]{1,3}+\d{2,}+"])
+def test_possessive_repeats_built_where_greedy_is_the_same_language(pattern):
+    """A possessive repeat of one character class followed by none of its characters is
+    built as the greedy one: it matches as re does, whole and searched, on every text of up
+    to six characters over the classes' characters and others."""
+    from pse.regex import compile_regex
+
+    texts = ["".join(t) for n in range(7) for t in itertools.product('ab1 -"', repeat=n)]
+    for search, oracle in ((False, re.fullmatch), (True, re.search)):
+        dfa = compile_regex(pattern, search=search)
+        wrong = [t for t in texts if dfa.matches(t.encode()) != bool(oracle(pattern, t))]
+        assert not wrong, (pattern, search, wrong[:5])
+
+
+_possessive_atoms = st.tuples(st.sampled_from(ATOMS), st.sampled_from(
+    ["", "", "*+", "++", "?+", "{1,2}+", "{2}+", "{2,}+"])).map("".join)
+
+
+@given(regex_strategy(5, atoms=_possessive_atoms),
+       st.lists(st.text("abcé-1\n", max_size=6), max_size=15))
+def test_random_possessive_repeats_as_re_or_refused(pattern, texts):
+    """Random patterns with possessive repeats: refused with an error that names them, or
+    matching as re does, whole and searched."""
+    from pse.regex import compile_regex
+
+    for search, oracle in ((False, re.fullmatch), (True, re.search)):
+        try:
+            dfa = compile_regex(pattern, search=search)
+        except GrammarError as e:
+            assert "possessive" in str(e) and pattern != _greedy(pattern), (pattern, e)
+            continue
+        for text in texts:
+            assert dfa.matches(text.encode()) == bool(oracle(pattern, text)), (pattern, text)
 
 
 # small branches: a search wraps them in "anything", whose subset construction grows fast
