@@ -76,7 +76,7 @@ def counted_terminal_dfa(pattern: str
     if _escaped_string_equivalent(pattern) is not None:
         return None
     # (read by compile_counted_regex first: its errors are GrammarErrors, _has_lazy's not)
-    found = compile_counted_regex(pattern)
+    found = compile_counted_regex(pattern, assertions=False)
     if found is None or _has_lazy(pattern):
         return None
     dfa, counted, fewest, most = found

@@ -472,7 +472,7 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         ecma: ECMA-262 classes, as JSON Schema patterns mean them: digits and word
             characters ASCII, blanks Unicode; `$` the end of the text only.
         assertions: False where the text matched is not the whole text (a lark terminal's
-            lookahead and anchors look past it): lookaheads and inner anchors are refused.
+            lookahead and anchors look past it): lookaheads and anchors are refused.
 
     Raises:
         GrammarError: malformed pattern, lookaround other than lookaheads at the start,
@@ -605,7 +605,7 @@ def _shown(pattern: str) -> str:
 @limits.within_budget(lambda pattern, *args, **kwargs: f"the regex {str(pattern)[:60]!r}")
 def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
                           char_class: CharClass = automaton.char_class, ecma: bool = False,
-                          min_states: int = COUNTED_REPEAT_STATES
+                          min_states: int = COUNTED_REPEAT_STATES, assertions: bool = True
                           ) -> tuple[automaton.DFA, list[bool], int, int | None] | None:
     """`pattern` (as `compile_regex` takes it) with its longest counted repeat (`x{m,n}`, or
     `x{m,}` with m > 1) counted at run time rather than unrolled (see `CountedTerminal`):
@@ -617,6 +617,7 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     iterations cannot be counted byte by byte: that repeat is inside another one, or may be
     skipped (a branch) while it needs iterations, the pattern has lookarounds, or the count
     is not a function of the bytes read (`(?:a|aa){0,99}`); compile_regex unrolls it then.
+    `assertions` as compile_regex takes it.
     """
     read_flags, items = _parse(pattern, flags)
     repeat = _counted_repeat(items)
@@ -625,7 +626,8 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     _check_possessive(_Builder(pattern, read_flags, char_class, ecma), items)
     lo, hi, _ = repeat
     for mark_first in (False, True):
-        b = _Builder(pattern, read_flags, char_class, ecma, counted=(repeat, mark_first))
+        b = _Builder(pattern, read_flags, char_class, ecma, assertions,
+                     counted=(repeat, mark_first))
         with _naming(pattern):
             frag = _language(b, items, b.flags, search, search)
             if _unrolled_copies(lo, hi) * b.counted_size <= min_states:
@@ -730,6 +732,11 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         rest, checks, start = _leading_lookaheads(branch)
         rest, start_, end = _strip_anchors(rest)
         start = start or start_
+        if (start or end) and not b.assertions:
+            raise GrammarError(
+                f"regex {_shown(b.pattern)}: an anchor (^, $, \\A, \\Z) in a terminal ties it "
+                "to the start or end of the whole text (lark matches it there alone), which "
+                "pse's grammars do not tell a terminal; remove it")
         if not checks:
             groups.setdefault((start, end), []).append(b.sequence(rest, flags))
             continue

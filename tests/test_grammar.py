@@ -326,6 +326,10 @@ def test_unsupported_constructs_name_terminal_and_line():
     ("/a{2,1}/", "malformed"),
     ("/" + "(?:" * 900 + "a" + ")" * 900 + "/", "too deeply"),
     ("/a{5,}+a/", "possessive"), ("/[a-z]{3,90000}+[a-c]/", "possessive"),  # (the second counted)
+    # lark matches an anchored terminal only at the start (end) of the whole text: pse took
+    # `"b" /^a{2}/` on "baa", which lark refuses
+    ("/^a{2}/", "anchor"), ("/a$/", "anchor"), (r"/\Ab/", "anchor"), (r"/a\Z/", "anchor"),
+    ("/^a{2,90000}/", "anchor"),
 ])
 def test_malformed_terminal_regexes_are_grammar_errors(terminal, message):
     """A terminal's regex is first read for a long count to keep at run time; what that
