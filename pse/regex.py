@@ -398,15 +398,17 @@ def _has_assertion(seq) -> bool:
     return False
 
 
-def _leading_lookaheads(items: list) -> tuple[list, list[tuple[bool, list]], bool]:
+def _leading_lookaheads(items: list, multiline: bool = False
+                        ) -> tuple[list, list[tuple[bool, list]], bool]:
     """The lookaheads at the start of a top-level sequence, with the ^ / \\A among them:
-    (rest, [(positive, sub)], anchored)."""
+    (rest, [(positive, sub)], anchored). A ^ with `multiline` (a line's start) ends them."""
     items = list(items)
     checks: list[tuple[bool, list]] = []
     anchored = False
     while items:
         op, av = items[0]
-        if op is _c.AT and av in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING):
+        if op is _c.AT and (av is _c.AT_BEGINNING_STRING
+                            or av is _c.AT_BEGINNING and not multiline):
             anchored = True
         elif op in (_c.ASSERT, _c.ASSERT_NOT) and av[0] == 1:
             checks.append((op is _c.ASSERT, list(av[1])))
@@ -441,18 +443,27 @@ def search_for_all(patterns: Sequence[str]) -> str | None:
     return both
 
 
-def _strip_anchors(items: list) -> tuple[list, bool, bool | str]:
+def _strip_anchors(items: list, multiline: bool = False
+                   ) -> tuple[list, bool | str, bool | str]:
     """Leading ^ / \\A and trailing $ / \\Z of a top-level sequence: (rest, start, end), end
-    "$" where the only ones are $ (Python's also matches before a final newline)."""
+    "$" where the only ones are $ (Python's also matches before a final newline). With
+    `multiline`, ^ and $ hold at a line's start and end: start or end "line" where those
+    are the only ones."""
     items = list(items)
-    start = False
+    start: bool | str = False
     end: bool | str = False
     while items and items[0][0] is _c.AT and items[0][1] in (_c.AT_BEGINNING,
                                                                _c.AT_BEGINNING_STRING):
+        exact = items[0][1] is _c.AT_BEGINNING_STRING or not multiline
+        start = True if exact or start is True else "line"
         items.pop(0)
-        start = True
     while items and items[-1][0] is _c.AT and items[-1][1] in (_c.AT_END, _c.AT_END_STRING):
-        end = True if items[-1][1] is _c.AT_END_STRING or end is True else "$"
+        if items[-1][1] is _c.AT_END_STRING or end is True:
+            end = True
+        elif multiline:
+            end = "line" if end in (False, "line") else end
+        else:
+            end = "$" if end in (False, "$") else True
         items.pop()
     return items, start, end
 
@@ -481,7 +492,7 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
     read_flags, items = _parse(pattern, flags)
     b = _Builder(pattern, read_flags, char_class, ecma, assertions)
     _check_possessive(b, items)
-    if _refused_lookaround(items, search, assertions):
+    if _refused_lookaround(items, search, assertions, bool(read_flags & _MULTILINE)):
         raise b.lookaround_refused()  # before building what precedes it (it may be large)
     if fewest_nfa_states(items) > MAX_NFA_STATES:
         raise _too_large(pattern)  # (before building that many states)
@@ -678,15 +689,16 @@ def _counted_repeat(items: list) -> tuple | None:
     return max(candidates, key=lambda av: _unrolled_copies(av[0], av[1]))
 
 
-def _refused_lookaround(items: list, open_start: bool, assertions: bool) -> bool:
+def _refused_lookaround(items: list, open_start: bool, assertions: bool, multiline: bool
+                        ) -> bool:
     """Whether `_language` would refuse a lookaround of `items` (one not at the start of an
     alternative anchored there), found before anything is built."""
     for branch in _alternatives(items):
-        rest, checks, start = _leading_lookaheads(branch)
-        rest, start_, _ = _strip_anchors(rest)
-        if checks and (open_start and not (start or start_) or not assertions):
+        rest, checks, start = _leading_lookaheads(branch, multiline)
+        rest, start_, _ = _strip_anchors(rest, multiline)
+        if checks and (open_start and not (start or start_ is True) or not assertions):
             return True
-        if _has_lookaround(rest) or any(_refused_lookaround(sub, False, assertions)
+        if _has_lookaround(rest) or any(_refused_lookaround(sub, False, assertions, multiline)
                                         for _, sub in checks):
             return True
     return False
@@ -726,11 +738,15 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
             return [automaton.star(b.nfa, b.chars(anything, 0))]
         if end == "$" and not b.ecma:  # a final newline may follow Python's $
             return [automaton.optional(b.nfa, b.chars([(10, 10)], 0))]
+        if end == "line":  # (a multiline $: the text may go on from a newline)
+            return [automaton.optional(b.nfa, automaton.concat(b.nfa, [
+                b.chars([(10, 10)], 0), automaton.star(b.nfa, b.chars(anything, 0))]))]
         return []
 
+    multiline = bool(flags & _MULTILINE)
     for branch in _alternatives(items):
-        rest, checks, start = _leading_lookaheads(branch)
-        rest, start_, end = _strip_anchors(rest)
+        rest, checks, start = _leading_lookaheads(branch, multiline)
+        rest, start_, end = _strip_anchors(rest, multiline)
         start = start or start_
         if (start or end) and not b.assertions:
             raise GrammarError(
@@ -740,7 +756,7 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         if not checks:
             groups.setdefault((start, end), []).append(b.sequence(rest, flags))
             continue
-        if open_start and not start or not b.assertions:
+        if open_start and start is not True or not b.assertions:
             raise b.lookaround_refused()
         body = [b.sequence(rest, flags), *after(end)]
         dfa = automaton.determinize(b.nfa, automaton.concat(b.nfa, body))
@@ -753,6 +769,9 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         parts = [body, *after(end)]
         if open_start and not start:
             parts.insert(0, automaton.star(b.nfa, b.chars(anything, 0)))
+        elif open_start and start == "line":  # (a multiline ^: after a newline, or first)
+            parts.insert(0, automaton.optional(b.nfa, automaton.concat(b.nfa, [
+                automaton.star(b.nfa, b.chars(anything, 0)), b.chars([(10, 10)], 0)])))
         frags.append(automaton.concat(b.nfa, parts))
     return frags[0] if len(frags) == 1 else automaton.alternation(b.nfa, frags)
 

@@ -66,16 +66,18 @@ lookaround_parts = st.recursive(
     max_leaves=6)
 
 
-@given(st.sampled_from(["", "^"]), lookaround_parts, st.booleans(), st.booleans())
+@given(st.sampled_from(["", "^"]), lookaround_parts, st.booleans(), st.booleans(),
+       st.booleans())
 def test_lookarounds_are_refused_before_building_as_building_refuses_them(
-        anchor, body, search, assertions):
+        anchor, body, search, assertions, multiline):
     """compile_regex refuses a lookaround before building anything (a large repeat before it
-    took seconds); it refuses exactly the patterns that building them refuses."""
+    took seconds); it refuses exactly the patterns that building them refuses (with
+    MULTILINE, a ^ anchors no lookahead after it)."""
     from pse import regex as r
     pattern = anchor + body
-    flags, items = r._parse(pattern, 0)
+    flags, items = r._parse(pattern, re.MULTILINE if multiline else 0)
     b = r._Builder(pattern, flags, r.automaton.char_class, False, assertions)
-    refused = r._refused_lookaround(items, search, assertions)
+    refused = r._refused_lookaround(items, search, assertions, multiline)
     try:
         r._language(b, items, b.flags, search, search)
     except GrammarError as e:  # refused for another reason (an inner $): an error either way

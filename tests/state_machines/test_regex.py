@@ -223,6 +223,22 @@ def test_possessive_repeats_built_where_greedy_is_the_same_language(pattern):
         assert not wrong, (pattern, search, wrong[:5])
 
 
+@pytest.mark.parametrize("pattern", [
+    "(?m)a$", "(?m)^b", "(?m)^b$", "(?m)^a|b$", r"(?m)^(?:a|b)\Z", r"(?m)\Aa$", "(?m)^$",
+    "(?m)^a*$$"])
+def test_multiline_anchors_at_the_ends_as_re(pattern):
+    """With MULTILINE, ^ and $ at a pattern's ends hold at a line's start and end: searched
+    (a JSON Schema pattern), the text may go on before and after a newline there. They were
+    read as the text's start and end (`(?m)a$` did not find "a\nb")."""
+    from pse.regex import compile_regex
+
+    texts = ["".join(t) for n in range(7) for t in itertools.product("ab\n", repeat=n)]
+    for search, oracle in ((False, re.fullmatch), (True, re.search)):
+        dfa = compile_regex(pattern, search=search, ecma=search)
+        wrong = [t for t in texts if dfa.matches(t.encode()) != bool(oracle(pattern, t))]
+        assert not wrong, (pattern, search, wrong[:5])
+
+
 _possessive_atoms = st.tuples(st.sampled_from(ATOMS), st.sampled_from(
     ["", "", "*+", "++", "?+", "{1,2}+", "{2}+", "{2,}+"])).map("".join)
 
