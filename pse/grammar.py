@@ -242,7 +242,7 @@ class _Builder:
         ignored = [self.terminal_dfa(str(name)) for name in parser.ignore_tokens]
         self.ignored = ignored
         self.ignore_key = tuple(sorted(self.regex_of(str(n)) for n in parser.ignore_tokens))
-        self.terminals: dict[str, DfaTerminal] = {}
+        self.terminals: dict[str, StateMachine] = {}
         self.machines: dict[str, StateMachine] = {}
         self.loops: dict[str, StateMachine] = {}
 
@@ -280,9 +280,7 @@ class _Builder:
             if name not in self.machines:
                 token: StateMachine = SpecialToken(self.specials[name])
                 if self.ignored:  # %ignore'd text may follow it, as it follows terminals
-                    token = Chain(token, DfaTerminal(
-                        followed_by_ignored(None, self.ignored), "ignored",
-                        ("lark-ignored", self.ignore_key)))
+                    token = Chain(token, self.ignored_text())
                 self.machines[name] = token
             return self.machines[name]
         if name not in self.terminals:
@@ -290,16 +288,36 @@ class _Builder:
             if counted is not None:
                 self.terminals[name] = counted
                 return counted
-            dfa = self.terminal_dfa(name)
+            try:
+                dfa = self.terminal_dfa(name)
+            except GrammarError:  # (too large unrolled: counted, the ignored text apart)
+                counted = self.counted_terminal(name, ignored_apart=True) \
+                    if self.ignored else None
+                if counted is None:
+                    raise
+                self.terminals[name] = counted
+                return counted
             if self.ignored:
                 dfa = followed_by_ignored(dfa, self.ignored)
             key = ("lark", self.regex_of(name), self.ignore_key)
             self.terminals[name] = DfaTerminal(dfa, name, key)
         return self.terminals[name]
 
-    def counted_terminal(self, name: str) -> CountedTerminal | None:
+    def ignored_text(self) -> DfaTerminal:
+        """Any run of %ignore'd texts, the empty one too."""
+        return DfaTerminal(followed_by_ignored(None, self.ignored), "ignored",
+                           ("lark-ignored", self.ignore_key))
+
+    def counted_terminal(self, name: str, ignored_apart: bool = False
+                         ) -> StateMachine | None:
         """The terminal `name` with its long repeat counted at run time (see
-        lark_terminals.counted_terminal_dfa), or None where terminal_dfa is to make it."""
+        lark_terminals.counted_terminal_dfa), or None where terminal_dfa is to make it.
+        %ignore'd text follows it in its automaton, where it can be appended so; with
+        `ignored_apart`, where it cannot (`/[a-z ]{1,20000}/` with `%ignore " "`: a state
+        could stand for an iteration and for ignored text, and the count would depend on
+        the path), as a machine of its own after it. Kept apart, a run of text both could
+        read is read both ways: each place where the terminal may start after ignored text
+        is a count of its own (1,000 blanks before it are 1,000 live states)."""
         definition = self.defs.get(name)
         if definition is None or definition.pattern.type == "str":
             return None  # (terminal_dfa: a %declare'd name's error, a string's automaton)
@@ -310,7 +328,7 @@ class _Builder:
         if found is None:
             return None
         dfa, counted, fewest, most = found
-        if self.ignored:
+        if self.ignored and not ignored_apart:
             followed = counted_followed_by_ignored(dfa, counted, self.ignored)
             if followed is None:
                 return None
@@ -319,7 +337,9 @@ class _Builder:
             terminal = CountedTerminal(dfa, counted, fewest, most, name)
         except GrammarError:  # counts the run-time check cannot tabulate: unrolled
             return None
-        return terminal if terminal.matches_some_length() else None
+        if not terminal.matches_some_length():
+            return None
+        return Chain(terminal, self.ignored_text()) if ignored_apart else terminal
 
     def where(self, name: str) -> str:
         """'line N' of the definition of `name`, or of the rules that use it."""
@@ -364,9 +384,7 @@ class _Builder:
         graph: dict = {}
         here: object = 0
         if self.ignored:
-            lead = DfaTerminal(followed_by_ignored(None, self.ignored), "ignored",
-                               ("lark-ignored", self.ignore_key))
-            graph[0] = [(lead, 1)]
+            graph[0] = [(self.ignored_text(), 1)]
             here = 1
         ends = [here] if grammar.start_nullable else []
         if start in self.alts:

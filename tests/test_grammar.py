@@ -809,9 +809,12 @@ COUNTED_TERMINALS = {
     "ignored text after": ('start: "[" A ("," A)* "]"\nA: /[a-z]{1,2000}/\n%ignore " "\n',
                            r" *\[ *[a-z]{1,2000} *(?:, *[a-z]{1,2000} *)*\] *", (1, 2000), "q"),
     "no most": ('start: A\nA: /(?:ab|c){600,}x/\n', r"(?:ab|c){600,}x", (600, None), "c"),
+    # (the blanks may be the terminal's or ignored: the ignored text is kept apart from it)
+    "ignored text it reads too": ('start: "\\"" A "\\""\nA: /[a-z ]{1,20000}/\n%ignore " "\n',
+                                  r' *" *[a-z ]{1,20000} *" *', (1, 20000), "q"),
 }
 _WRAPPED = {"units of two kinds": "{}x", "twice": "{},5", "ignored text after": "[ {} , ab]",
-            "no most": "{}x"}
+            "no most": "{}x", "ignored text it reads too": '" {}  "'}
 
 
 def _counted_samples(name: str) -> list[str]:
@@ -823,6 +826,10 @@ def _counted_samples(name: str) -> list[str]:
     texts = [_WRAPPED[name].format(unit * k) for k in counts]
     rng = random.Random(name)
     texts += mutations(_WRAPPED[name].format(unit * low), "abcx7,[] q", rng, 20)
+    if name == "ignored text it reads too":  # (blanks inside, counted or not)
+        texts += ['"' + "q" * 19999 + " q" + '"', '"' + " " * 600 + "q" * 19999 + " " * 9 + '"',
+                  '"' + "q" * 10000 + " " * 10000 + '"', '"' + "q" * 10000 + " " * 10001 + 'q"',
+                  '"' + " " * 30 + '"']
     if name in ("units of two kinds", "no most"):
         texts += ["ab" * 700 + "x", "ab" * 600 + "c" * 600 + "x", "ab" * 750 + "cx", "ab" * 1200,
                   "ab" * 300 + "c" * 299 + "x"]
