@@ -26,7 +26,7 @@ what a build allocates: the p99 of two builds can differ by that alone, so compa
 per-schema ratios (`--against`) or use `--collect`.
 
 Run: python bench/compile_times.py [--limit 600] [--repeat 3] [--out F] [--against F]
-     [--compare llguidance] [--collect]
+     [--compare llguidance] [--collect] [--name SUBSTRING]
 """
 
 from __future__ import annotations
@@ -52,16 +52,18 @@ from maskbench_files import SHARED, maskbench_files  # noqa: E402
 TOKENIZER = SHARED / "tokenizers" / "llama3" / "tokenizer.json"
 
 
-def one_round(limit: int, seed: int, other: str | None, collect: bool = False
+def one_round(limit: int, seed: int, other: str | None, collect: bool = False,
+              matching: str | None = None
               ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """In a fresh process: each schema compiled once, in turn (seconds per schema that
     compiles), then the same with engine `other` (if any), how many files there were, and
     after pse's compiles the objects the garbage collector tracks beyond those it tracked
     before them (the schemas' data included) and a full collection's seconds. `collect`: a
-    full collection before each compile (not timed), as bench/maskbench.py runs one."""
+    full collection before each compile (not timed), as bench/maskbench.py runs one.
+    `matching`: only the files whose name holds it."""
     warnings.simplefilter("ignore")  # (schemas' annotations and approximations)
     vocab = pse.Vocabulary.from_file(TOKENIZER)
-    files = list(maskbench_files(limit, seed))
+    files = list(maskbench_files(limit, seed, name=matching))
     gc.collect()
     tracked_before = len(gc.get_objects())
     times: dict[str, float] = {}
@@ -97,7 +99,7 @@ def one_round(limit: int, seed: int, other: str | None, collect: bool = False
 
 
 def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = None,
-                     collect: bool = False
+                     collect: bool = False, matching: str | None = None
                      ) -> tuple[int, dict[str, float], dict[str, float], tuple[int, float]]:
     """Per schema that compiles, its fastest time over `repeat` rounds, each round in a
     process of its own (a schema's first compile in a process, after the schemas before it:
@@ -110,8 +112,8 @@ def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = Non
     context = multiprocessing.get_context("spawn")
     for k in range(repeat):
         with context.Pool(1) as pool:
-            n_files, times, other_times, heap = pool.apply(one_round,
-                                                           (limit, seed, other, collect))
+            n_files, times, other_times, heap = pool.apply(
+                one_round, (limit, seed, other, collect, matching))
         for found, into in ((times, best), (other_times, other_best)):
             for name, t in found.items():
                 into[name] = min(into.get(name, t), t)
@@ -123,6 +125,8 @@ def fastest_compiles(limit: int, seed: int, repeat: int, other: str | None = Non
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=600, help="maskbench files (seeded sample)")
+    ap.add_argument("--name", help="only the files whose name holds this (from all of them; "
+                                   "--limit then samples those)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="compiles per schema (fastest kept)")
     ap.add_argument("--out", help="write the per-schema times (JSON) here")
@@ -140,7 +144,7 @@ def main() -> None:
     if args.compare and importlib.util.find_spec(args.compare) is None:
         sys.exit(f"--compare {args.compare}: not installed (pip install \".[bench]\")")
     n_files, best, other, heap = fastest_compiles(args.limit, args.seed, args.repeat,
-                                                  args.compare, args.collect)
+                                                  args.compare, args.collect, args.name)
     ms = np.array(list(best.values())) * 1e3
     print(f"pse {pse.__version__} ({Path(pse.__file__).parent}): {len(best)} of {n_files} "
           f"schemas compile; fastest of {args.repeat}, ms: p50 {np.percentile(ms, 50):.2f}, "

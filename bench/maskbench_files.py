@@ -26,14 +26,15 @@ def shard_arg(text: str) -> tuple[int, int]:
 
 
 def maskbench_files(limit: int | None, seed: int, shard: tuple[int, int] = (0, 1),
-                    keyword: str | None = None) -> Iterator[tuple[str, Any]]:
-    """(file name, its JSON) for the files sorted by name: `limit` of them drawn at random
-    with `seed` (None: all), then every N-th from the K-th of `shard` (K, N); with `keyword`,
-    only the schemas that use it."""
+                    keyword: str | None = None, name: str | None = None
+                    ) -> Iterator[tuple[str, Any]]:
+    """(file name, its JSON) for the files sorted by name (with `name`, those whose name
+    holds it): `limit` of them drawn at random with `seed` (None: all), then every N-th from
+    the K-th of `shard` (K, N); with `keyword`, only the schemas that use it."""
     folder = SHARED / "data" / "maskbench"
     if not folder.is_dir():
         sys.exit(f"{folder} not found: set PSE_SHARED to the shared data folder")
-    files = sorted(folder.glob("*.json"))
+    files = sorted(p for p in folder.glob("*.json") if name is None or name in p.name)
     if limit is not None and limit < len(files):
         files = sorted(random.Random(seed).sample(files, limit))
     for path in files[shard[0]::shard[1]]:

@@ -121,3 +121,29 @@ def test_listed_values_beside_keywords_of_any_type(values, rest, dialect):
         return
     for value in LISTED:
         assert machine.matches(compact(value)) == validator.is_valid(value), (schema, value)
+
+
+LISTED_STRINGS = ["", "a", "ab", "abc", "ba", "é", "aé", "cab", "xyz", "\U0001F600a", "b" * 9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(LISTED_STRINGS), min_size=1, max_size=5),
+       st.fixed_dictionaries({}, optional={
+           "pattern": st.sampled_from(["^a", "b$", "[ab]{2}", "é", "^(?:ab|c)+$", "^$", "."]),
+           "minLength": st.integers(0, 3), "maxLength": st.integers(0, 4),
+           "type": st.just("string")}),
+       st.sampled_from(["http://json-schema.org/draft-04/schema#",
+                        "https://json-schema.org/draft/2020-12/schema"]))
+def test_listed_strings_beside_string_keywords(values, rest, dialect):
+    """Listed strings beside a pattern and length bounds are kept where those allow them
+    (told without a machine: lengths in code points, the pattern's automaton over the text):
+    what is valid is what jsonschema finds valid."""
+    schema = {"$schema": dialect, "enum": values, **rest}
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        machine = JsonSchema(schema)
+    except SchemaError:  # nothing listed is allowed
+        assert not any(validator.is_valid(v) for v in values), schema
+        return
+    for value in LISTED_STRINGS + [1, None]:
+        assert machine.matches(compact(value)) == validator.is_valid(value), (schema, value)

@@ -13,9 +13,14 @@ from pse.compiler import share_rules
 from pse.errors import GrammarError, SchemaError
 from pse.json_value import Json
 from pse.machines import AnyOf, DfaTerminal, StateMachine
-from pse.json_schema.common import (_ANNOTATIONS, _distinct, _dumps, _exclusion, _json_key,
-                                    _json_type, _of_types, _validating)
+from pse.json_schema.common import (_ANNOTATIONS, _count, _distinct, _dumps, _exclusion,
+                                    _json_key, _json_type, _of_types, _validating)
 from pse.json_schema.merge import _all_of
+from pse.regex import compile_regex
+
+# the keywords beside listed strings that _strings_allowed checks itself
+_STRING_KEYWORDS = frozenset(("type", "pattern", "minLength", "maxLength"))
+
 
 @functools.lru_cache(maxsize=1024)
 def _literal_trie(texts: tuple, integers: tuple, decimals: tuple) -> automaton.DFA:
@@ -56,6 +61,40 @@ def _spellings(v: Any) -> list[bytes]:
         whole = str(int(v)).encode()
         return [whole, whole + b".0"]
     return [dumped]
+
+
+def _strings_allowed(values: list, rest: dict, pointer: str) -> list | None:
+    """The strings `values` that the string keywords `rest` allow, told here: a length in
+    code points, a pattern by its automaton over the text (as `pattern` means it: found
+    anywhere, ECMA-262 classes). A machine compiled for `rest` and run on each value took
+    1.2 ms an enum in JsonSchemaStore's service-schema.json (238 task names beside each
+    name's pattern, 238 times). None where `rest` or the values are not such (then a
+    machine checks them)."""
+    if not _STRING_KEYWORDS.issuperset(rest) or rest.get("type", "string") != "string" \
+            or not isinstance(rest.get("pattern", ""), str) \
+            or not all(isinstance(v, str) for v in values):
+        return None
+    lo = _count(rest, "minLength", pointer, 0)
+    hi = _count(rest, "maxLength", pointer)
+    found = None
+    if "pattern" in rest:
+        try:
+            found = compile_regex(rest["pattern"], 0, search=True, ecma=True)
+        except GrammarError:
+            return None  # (the machine's compile says what is wrong with it)
+    kept = []
+    for v in values:
+        if not lo <= len(v) <= (len(v) if hi is None else hi):
+            continue
+        if found is not None:
+            try:
+                text = v.encode()
+            except UnicodeEncodeError:  # (a lone surrogate: the machine reads its escape)
+                return None
+            if not found.matches(text):
+                continue
+        kept.append(v)
+    return kept
 
 
 def _is_type(schema: Any, name: str) -> bool:
@@ -103,6 +142,8 @@ class _Enums:
             values = _of_types(values, types)
             if self.draft4 and "number" not in types:  # 1.0 is not an integer there
                 spelling = lambda text: b"." not in text and b"e" not in text  # noqa: E731
+        elif rest and (strings := _strings_allowed(values, rest, pointer)) is not None:
+            values = strings
         elif rest:
             checked = rest
             kinds = {"number" if t == "integer" else t for t in map(_json_type, values)}
