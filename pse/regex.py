@@ -41,6 +41,9 @@ COUNTED_REPEAT_STATES = 1000
 # The byte that marks a counted repeat's iterations in its automaton: no UTF-8 text holds it.
 _MARK = 0xFF
 
+# ECMA-262's line terminators: \n, \r, U+2028 and U+2029
+_ECMA_LINE_ENDS = [(10, 10), (13, 13), (0x2028, 0x2029)]
+
 # the items that match one character each
 _ONE_CHAR_OPS = (_c.LITERAL, _c.NOT_LITERAL, _c.ANY, _c.IN)
 
@@ -160,9 +163,9 @@ class _Builder:
             return _with_case(av, flags)
         if op is _c.NOT_LITERAL:
             return automaton.complement(_with_case(av, flags))
-        if op is _c.ANY:
+        if op is _c.ANY:  # (ECMA-262's . reads no line terminator; Python's, no newline)
             return [(0, automaton.MAX_CODE_POINT)] if flags & _DOTALL else \
-                automaton.complement([(10, 10)])
+                automaton.complement(_ECMA_LINE_ENDS if self.ecma else [(10, 10)])
         return self.char_set(av, flags, bool(flags & _ASCII))
 
     def char_set(self, items, flags: int, ascii_only: bool) -> list[tuple[int, int]]:
@@ -481,7 +484,8 @@ def compile_regex(pattern: str, flags: int = 0, search: bool = False,
         char_class: builds one character of a class; JSON strings pass one that also spells
             characters as JSON escapes.
         ecma: ECMA-262 classes, as JSON Schema patterns mean them: digits and word
-            characters ASCII, blanks Unicode; `$` the end of the text only.
+            characters ASCII, blanks Unicode, `.` any character but a line terminator
+            (\\n, \\r, U+2028, U+2029); `$` the end of the text only.
         assertions: False where the text matched is not the whole text (a lark terminal's
             lookahead and anchors look past it): lookaheads and anchors are refused.
 

@@ -239,6 +239,23 @@ def test_multiline_anchors_at_the_ends_as_re(pattern):
         assert not wrong, (pattern, search, wrong[:5])
 
 
+@pytest.mark.parametrize("pattern", ["^a.b$", ".", "^.*$", "(?s)^a.b$", "a.{2}", "[.]"])
+def test_dot_reads_what_ecma_and_python_read(pattern):
+    """A JSON Schema pattern's `.` (ECMA-262) is any character but a line terminator (\\n,
+    \\r, U+2028, U+2029), judged by re with the dot spelled as that class (and ECMA's $ as
+    \\Z); a Regex's (Python's) any but \\n, judged by re itself."""
+    from pse.regex import compile_regex
+
+    ecma = (pattern if "(?s)" in pattern else re.sub(
+        r"(?<!\[)\.(?!\])", "[^\n\r\u2028\u2029]", pattern)).replace("$", r"\Z")
+    texts = ["".join(t) for n in range(5)
+             for t in itertools.product("ab\n\r\u2028\u2029é", repeat=n)]
+    searched, whole = compile_regex(pattern, search=True, ecma=True), compile_regex(pattern)
+    wrong = [t for t in texts if searched.matches(t.encode()) != bool(re.search(ecma, t))
+             or whole.matches(t.encode()) != bool(re.fullmatch(pattern, t))]
+    assert not wrong, (pattern, wrong[:5])
+
+
 _possessive_atoms = st.tuples(st.sampled_from(ATOMS), st.sampled_from(
     ["", "", "*+", "++", "?+", "{1,2}+", "{2}+", "{2,}+"])).map("".join)
 
