@@ -140,8 +140,16 @@ class _Builder:
         return GrammarError(f"regex {_shown(self.pattern)}: lookaround assertions cannot be "
                             f"compiled to an automaton here ({where})")
 
+    def terminal_anchor_refused(self) -> GrammarError:
+        return GrammarError(
+            f"regex {_shown(self.pattern)}: an anchor (^, $, \\A, \\Z) in a terminal ties "
+            "where it matches to where it is in the whole text (as lark reads it), which "
+            "pse's terminals do not know; remove it")
+
     def anchor(self, at, flags: int) -> automaton.Fragment:
         """^ or $ inside the pattern: an edge taken only at the start or end of the text."""
+        if not self.assertions and at not in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
+            raise self.terminal_anchor_refused()
         if at in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
             raise GrammarError(f"regex {_shown(self.pattern)}: word boundaries (\\b, \\B) are not "
                                "supported: they read the characters on both sides")
@@ -255,10 +263,12 @@ def _check_possessive(b: _Builder, items: list) -> None:
     """Refuse a possessive repeat (`x*+`, `x{m,n}+`) whose language is not the greedy one's.
 
     A possessive repeat takes as many iterations as it can and gives none back. Of a single
-    character class C, followed by what cannot start with a character of C (`[^"]*+"`), a
-    greedy repeat gives none back either where the text matches: the next character, one of
-    C, would have to be read by what follows. Elsewhere (`a{5,}+a` matches nothing;
-    `(?:a|ab)*+` gives no alternative back) it is a language of its own, not built here."""
+    character class C, repeated a fixed number of times or followed by what cannot start
+    with a character of C (`[^"]*+"`), a greedy repeat gives none back either where the text
+    matches: the next character, one of C, would have to be read by what follows (a `$`
+    that may hold before a newline counts as reading it). Elsewhere (`a{5,}+a` matches
+    nothing; `(?:a|ab)*+` gives no alternative back) it is a language of its own, not built
+    here."""
     if "+" not in b.pattern:
         return  # (no possessive repeat: read in a few ns, not a walk of the items)
     def item_first(op, av, flags: int) -> tuple[list, bool] | None:
@@ -266,8 +276,11 @@ def _check_possessive(b: _Builder, items: list) -> None:
         assertion decides it."""
         if op in _ONE_CHAR_OPS:
             return b.one_char(op, av, flags), False
-        if op is _c.AT and av in (_c.AT_END, _c.AT_END_STRING):
-            return [], True  # (zero width, and true only at the end)
+        if op is _c.AT and av is _c.AT_END_STRING:
+            return [], True  # (zero width, true only at the end)
+        if op is _c.AT and av is _c.AT_END:  # (also before a newline: any with MULTILINE,
+            # a final one in Python's; a search or a lookahead reads on past it)
+            return ([], True) if b.ecma and not flags & _MULTILINE else ([(10, 10)], True)
         if op is _c.SUBPATTERN:
             return seq_first(av[3], 0, (flags | av[1]) & ~av[2])
         if op is _c.BRANCH:
@@ -324,8 +337,9 @@ def _check_possessive(b: _Builder, items: list) -> None:
                     raise GrammarError(
                         f"regex {_shown(b.pattern)}: a possessive repeat is supported only "
                         "where it matches what the greedy one does (of one character class, "
-                        "followed by none of its characters, as in [^\"]*+\"); write it "
-                        "greedy, or spell out the language it should match")
+                        "a fixed number of times or followed by none of its characters, as "
+                        "in [^\"]*+\"); write it greedy, or spell out the language it should "
+                        "match")
 
     walk(items, b.flags, [])
 
@@ -697,8 +711,8 @@ def _refused_lookaround(items: list, open_start: bool, assertions: bool, multili
                         ) -> bool:
     """Whether `_language` would refuse a lookaround of `items` (one not at the start of an
     alternative anchored there), found before anything is built."""
-    for branch in _alternatives(items):
-        rest, checks, start = _leading_lookaheads(branch, multiline)
+    for branch in _alternatives(items):  # (unsearched, a multiline ^ first is the start)
+        rest, checks, start = _leading_lookaheads(branch, multiline and open_start)
         rest, start_, _ = _strip_anchors(rest, multiline)
         if checks and (open_start and not (start or start_ is True) or not assertions):
             return True
@@ -748,15 +762,12 @@ def _language(b: _Builder, items: list, flags: int, open_start: bool, open_end: 
         return []
 
     multiline = bool(flags & _MULTILINE)
-    for branch in _alternatives(items):
-        rest, checks, start = _leading_lookaheads(branch, multiline)
+    for branch in _alternatives(items):  # (unsearched, a multiline ^ first is the start)
+        rest, checks, start = _leading_lookaheads(branch, multiline and open_start)
         rest, start_, end = _strip_anchors(rest, multiline)
         start = start or start_
         if (start or end) and not b.assertions:
-            raise GrammarError(
-                f"regex {_shown(b.pattern)}: an anchor (^, $, \\A, \\Z) in a terminal ties it "
-                "to the start or end of the whole text (lark matches it there alone), which "
-                "pse's grammars do not tell a terminal; remove it")
+            raise b.terminal_anchor_refused()
         if not checks:
             groups.setdefault((start, end), []).append(b.sequence(rest, flags))
             continue
@@ -791,14 +802,17 @@ class Regex(Terminal):
         pattern: the expression; classes and escapes, quantifiers (greedy or lazy: the
             language is the same), groups, alternation, `.`, `^` and `\\A` anywhere, `$` at
             the ends (of alternatives too; `\\Z` anywhere: inside, Python's `$` also
-            matches before a final newline), lookaheads at the start (`(?!if$)\\w+`).
+            matches before a final newline; with MULTILINE, `^` and `$` only at the ends),
+            lookaheads at the start (`(?!if$)\\w+`), possessive repeats where they match
+            what greedy ones do (`[^"]*+"`).
         flags: `re.IGNORECASE`, `re.DOTALL`, `re.ASCII`, `re.MULTILINE` (inline `(?i)`
             works too), `re.VERBOSE`.
 
     Raises:
         TypeError: `flags` is not an int.
         GrammarError: a malformed pattern, lookaround other than lookaheads at its start,
-            backreferences, one too large, one that matches no text, or other flags.
+            backreferences, other possessive repeats, atomic groups, one too large, one that
+            matches no text, or other flags.
     """
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
