@@ -148,16 +148,16 @@ class _Builder:
 
     def anchor(self, at, flags: int) -> automaton.Fragment:
         """^ or $ inside the pattern: an edge taken only at the start or end of the text."""
-        if not self.assertions and at not in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
-            raise self.terminal_anchor_refused()
         if at in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY):
             raise GrammarError(f"regex {_shown(self.pattern)}: word boundaries (\\b, \\B) are not "
                                "supported: they read the characters on both sides")
+        if not self.assertions:
+            raise self.terminal_anchor_refused()
         start = at in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
         # (Python's $ also matches before a final newline: a lookahead, not an edge)
         exact = at is _c.AT_BEGINNING_STRING or at is _c.AT_END_STRING or (
             not flags & _MULTILINE and (start or self.ecma))
-        if not self.assertions or not exact or at not in (
+        if not exact or at not in (
                 _c.AT_BEGINNING, _c.AT_BEGINNING_STRING, _c.AT_END, _c.AT_END_STRING):
             raise GrammarError(f"regex {_shown(self.pattern)}: an anchor ({at}) is supported "
                                "only at the start or end of the pattern or of an alternative")
@@ -477,10 +477,8 @@ def _strip_anchors(items: list, multiline: bool = False
     while items and items[-1][0] is _c.AT and items[-1][1] in (_c.AT_END, _c.AT_END_STRING):
         if items[-1][1] is _c.AT_END_STRING or end is True:
             end = True
-        elif multiline:
-            end = "line" if end in (False, "line") else end
         else:
-            end = "$" if end in (False, "$") else True
+            end = "line" if multiline else "$"
         items.pop()
     return items, start, end
 
