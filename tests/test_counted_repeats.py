@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from pse import GrammarError, JsonSchema, StructuringEngine, Vocabulary
 from pse.json_spelling import json_char_class
-from pse.machines import MAX_STEPS, CountedTerminal
+from pse.machines import MAX_STEPS, Chain, CountedTerminal, Loop, Optional
 from pse.regex import compile_counted_regex
 from conftest import shared_vocab
 from test_engine import brute_force, check_along, mask_ids
@@ -60,6 +60,49 @@ def test_counted_repeats_agree_with_re(pattern, pieces, words):
     for text in ("".join(pieces), "ab " * words + "ab", "x" + "a" * words + "y",
                  "12-" * words, "é" + "a " * words, "b " * words + "a"):
         assert _run(found, text.encode()) == (re.fullmatch(pattern, text) is not None), text
+
+
+# counted repeats whose texts run into each other's: where one may end and the next begin at
+# many places, the next is a live state per place, and those past their least count are one
+# (the smallest count reads all the others read: stateset_add_in). (units, least, most)
+RUNNING_ON = [(("a", "b"), 2, 9), (("a", "ab"), 1, 7), (("a",), 3, 12), (("b", "ba"), 0, 6),
+              (("aa", "b"), 4, None)]
+
+
+def _running_on_pattern(units: tuple[str, ...], lo: int, hi: int | None) -> str:
+    return "(?:%s){%d,%s}" % ("|".join(units), lo, "" if hi is None else hi)
+
+
+def _counted_terminal(pattern: str, cache: dict = {}) -> CountedTerminal:
+    if pattern not in cache:
+        dfa, counted, lo, hi = compile_counted_regex(pattern, min_states=0)
+        cache[pattern] = CountedTerminal(dfa, counted, lo, hi, pattern)
+    return cache[pattern]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(RUNNING_ON), min_size=1, max_size=3), st.booleans(),
+       st.text("ab", max_size=40), st.randoms(use_true_random=False))
+def test_counted_terminals_running_on_agree_with_re(parts, looped, text, rng):
+    """Counted terminals in a row (the last one repeated, or optional) against `re`, on a
+    random text and on texts of each repeat's least, most or some count between, give or
+    take a character."""
+    patterns = [_running_on_pattern(*part) for part in parts]
+    terminals = [_counted_terminal(p) for p in patterns]
+    last = Loop(terminals[-1], 1) if looped else Optional(terminals[-1])
+    machine = Chain(*terminals[:-1], last) if len(terminals) > 1 else last
+    regex = re.compile("".join(f"(?:{p})" for p in patterns[:-1])
+                       + f"(?:{patterns[-1]})" + ("+" if looped else "?"))
+    samples = [text]
+    for _ in range(4):
+        sample = ""
+        for units, lo, hi in parts:
+            most = lo + 9 if hi is None else hi
+            count = rng.choice([lo, most, rng.randint(lo, most)])
+            sample += "".join(rng.choice(units) for _ in range(count))
+        samples += [sample, sample + rng.choice("ab"), sample[:-1]]
+    for sample in samples:
+        assert machine.matches(sample) == (regex.fullmatch(sample) is not None), sample
 
 
 @pytest.mark.parametrize("pattern", [

@@ -812,9 +812,14 @@ COUNTED_TERMINALS = {
     # (the blanks may be the terminal's or ignored: the ignored text is kept apart from it)
     "ignored text it reads too": ('start: "\\"" A "\\""\nA: /[a-z ]{1,20000}/\n%ignore " "\n',
                                   r' *" *[a-z ]{1,20000} *" *', (1, 20000), "q"),
+    # (the second may start after any a past the first's least: one live state with the
+    # smallest count, not one per place; the regex is the same language, which `re` refuses
+    # at once where a{3,30000}a{3,30000} takes seconds)
+    "one after another": ('start: A A\nA: /a{3,30000}/\n', r"a{6,60000}", (3, 30000), "a"),
 }
 _WRAPPED = {"units of two kinds": "{}x", "twice": "{},5", "ignored text after": "[ {} , ab]",
-            "no most": "{}x", "ignored text it reads too": '" {}  "'}
+            "no most": "{}x", "ignored text it reads too": '" {}  "',
+            "one after another": "aaa{}"}
 
 
 def _counted_samples(name: str) -> list[str]:
@@ -830,6 +835,12 @@ def _counted_samples(name: str) -> list[str]:
         texts += ['"' + "q" * 19999 + " q" + '"', '"' + " " * 600 + "q" * 19999 + " " * 9 + '"',
                   '"' + "q" * 10000 + " " * 10000 + '"', '"' + "q" * 10000 + " " * 10001 + 'q"',
                   '"' + " " * 30 + '"']
+        # (where the terminal may start in a long run of blanks: accepted ones alone, as
+        # `re` takes seconds to refuse such a text)
+        texts += ['"' + " " * 3000 + "q" * 19999 + " " * 3000 + '"',
+                  " " * 3000 + '"' + " " * 3000 + 'q"' + " " * 3000]
+    if name == "one after another":
+        texts += ["a" * k for k in (5, 6, 7, 59999, 60000, 60001)]
     if name in ("units of two kinds", "no most"):
         texts += ["ab" * 700 + "x", "ab" * 600 + "c" * 600 + "x", "ab" * 750 + "cx", "ab" * 1200,
                   "ab" * 300 + "c" * 299 + "x"]

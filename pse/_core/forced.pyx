@@ -13,7 +13,7 @@ cimport numpy as cnp
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
     CompiledStructure, Ctx, PState, StateSet, Tables, dfa_next, exit_bytes,
-    is_accepting, seen_reset, special_next, special_terms, stateset_add, stateset_free,
+    is_accepting, seen_reset, special_next, special_terms, stateset_append, stateset_free,
     stateset_init, step_bytes, step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
@@ -136,8 +136,8 @@ def forced_bytes(Matcher matcher, Py_ssize_t max_bytes) -> bytes:
     stateset_init(&cur, matcher.live.n + 4)
     stateset_init(&spare, matcher.live.n + 4)
     try:
-        for i in range(matcher.live.n):
-            stateset_add(&cur, &matcher.live.items[i])
+        for i in range(matcher.live.n):  # (a set: appended, not searched)
+            stateset_append(&cur, &matcher.live.items[i])
         n = forced_path(&c, <const uint32_t*>cnp.PyArray_DATA(dfa_out), &cur, &spare, at,
                         max_bytes)
     finally:
@@ -216,8 +216,8 @@ cdef class Boundary:
         stateset_init(&spare, matcher.live.n + 4)
         try:
             if not matcher.finished:
-                for i in range(matcher.live.n):
-                    stateset_add(&self.after, &matcher.live.items[i])
+                for i in range(matcher.live.n):  # (a set: appended, not searched)
+                    stateset_append(&self.after, &matcher.live.items[i])
                 step_bytes(&c, &self.after, &spare, p, len(data))
         finally:
             stateset_free(&spare)

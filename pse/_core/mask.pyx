@@ -228,8 +228,8 @@ cdef class Matcher:
         cdef const char* p = snap
         cdef int32_t i
         stateset_clear(&self.live)
-        for i in range(n):
-            stateset_add(&self.live, <const PState*>(p + i * sizeof(PState)))
+        for i in range(n):  # (a snapshot is a set: no state twice)
+            stateset_append(&self.live, <const PState*>(p + i * sizeof(PState)))
 
     def advance(self, bytes data) -> bool:
         """Commit `data` if some live state consumes all of it; otherwise change nothing."""
@@ -248,14 +248,16 @@ cdef class Matcher:
         stateset_init(&cur, self.live.n + 4)
         stateset_init(&nxt, self.live.n + 4)
         try:
+            # (both sets hold no state twice: appended, not searched, which would take the
+            # square of their sizes)
             for i in range(self.live.n):
-                stateset_add(&cur, &self.live.items[i])
+                stateset_append(&cur, &self.live.items[i])
             if step_bytes(&c, &cur, &nxt, p, n) == 0:
                 return False
             self.push_history(data, text)
             stateset_clear(&self.live)
             for i in range(cur.n):
-                stateset_add(&self.live, &cur.items[i])
+                stateset_append(&self.live, &cur.items[i])
             return True
         finally:
             stateset_free(&cur)
@@ -531,8 +533,8 @@ cdef class Matcher:
             s = &self.live.items[i]
             if is_accepting(&c, s):
                 self.root_accepting = True
-            if s.term >= 0:
-                stateset_add(&self.w.roots, s)
+            if s.term >= 0:  # (live is a set: appended, not searched)
+                stateset_append(&self.w.roots, s)
                 continue
             # before a terminal: one root per terminal that can start here
             expand(&c, s, NO_BYTE, &self.w.roots)

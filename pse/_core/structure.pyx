@@ -132,13 +132,32 @@ cdef inline bint same_state(Ctx* c, const PState* q, const PState* p) noexcept n
             and (q.frame == p.frame or same_stack(c, q.frame, p.frame)))
 
 
+cdef inline bint count_past_least(const Tables* t, const PState* p) noexcept nogil:
+    """p is in a terminal counted up to a bound with its least count reached: of two states
+    equal but for such counts, the smaller one's terminal reads every text the larger one's
+    reads (and ends wherever it does), so the set keeps that one alone (stateset_add_in)."""
+    # (a count is 0 out of counted terminals: most states are told by that alone; a count of
+    # 0 past a least of 0 is left out, which only keeps a state apart that could merge)
+    return (p.count > 0 and p.term >= 0 and p.count >= t.term_min[p.term]
+            and t.term_max[p.term] != UNBOUNDED)
+
+
+cdef inline bint same_but_count(Ctx* c, const PState* q, const PState* p) noexcept nogil:
+    """q and p are equal but for their counts (and their frames' ids, with equal stacks)."""
+    return (memcmp(&q.node, &p.node, <char*>&p.count - <char*>&p.node) == 0
+            and memcmp(&q.props, &p.props, sizeof(PState) - (<char*>&p.props - <char*>p)) == 0
+            and (q.frame == p.frame or same_stack(c, q.frame, p.frame)))
+
+
 cdef inline uint64_t state_hash(Ctx* c, const PState* p, bint with_stack=True) noexcept nogil:
-    """Equal for states same_state calls equal (a frame's `stack` hashes its whole stack)."""
+    """Equal for states same_state calls equal (a frame's `stack` hashes its whole stack),
+    and for states equal but for counts past their terminal's least (count_past_least)."""
     cdef const uint32_t* w = <const uint32_t*>&p.node
     cdef uint64_t h = 0 if p.frame == NO_FRAME or not with_stack else get_frame(c, p.frame).stack
-    cdef int k
+    cdef size_t k, at_count = (<char*>&p.count - <char*>&p.node) // sizeof(uint32_t)
+    cdef uint32_t count_word = 0xFFFFFFFFu if count_past_least(c.t, p) else w[at_count]
     for k in range((sizeof(PState) - sizeof(int32_t)) // sizeof(uint32_t)):
-        h = (h ^ w[k]) * <uint64_t>0x9E3779B97F4A7C15u
+        h = (h ^ (count_word if k == at_count else w[k])) * <uint64_t>0x9E3779B97F4A7C15u
     return h ^ (h >> 29)
 
 
@@ -173,10 +192,14 @@ cdef int index_states(Ctx* c, StateSet* s) except -1 nogil:
 cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     """stateset_add, where a state equal to one already there but for its frame's id, with
     an equal stack, is not added either: in an ambiguous grammar's walk such copies would
-    multiply at every byte."""
+    multiply at every byte. Nor is one equal to a state there but for a count past its
+    terminal's least (count_past_least): the two become one with the smaller count, so
+    that a bounded repeat that may start at many places (`start: A A`, with `A: /a{1,5000}/`,
+    or blanks that %ignore and the repeat both read) is one live state, not one per place."""
     cdef int32_t i, n
     cdef int64_t h
     cdef uint64_t slot
+    cdef bint past = count_past_least(c.t, p)
     if s.n >= max_live and not c.t.has_unique:
         # a step that would pass the bound merges what it has made so far (popping a union of
         # stacks of every depth makes a state per member before they merge again); a mask
@@ -192,7 +215,7 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     n = s.n
     if n < INDEX_FROM:
         for i in range(n):
-            if same_state(c, &s.items[i], p):
+            if same_state(c, &s.items[i], p) or (past and count_kept(c, &s.items[i], p)):
                 return 0
         return stateset_append(s, p)
     index_states(c, s)
@@ -201,13 +224,24 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
         slot = s.slots[h]
         if slot >> 32 != s.stamp:
             break
-        if same_state(c, &s.items[<uint32_t>slot], p):
+        if same_state(c, &s.items[<uint32_t>slot], p) or (
+                past and count_kept(c, &s.items[<uint32_t>slot], p)):
             return 0
         h = (h + 1) & s.slot_mask
     stateset_append(s, p)
     s.slots[h] = (<uint64_t>s.stamp << 32) | <uint32_t>n
     s.indexed = s.n
     return 0
+
+
+cdef inline bint count_kept(Ctx* c, PState* q, const PState* p) noexcept nogil:
+    """p, its count past its terminal's least, is q but for that count, past the least as
+    well: q keeps the smaller one. (q's hash does not move: it leaves such counts out.)"""
+    if q.count < c.t.term_min[p.term] or not same_but_count(c, q, p):
+        return False
+    if p.count < q.count:
+        q.count = p.count
+    return True
 
 
 cdef int too_ambiguous() except -1 nogil:
