@@ -239,7 +239,8 @@ class _Builder:
         self.marked = marked
         self.rules: dict[str, list[Alternative]] = parser.rules
         self.defs = {str(t.name): t for t in parser.terminals}
-        ignored = [self.terminal_dfa(str(name)) for name in parser.ignore_tokens]
+        self.ignore_names = [str(name) for name in parser.ignore_tokens]  # (see `where`)
+        ignored = [self.terminal_dfa(name) for name in self.ignore_names]
         self.ignored = ignored
         self.ignore_key = tuple(sorted(self.regex_of(str(n)) for n in parser.ignore_tokens))
         self.terminals: dict[str, StateMachine] = {}
@@ -342,7 +343,8 @@ class _Builder:
         return Chain(terminal, self.ignored_text()) if ignored_apart else terminal
 
     def where(self, name: str) -> str:
-        """'line N' of the definition of `name`, or of the rules that use it."""
+        """'line N' of the definition of `name`, or of the rules that use it, or of the
+        `%ignore` that names it or writes it out (lark names the latter `__IGNORE_<k>`)."""
         line = _definition_line(self.text, name)
         if line is not None:
             return f"line {line}"
@@ -352,7 +354,15 @@ class _Builder:
         for rule in users:
             rule_line = _definition_line(self.text, rule)
             parts.append(f"rule {rule}" + (f" at line {rule_line}" if rule_line else ""))
-        return "used in " + ", ".join(parts) if parts else "imported"
+        if parts:
+            return "used in " + ", ".join(parts)
+        if name in self.ignore_names:
+            # (the k-th %ignore of the text, as lark counts them, where it was written here)
+            lines = [k + 1 for k, text in enumerate(self.text.splitlines())
+                     if text.lstrip().startswith("%ignore")]
+            k = self.ignore_names.index(name)
+            return f"%ignore at line {lines[k]}" if k < len(lines) else "%ignore"
+        return "imported"
 
     # -- rules --------------------------------------------------------------------------------
     def build(self, start: str) -> StateMachine:

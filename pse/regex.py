@@ -650,11 +650,12 @@ def compile_counted_regex(pattern: str, flags: int = 0, search: bool = False,
     repeat = _counted_repeat(items)
     if repeat is None:
         return None
-    _check_possessive(_Builder(pattern, read_flags, char_class, ecma), items)
     lo, hi, _ = repeat
     for mark_first in (False, True):
         b = _Builder(pattern, read_flags, char_class, ecma, assertions,
                      counted=(repeat, mark_first))
+        if not mark_first:
+            _check_possessive(b, items)
         with _naming(pattern):
             frag = _language(b, items, b.flags, search, search)
             if _unrolled_copies(lo, hi) * b.counted_size <= min_states:

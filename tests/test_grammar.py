@@ -310,6 +310,9 @@ def test_unsupported_constructs_name_terminal_and_line():
         Grammar.from_lark('\nstart: /x(?!y)/ "z"\n')
     with pytest.raises(GrammarError, match=r"terminal T \(line 2\).*lazy"):
         Grammar.from_lark('start: T\nT: /a.*?b+/\n')
+    # a pattern written in a %ignore: the line of that %ignore (lark counts them all)
+    with pytest.raises(GrammarError, match=r"__IGNORE_1 \(%ignore at line 4\).*lookaround"):
+        Grammar.from_lark('start: "a"\n%import common.WS\n%ignore WS\n  %ignore /(?<=a)b/\n')
     with pytest.raises(GrammarError, match="has no pattern"):
         Grammar.from_lark('%declare T\nstart: T\n')
     with pytest.raises(GrammarError, match="lark cannot read"):
