@@ -248,8 +248,11 @@ class StructuringEngine:
         best = StepperDelta.choose_best_path(deltas)
         if best is None:
             return None
-        chosen, steppers = best
-        matcher.set_steppers(steppers, chosen)
+        chosen = best[0]
+        # every live parse of the bytes committed, not only the paths that healed to them
+        # (others may read them and go on)
+        if not matcher.advance(chosen):
+            return None
         committed = self.vocab.lookup(chosen)
         self._committed.append(committed)
         return committed

@@ -91,3 +91,26 @@ def test_choose_best_path_prefers_unhealed_then_accepting_then_longer():
     token, steppers = StepperDelta.choose_best_path([shorter, *mid])
     assert token == b"abc" and len(steppers) == 2  # every parse of the chosen token is kept
     assert StepperDelta.choose_best_path([]) is None
+
+
+def test_a_healed_token_keeps_every_parse_of_the_text_committed():
+    """`engine.consume` of a text that is no token heals to the longest token that a path
+    read before it died; another path read on past that token (here: the a's of the loop).
+    The engine then holds every parse of the text committed, so what it allows next is what
+    the structure allows after that text (it held the dying path alone: only 'b')."""
+    from pse import Loop, StructuringEngine
+    from test_engine import mask_ids
+
+    m = AnyOf(Chain(Phrase("x"), Loop(Phrase("a"), 4, 10)), Phrase("xaaaaaaab"))
+    tokens = ["x", "a", "b", "aa", "aaaaaaa", "<eos>"]
+    vocab = Vocabulary.from_tokens(tokens, eos_token_ids=[5], special_token_ids=[5])
+    engine = StructuringEngine(vocab)
+    engine.configure(m)
+    assert engine.consume("x") == 0
+    # (nine a's are no token: the loop's path reads them all and gives no token to commit;
+    # the phrase's dies after seven)
+    assert engine.consume("a" * 9) == 4
+    text = "xaaaaaaa"
+    assert engine.is_accepting() == m.matches(text) is True
+    allowed = {k for k, t in enumerate(tokens[:5]) if m.matches(text + t, partial=True)}
+    assert mask_ids(engine) == allowed | {5}

@@ -386,15 +386,6 @@ cdef class Matcher:
         return [Stepper.make(self.structure, self.live.items[i], history, b"")
                 for i in range(self.live.n)]
 
-    def set_steppers(self, list steppers, bytes data):
-        """Commit `data`: replace the live states by those of `steppers` (steppers of this
-        matcher that consumed `data`, one token's worth)."""
-        cdef Stepper s
-        self.push_history(data)
-        stateset_clear(&self.live)
-        for s in steppers:
-            stateset_add(&self.live, &s.state)
-
     # -- masks --------------------------------------------------------------------------------
     def fill(self, cnp.uint32_t[::1] out) -> None:
         """Write the mask into `out` (ceil(V/32) words): bit i set = token i allowed."""
