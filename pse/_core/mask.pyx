@@ -524,11 +524,12 @@ cdef class Matcher:
             s = &self.live.items[i]
             if is_accepting(&c, s):
                 self.root_accepting = True
-            if s.term >= 0:  # (live is a set: appended, not searched)
+            if s.term >= 0:  # (live is a set: appended, not searched ...)
                 stateset_append(&self.w.roots, s)
-                continue
-            # before a terminal: one root per terminal that can start here
-            expand(&c, s, NO_BYTE, &self.w.roots)
+        for i in range(self.live.n):
+            s = &self.live.items[i]
+            if s.term < 0:  # before a terminal: one root per terminal that can start here
+                expand(&c, s, NO_BYTE, &self.w.roots)  # (... where expand's search finds them)
         if self.structure.t.has_special:
             self.prepare_special(&c)
         if self.w.roots.n > self.w.slices_cap:
