@@ -286,18 +286,12 @@ class _Builder:
             return self.machines[name]
         if name not in self.terminals:
             counted = self.counted_terminal(name)
+            if counted is None and self.ignored:  # (ignored text could go on with the repeat)
+                counted = self.counted_terminal(name, ignored_apart=True)
             if counted is not None:
                 self.terminals[name] = counted
                 return counted
-            try:
-                dfa = self.terminal_dfa(name)
-            except GrammarError:  # (too large unrolled: counted, the ignored text apart)
-                counted = self.counted_terminal(name, ignored_apart=True) \
-                    if self.ignored else None
-                if counted is None:
-                    raise
-                self.terminals[name] = counted
-                return counted
+            dfa = self.terminal_dfa(name)
             if self.ignored:
                 dfa = followed_by_ignored(dfa, self.ignored)
             key = ("lark", self.regex_of(name), self.ignore_key)
@@ -318,7 +312,8 @@ class _Builder:
         could stand for an iteration and for ignored text, and the count would depend on
         the path), as a machine of its own after it. Kept apart, a run of text both could
         read is read both ways: each place where the terminal may start after ignored text
-        is a count of its own (1,000 blanks before it are 1,000 live states)."""
+        is a count of its own, a live state until it passes the repeat's least (past it,
+        the core keeps the smallest count alone: a few live states for 1,000 blanks)."""
         definition = self.defs.get(name)
         if definition is None or definition.pattern.type == "str":
             return None  # (terminal_dfa: a %declare'd name's error, a string's automaton)

@@ -819,10 +819,14 @@ COUNTED_TERMINALS = {
     # smallest count, not one per place; the regex is the same language, which `re` refuses
     # at once where a{3,30000}a{3,30000} takes seconds)
     "one after another": ('start: A A\nA: /a{3,30000}/\n', r"a{6,60000}", (3, 30000), "a"),
+    # (short enough to unroll, but the ignored text could go on with it: counted, the ignored
+    # text apart, so that the second A's places past its least are one state)
+    "ignored, one after another": ('start: A A\nA: /[a ]{2,1200}/\n%ignore " "\n',
+                                   r" *[a ]{2,1200} *[a ]{2,1200} *", (2, 1200), "a"),
 }
 _WRAPPED = {"units of two kinds": "{}x", "twice": "{},5", "ignored text after": "[ {} , ab]",
             "no most": "{}x", "ignored text it reads too": '" {}  "',
-            "one after another": "aaa{}"}
+            "one after another": "aaa{}", "ignored, one after another": "  aa{} "}
 
 
 def _counted_samples(name: str) -> list[str]:
@@ -844,6 +848,9 @@ def _counted_samples(name: str) -> list[str]:
                   " " * 3000 + '"' + " " * 3000 + 'q"' + " " * 3000]
     if name == "one after another":
         texts += ["a" * k for k in (5, 6, 7, 59999, 60000, 60001)]
+    if name == "ignored, one after another":  # (blanks ignored between the two: past 2,400)
+        texts += ["a" * 2400, "a" * 2401,
+                  " " * 500 + "a" * 1200 + " " * 500 + "a" * 1200 + " " * 300]
     if name in ("units of two kinds", "no most"):
         texts += ["ab" * 700 + "x", "ab" * 600 + "c" * 600 + "x", "ab" * 750 + "cx", "ab" * 1200,
                   "ab" * 300 + "c" * 299 + "x"]
