@@ -286,8 +286,6 @@ class _Builder:
             return self.machines[name]
         if name not in self.terminals:
             counted = self.counted_terminal(name)
-            if counted is None and self.ignored:  # (ignored text could go on with the repeat)
-                counted = self.counted_terminal(name, ignored_apart=True)
             if counted is not None:
                 self.terminals[name] = counted
                 return counted
@@ -303,14 +301,13 @@ class _Builder:
         return DfaTerminal(followed_by_ignored(None, self.ignored), "ignored",
                            ("lark-ignored", self.ignore_key))
 
-    def counted_terminal(self, name: str, ignored_apart: bool = False
-                         ) -> StateMachine | None:
+    def counted_terminal(self, name: str) -> StateMachine | None:
         """The terminal `name` with its long repeat counted at run time (see
         lark_terminals.counted_terminal_dfa), or None where terminal_dfa is to make it.
-        %ignore'd text follows it in its automaton, where it can be appended so; with
-        `ignored_apart`, where it cannot (`/[a-z ]{1,20000}/` with `%ignore " "`: a state
-        could stand for an iteration and for ignored text, and the count would depend on
-        the path), as a machine of its own after it. Kept apart, a run of text both could
+        %ignore'd text follows it in its automaton, where it can be appended so; where it
+        cannot (`/[a-z ]{1,20000}/` with `%ignore " "`: a state could stand for an iteration
+        and for ignored text, and the count would depend on the path), as a machine of its
+        own after it, also where the terminal would fit unrolled. Kept apart, a run of text both could
         read is read both ways: each place where the terminal may start after ignored text
         is a count of its own, a live state until it passes the repeat's least (past it,
         the core keeps the smallest count alone: a few live states for 1,000 blanks)."""
@@ -324,18 +321,20 @@ class _Builder:
         if found is None:
             return None
         dfa, counted, fewest, most = found
-        if self.ignored and not ignored_apart:
+        apart = False
+        if self.ignored:
             followed = counted_followed_by_ignored(dfa, counted, self.ignored)
             if followed is None:
-                return None
-            dfa, counted = followed
+                apart = True
+            else:
+                dfa, counted = followed
         try:
             terminal = CountedTerminal(dfa, counted, fewest, most, name)
         except GrammarError:  # counts the run-time check cannot tabulate: unrolled
             return None
         if not terminal.matches_some_length():
             return None
-        return Chain(terminal, self.ignored_text()) if ignored_apart else terminal
+        return Chain(terminal, self.ignored_text()) if apart else terminal
 
     def where(self, name: str) -> str:
         """'line N' of the definition of `name`, or of the rules that use it, or of the
