@@ -18,7 +18,9 @@ class BoundedCache:
     shared by every caller, so they must be immutable (or only fill caches of their own).
     Two threads that miss the same key both build it; the last one stored wins."""
 
-    __slots__ = ("size", "_entries", "_lock")
+    # (its dict's and lock's methods kept bound: a compile uses the caches some fifty times,
+    # and each lookup of a method made an object)
+    __slots__ = ("size", "_entries", "_lock", "_find", "_touch", "_acquire", "_release")
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -26,26 +28,39 @@ class BoundedCache:
         self.size = size
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._find, self._touch = self._entries.get, self._entries.move_to_end
+        self._acquire, self._release = self._lock.acquire, self._lock.release
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value stored under `key` (now the most recently used), else `default`."""
-        with self._lock:
-            value = self._entries.get(key, _MISSING)  # (keys are tuples: hashed anew each time)
+        self._acquire()
+        try:
+            value = self._find(key, _MISSING)  # (keys are tuples: hashed anew each time)
             if value is _MISSING:
                 return default
-            self._entries.move_to_end(key)
+            self._touch(key)
             return value
+        finally:
+            self._release()
 
     def put(self, key: Hashable, value: Any) -> None:
         """Stores `value` under `key`, dropping the least recently used entry past `size`."""
         # (entries of immutable parts need no garbage collection: see untrack_if_settled)
         untrack_if_settled(key)
         untrack_if_settled(value)
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            if len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        dropped = None
+        self._acquire()
+        try:
+            entries = self._entries
+            entries[key] = value
+            self._touch(key)
+            if len(entries) > self.size:
+                dropped = entries.popitem(last=False)
+        finally:
+            self._release()
+        # (the entry dropped is freed once the lock is let go: a finalizer of its objects
+        # may use the cache)
+        del dropped
 
     def clear(self) -> None:
         """Drops every entry."""

@@ -62,17 +62,15 @@ class StateMachine:
         start_state: State = 0,
         end_states: Iterable[State] = ("$",),
     ) -> None:
-        self.state_graph: dict[State, list[Edge]] = dict(state_graph or {})
-        self.start_state = start_state
-        self.end_states = tuple(end_states)
-        for state, edges in self.state_graph.items():
+        graph: dict[State, list[Edge]] = dict(state_graph or {})
+        for state, edges in graph.items():
             for edge in edges:
                 if (not isinstance(edge, tuple) or len(edge) != 2
                         or not isinstance(edge[0], StateMachine)):
                     raise GrammarError(
                         f"state_graph[{state!r}]: edges must be (StateMachine, target_state) "
                         f"pairs, got {edge!r}")
-        self._compiled: CompiledStructure | None = None
+        _set_graph(self, graph, start_state, tuple(end_states))
 
     # -- composition sugar --------------------------------------------------------------------
     def __add__(self, other: StateMachine) -> Chain:
@@ -243,12 +241,33 @@ def _heal(stepper: Stepper, consumed: bytes, vocab: Vocabulary) -> list[StepperD
             if not d.stepper.remaining_input]
 
 
+def _set_graph(machine: StateMachine, graph: dict[State, list[Edge]], start_state: State,
+               end_states: tuple) -> None:
+    """What StateMachine.__init__ sets, for a graph whose edges are known to be (machine,
+    target) pairs: the combinators build theirs from machines they checked (a JSON Schema
+    compile makes some fifty of them)."""
+    machine.state_graph = graph
+    machine.start_state = start_state
+    machine.end_states = end_states
+    machine._compiled = None
+
+
 def _machine(obj: Any, where: str) -> StateMachine:
     if isinstance(obj, StateMachine):
         return obj
     if isinstance(obj, str):
         return Phrase(obj)
     raise GrammarError(f"{where}: expected a StateMachine or a str, got {type(obj).__name__}")
+
+
+def _machines(objs: tuple, kind: str) -> list[StateMachine]:
+    """The arguments of a Chain or AnyOf as machines (a str as its Phrase); the argument's
+    place is spelled out only for an error."""
+    out = list(objs)
+    for i, obj in enumerate(out):
+        if not isinstance(obj, StateMachine):
+            out[i] = _machine(obj, f"{kind} argument {i}")
+    return out
 
 
 def _count(value: Any, name: str, allow_none: bool = False) -> int | None:
@@ -296,7 +315,7 @@ class DfaTerminal(Terminal):
 
     def __init__(self, dfa: automaton.DFA, name: str, key: Hashable | None = None,
                  states: Any = None) -> None:
-        super().__init__()
+        _set_graph(self, {}, 0, ("$",))
         self._dfa, self.name, self._key, self.states = dfa, name, key, states
         if dfa.accept[0]:
             self.min_count = 0  # the compiler adds the empty path itself
@@ -414,7 +433,7 @@ class Phrase(Terminal):
     """Exactly the string `text`."""
 
     def __init__(self, text: str | bytes) -> None:
-        super().__init__()
+        _set_graph(self, {}, 0, ("$",))
         if isinstance(text, str):
             self.data = text.encode("utf-8")
         elif isinstance(text, bytes):
@@ -510,7 +529,7 @@ class Character(Terminal):
 
     def __init__(self, charset: CharsetSpec, min_length: int = 1, max_length: int | None = None,
                  negated: bool = False, case_sensitive: bool = True) -> None:
-        super().__init__()
+        _set_graph(self, {}, 0, ("$",))
         self.min_count = _count(min_length, "min_length")
         self.max_count = _count(max_length, "max_length", allow_none=True)
         if self.max_count is not None and self.min_count > self.max_count:
@@ -623,10 +642,9 @@ class Chain(StateMachine):
     """The machines one after the other."""
 
     def __init__(self, *machines: StateMachine) -> None:
-        self.machines = [_machine(m, f"Chain argument {i}") for i, m in enumerate(machines)]
-        n = len(self.machines)
-        super().__init__({i: [(m, i + 1)] for i, m in enumerate(self.machines)},
-                         start_state=0, end_states=(n,))
+        self.machines = _machines(machines, "Chain")
+        _set_graph(self, {i: [(m, i + 1)] for i, m in enumerate(self.machines)}, 0,
+                   (len(self.machines),))
 
     def __repr__(self) -> str:
         return f"Chain({', '.join(map(repr, self.machines))})"
@@ -642,8 +660,8 @@ class AnyOf(StateMachine):
     def __init__(self, *machines: StateMachine) -> None:
         if not machines:
             raise GrammarError("AnyOf needs at least one machine (machines is empty)")
-        self.machines = [_machine(m, f"AnyOf argument {i}") for i, m in enumerate(machines)]
-        super().__init__({0: [(m, "$") for m in self.machines]}, start_state=0, end_states=("$",))
+        self.machines = _machines(machines, "AnyOf")
+        _set_graph(self, {0: [(m, "$") for m in self.machines]}, 0, ("$",))
 
     def __repr__(self) -> str:
         return f"AnyOf({', '.join(map(repr, self.machines))})"
@@ -654,7 +672,7 @@ class Optional(StateMachine):
 
     def __init__(self, machine: StateMachine) -> None:
         self.machine = _machine(machine, "Optional argument")
-        super().__init__({0: [(self.machine, "$")]}, start_state=0, end_states=(0, "$"))
+        _set_graph(self, {0: [(self.machine, "$")]}, 0, (0, "$"))
 
     def __repr__(self) -> str:
         return f"Optional({self.machine!r})"

@@ -127,14 +127,14 @@ def _places(node: dict) -> list[tuple[Any, str, str | int | None]]:
     out: list[tuple[Any, str, str | int | None]] = []
     for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
         if key in node:
-            out.extend((sub, key, name) for name, sub in node[key].items())
+            out.extend([(sub, key, name) for name, sub in node[key].items()])
     if "dependencies" in node:
-        out.extend((sub, "dependencies", name) for name, sub in node["dependencies"].items()
-                   if _is_schema(sub))
+        out.extend([(sub, "dependencies", name) for name, sub in node["dependencies"].items()
+                    if _is_schema(sub)])
     for key in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
         value = node.get(key)
         if isinstance(value, list):
-            out.extend((sub, key, i) for i, sub in enumerate(value))
+            out.extend([(sub, key, i) for i, sub in enumerate(value)])
         elif value is not None:
             out.append((value, key, None))
     for key in ("additionalProperties", "additionalItems", "not", "if", "then", "else",
@@ -199,7 +199,7 @@ def check_depth(document: Any, where: str) -> None:
             continue
         deepest[id(node)] = depth
         children = node.values() if isinstance(node, dict) else node
-        todo.extend((x, depth + 1) for x in children if isinstance(x, (dict, list)))
+        todo.extend([(x, depth + 1) for x in children if isinstance(x, (dict, list))])
 
 
 def check_document(root: Any) -> None:

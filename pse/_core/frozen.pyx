@@ -59,20 +59,41 @@ def frozen_rows(rows) -> tuple:
     return frozen
 
 
+# The rows of chain automata for the first CHAIN_SHARED bytes, made once per (position, byte)
+# and shared by every chain: a compile's key names and literals are chains, each made and
+# freed with its automaton (a tuple per byte and one per range, made and freed again for
+# every schema), where a shared row costs a reference. At most CHAIN_SHARED * 256 rows.
+cdef enum:
+    CHAIN_SHARED = 48
+cdef PyObject* _chain_rows[CHAIN_SHARED][256]
+
+
+cdef tuple _chain_row(Py_ssize_t i, int b):
+    """The frozen row ((b, b, i + 1),) (shared below CHAIN_SHARED)."""
+    cdef tuple row, edge
+    if i < CHAIN_SHARED and _chain_rows[i][b] != NULL:
+        return <tuple>_chain_rows[i][b]
+    edge = (b, b, i + 1)
+    PyObject_GC_UnTrack(<PyObject *>edge)
+    row = (edge,)
+    PyObject_GC_UnTrack(<PyObject *>row)
+    if i < CHAIN_SHARED:
+        Py_INCREF(row)  # (the table's reference, for good)
+        _chain_rows[i][b] = <PyObject *>row
+    return row
+
+
 def frozen_chain(bytes data) -> tuple:
     """The rows of the chain automaton of exactly `data` (state i reads byte i into state
     i + 1; the last state has no edge), frozen as `frozen_rows` freezes rows: made so at once
-    (a JSON Schema's key names and values are such chains, a few hundred bytes per schema)."""
+    (a JSON Schema's key names and values are such chains, a few hundred bytes per schema),
+    the rows of its first bytes shared with other chains."""
     cdef Py_ssize_t i, n = len(data)
+    cdef const unsigned char* p = data
     cdef tuple rows = PyTuple_New(n + 1)
-    cdef tuple edge, row
-    cdef object b
+    cdef tuple row
     for i in range(n):
-        b = data[i]
-        edge = (b, b, i + 1)
-        PyObject_GC_UnTrack(<PyObject *>edge)
-        row = (edge,)
-        PyObject_GC_UnTrack(<PyObject *>row)
+        row = _chain_row(i, p[i])
         Py_INCREF(row)
         PyTuple_SET_ITEM(rows, i, row)
     row = ()

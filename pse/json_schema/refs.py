@@ -22,6 +22,11 @@ _SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitio
                           "dependentSchemas", "dependencies"])
 
 
+# The keywords `_Refs.index` reads beyond the schemas inside (ids, anchors, the draft's hints)
+_INDEXED = frozenset(["$schema", "exclusiveMinimum", "exclusiveMaximum", "id", "$id",
+                      "$anchor", "$dynamicAnchor", "$recursiveAnchor"])
+
+
 # The name under which draft 2019-09's `"$recursiveAnchor": true` binds in the dynamic scope
 # (no $dynamicAnchor can be named so: it is not a valid anchor name).
 RECURSIVE = "#recursive"
@@ -33,7 +38,7 @@ def _subschemas(node: dict) -> list[tuple[str, str | None, Any]]:
     out: list[tuple[str, str | None, Any]] = []
     for key, value in node.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out.extend((key, name, v) for name, v in value.items())
+            out.extend([(key, name, v) for name, v in value.items()])
         elif key in _SUBSCHEMAS:
             out.append((key, None, value))
     return out
@@ -107,7 +112,7 @@ class _Refs:
                 continue
             seen.add((id(node), here))
             if isinstance(node, list):
-                todo.extend((v, here) for v in node)
+                todo.extend([(v, here) for v in node])
                 continue
             if not isinstance(node, dict):
                 continue
@@ -120,41 +125,49 @@ class _Refs:
                 if any(hint for _, hint in hints):
                     misspelled[id(node)] = [(key, f"{key!r} is not a keyword: ignored ({hint})")
                                             for key, hint in hints if hint]
-            if isinstance(node.get("$schema"), str) and node is not doc and \
-                    _draft(node) != self.drafts.get(base, self.draft):
-                misspelled.setdefault(id(node), []).append(("$schema", (
-                    "a resource of another draft inside the document: read by the "
-                    "document's draft")))
-            if not self.draft4:  # (a bool there is no valid schema of a later draft)
-                for key in ("exclusiveMinimum", "exclusiveMaximum"):
-                    if isinstance(node.get(key), bool):
-                        misspelled.setdefault(id(node), []).append((key, (
-                            f"a boolean {key} is draft 4's (later drafts' is the bound "
-                            "itself): read as draft 4 reads it")))
-            ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
-            if self.ref_alone and "$ref" in node:
-                ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
-            if isinstance(ident, str):
-                if ident.startswith("#"):
-                    self.anchors[(here, ident[1:])] = node
-                else:
-                    here, _, frag = _join(here, ident).partition("#")
-                    self.resources.setdefault(here, node)
-                    if frag:
-                        self.anchors[(here, frag)] = node
-            for key in ("$anchor", "$dynamicAnchor"):
-                if isinstance(node.get(key), str):
-                    self.anchors.setdefault((here, node[key]), node)
-            if isinstance(node.get("$dynamicAnchor"), str):
-                self.dynamic_names.setdefault(here, []).append(node["$dynamicAnchor"])
-            if node.get("$recursiveAnchor") is True:
-                self.dynamic_names.setdefault(here, []).append(RECURSIVE)
+            if not _INDEXED.isdisjoint(node):  # (most schema objects have none of them)
+                here = self.index_node(doc, node, base, here, misspelled)
             self.bases[id(node)] = (node, here)
             # only where schemas are: an "$id" inside an unknown keyword is data
             todo.extend([(v, here) for _, _, v in _subschemas(node)])
         if misspelled:
             self.warn_misspelled(doc, base, misspelled)
         return False
+
+    def index_node(self, doc: Any, node: dict, base: str, here: str,
+                   misspelled: dict[int, list]) -> str:
+        """`index`'s work on a schema object with a keyword of _INDEXED: its draft's hints,
+        its resource and anchors. Returns the base URI of the schemas inside it."""
+        if isinstance(node.get("$schema"), str) and node is not doc and \
+                _draft(node) != self.drafts.get(base, self.draft):
+            misspelled.setdefault(id(node), []).append(("$schema", (
+                "a resource of another draft inside the document: read by the "
+                "document's draft")))
+        if not self.draft4:  # (a bool there is no valid schema of a later draft)
+            for key in ("exclusiveMinimum", "exclusiveMaximum"):
+                if isinstance(node.get(key), bool):
+                    misspelled.setdefault(id(node), []).append((key, (
+                        f"a boolean {key} is draft 4's (later drafts' is the bound "
+                        "itself): read as draft 4 reads it")))
+        ident = node.get("id") if self.draft4 else node.get("$id")  # ($id: from draft 6)
+        if self.ref_alone and "$ref" in node:
+            ident = None  # drafts 4-7: the $ref's siblings, $id too, are ignored
+        if isinstance(ident, str):
+            if ident.startswith("#"):
+                self.anchors[(here, ident[1:])] = node
+            else:
+                here, _, frag = _join(here, ident).partition("#")
+                self.resources.setdefault(here, node)
+                if frag:
+                    self.anchors[(here, frag)] = node
+        for key in ("$anchor", "$dynamicAnchor"):
+            if isinstance(node.get(key), str):
+                self.anchors.setdefault((here, node[key]), node)
+        if isinstance(node.get("$dynamicAnchor"), str):
+            self.dynamic_names.setdefault(here, []).append(node["$dynamicAnchor"])
+        if node.get("$recursiveAnchor") is True:
+            self.dynamic_names.setdefault(here, []).append(RECURSIVE)
+        return here
 
     def warn_misspelled(self, doc: Any, base: str, misspelled: dict) -> None:
         """Warn, naming its pointer, of each key of `doc`'s schema objects that is no
