@@ -57,15 +57,16 @@ _local = threading.local()
 
 
 class _Budget:
-    """The compile under way in this thread: its deadline, name, memory limit and start, and
-    the budget checks it made."""
+    """The compile under way in this thread: its deadline, name, memory limit and start, the
+    budget checks left before the next look at the clock, and the looks made."""
 
-    __slots__ = ("deadline", "what", "memory_limit", "memory_start", "checks")
+    __slots__ = ("deadline", "what", "memory_limit", "memory_start", "left", "looks")
 
     def __init__(self, deadline: float, what: str) -> None:
-        self.deadline, self.what, self.checks = deadline, what, 0
+        self.deadline, self.what = deadline, what
+        self.left, self.looks = 1, 0  # (the first check looks)
         self.memory_limit = COMPILE_MEMORY
-        # (resident bytes, interpreter blocks) at the first look (see check_budget)
+        # (resident bytes, interpreter blocks) at the first look (see _look)
         self.memory_start: tuple[int, int] | None = None
 
 
@@ -126,7 +127,7 @@ def within_budget(describe: Callable[..., str]) -> Callable[[Callable], Callable
 
 
 def check_budget() -> None:
-    """Raise once the compile under way has run past COMPILE_SECONDS.
+    """Raise once the compile under way has run past COMPILE_SECONDS (or COMPILE_MEMORY).
 
     Raises:
         GrammarError: the budget is spent.
@@ -134,12 +135,21 @@ def check_budget() -> None:
     budget = getattr(_local, "budget", None)
     if budget is None:
         return
-    n = budget.checks
-    budget.checks = n + 1
-    if n % CLOCK_CHECK_EVERY == 0 and time.monotonic() > budget.deadline:
+    budget.left -= 1  # (a count down: most checks end here)
+    if budget.left <= 0:
+        _look(budget)
+
+
+def _look(budget: _Budget) -> None:
+    """`check_budget`'s look at the clock, every CLOCK_CHECK_EVERY checks, and at memory,
+    every MEMORY_CHECK_EVERY checks (the nearest look)."""
+    budget.left = CLOCK_CHECK_EVERY
+    budget.looks += 1
+    if time.monotonic() > budget.deadline:
         raise GrammarError(f"compiling {budget.what} took more than {COMPILE_SECONDS} s "
                            f"(pse.limits.COMPILE_SECONDS)")
-    if n % MEMORY_CHECK_EVERY == MEMORY_CHECK_EVERY - 1 and budget.memory_limit is not None:
+    if budget.looks % max(1, MEMORY_CHECK_EVERY // CLOCK_CHECK_EVERY) == 0 \
+            and budget.memory_limit is not None:
         # growth is measured from the first look, not from the start: counting the
         # interpreter's blocks walks all its memory, which costs more than most compiles
         # (they end before a look), and the checks before the first look add little

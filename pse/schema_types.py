@@ -54,17 +54,33 @@ def _is_count(v: Any) -> bool:
     return _is_number(v) and v >= 0 and float(v).is_integer()
 
 
+# (loops, not all() over a generator: these run on every schema object compiled, and a
+# generator is an object made and freed per call)
 def _is_str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+    if not isinstance(v, list):
+        return False
+    for x in v:
+        if not isinstance(x, str):
+            return False
+    return True
 
 
 def _is_schema_map(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _is_schema(x)
-                                       for k, x in v.items())
+    if not isinstance(v, dict):
+        return False
+    for k, x in v.items():
+        if not isinstance(k, str) or not isinstance(x, (dict, bool)):
+            return False
+    return True
 
 
 def _is_schema_list(v: Any) -> bool:
-    return isinstance(v, list) and all(_is_schema(x) for x in v)
+    if not isinstance(v, list):
+        return False
+    for x in v:
+        if not isinstance(x, (dict, bool)):
+            return False
+    return True
 
 
 def _is_nonempty_schema_list(v: Any) -> bool:
@@ -117,6 +133,17 @@ for _name in ("additionalProperties", "additionalItems", "not", "if", "then", "e
     _RULES[_name] = (_is_schema, SUBSCHEMA)
 
 
+# keyword -> how its value holds schemas (once `_RULES` passed it): a map of them, a list of
+# them or one, or one
+_MAP, _LIST, _ONE = 1, 2, 3
+_HOLDS = {**dict.fromkeys(("properties", "patternProperties", "$defs", "definitions",
+                           "dependentSchemas", "dependencies"), _MAP),
+          **dict.fromkeys(("items", "prefixItems", "allOf", "anyOf", "oneOf"), _LIST),
+          **dict.fromkeys(("additionalProperties", "additionalItems", "not", "if", "then",
+                           "else", "contains", "propertyNames", "unevaluatedProperties",
+                           "unevaluatedItems"), _ONE)}
+
+
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
@@ -151,17 +178,32 @@ def _subschemas(node: dict, pointer: str) -> list[tuple[Any, str]]:
             for sub, key, name in _places(node)]
 
 
-def _node_ok(node: Any) -> bool:
-    """Whether `check_node` would pass `node`."""
+def _checked_subschemas(node: Any) -> list | None:
+    """The schemas directly inside `node` (in no set order) where `check_node` would pass it;
+    else None. (One loop over its keys: most schema objects have a few of the keywords
+    `_places` looks for.)"""
     if isinstance(node, bool):
-        return True
+        return []
     if not isinstance(node, dict):
-        return False
+        return None
+    out: list = []
     for key, value in node.items():
         rule = _RULES.get(key)
-        if rule is not None and not rule[0](value):
-            return False
-    return True
+        if rule is None:
+            continue
+        if not rule[0](value):
+            return None
+        holds = _HOLDS.get(key)
+        if holds == _MAP:
+            out.extend([sub for sub in value.values() if isinstance(sub, (dict, bool))])
+        elif holds == _LIST:
+            if isinstance(value, list):
+                out.extend(value)
+            else:
+                out.append(value)
+        elif holds == _ONE:
+            out.append(value)
+    return out
 
 
 def check_node(node: Any, pointer: str) -> None:
@@ -183,18 +225,41 @@ def check_node(node: Any, pointer: str) -> None:
 
 def check_depth(document: Any, where: str) -> None:
     """Refuse a document whose objects and arrays nest deeper than MAX_DOCUMENT_DEPTH (walked
-    without recursion; a container met again is walked again only from a greater depth).
+    without recursion).
 
     Raises:
         SchemaError: it nests deeper (a container that holds itself does).
     """
+    # a tree (as a parsed JSON text is) is walked once, each container met once; a document
+    # that shares containers is walked again where a container is met from a greater depth
+    # (walking it as a tree could take exponential time)
+    todo = [(document, 1)]
+    visits = 0
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_DOCUMENT_DEPTH:
+            _too_deep(where)
+        visits += 1
+        if visits > _TREE_VISITS:
+            _check_shared_depth(document, where)
+            return
+        children = node.values() if isinstance(node, dict) else node
+        todo.extend([(x, depth + 1) for x in children if isinstance(x, (dict, list))])
+
+
+# Containers `check_depth` walks as a tree before it walks them as a graph of shared ones.
+_TREE_VISITS = 100_000
+
+
+def _check_shared_depth(document: Any, where: str) -> None:
+    """`check_depth` for a document that may share containers: one met again is walked again
+    only from a greater depth."""
     deepest: dict[int, int] = {}
     todo = [(document, 1)]
     while todo:
         node, depth = todo.pop()
         if depth > MAX_DOCUMENT_DEPTH:
-            raise SchemaError(f"{where}: the schema nests more than {MAX_DOCUMENT_DEPTH} "
-                              "objects and arrays deep (MAX_DOCUMENT_DEPTH)")
+            _too_deep(where)
         if deepest.get(id(node), 0) >= depth:
             continue
         deepest[id(node)] = depth
@@ -202,8 +267,17 @@ def check_depth(document: Any, where: str) -> None:
         todo.extend([(x, depth + 1) for x in children if isinstance(x, (dict, list))])
 
 
-def check_document(root: Any) -> None:
+def _too_deep(where: str) -> None:
+    raise SchemaError(f"{where}: the schema nests more than {MAX_DOCUMENT_DEPTH} "
+                      "objects and arrays deep (MAX_DOCUMENT_DEPTH)")
+
+
+def check_document(root: Any) -> set[int]:
     """Check every schema of a document reachable through the keywords above.
+
+    Returns:
+        the ids of the schema objects checked (`check_node` need not look at them again
+        while the document lives).
 
     Raises:
         SchemaError: a keyword's value has the wrong type (the first one found).
@@ -212,13 +286,16 @@ def check_document(root: Any) -> None:
     seen: set[int] = set()
     while nodes:  # without pointers first: most documents are right
         node = nodes.pop()
-        if not _node_ok(node):
-            break
-        if isinstance(node, dict) and id(node) not in seen:
+        if isinstance(node, dict):
+            if id(node) in seen:
+                continue
             seen.add(id(node))
-            nodes.extend([sub for sub, _, _ in _places(node)])
+        subschemas = _checked_subschemas(node)
+        if subschemas is None:
+            break
+        nodes.extend(subschemas)
     else:
-        return
+        return seen
     todo = [(root, "#")]  # the same walk again, to the first error and its pointer
     seen = set()
     while todo:
@@ -227,3 +304,4 @@ def check_document(root: Any) -> None:
         if isinstance(node, dict) and id(node) not in seen:
             seen.add(id(node))
             todo.extend(_subschemas(node, pointer))
+    return seen

@@ -224,6 +224,28 @@ def test_deep_or_cyclic_retrieved_document_is_a_typed_error():
         pse.JsonSchema(cyclic)
 
 
+@pytest.mark.parametrize("tree_visits", [None, 1])
+def test_document_sharing_containers_is_checked_by_its_longest_path(tree_visits, monkeypatch):
+    """check_depth walks a document as a tree until that has cost _TREE_VISITS visits, then
+    as a graph of shared containers: a document sharing its containers 2^60 ways is checked
+    at once, and a path longer than MAX_DOCUMENT_DEPTH through containers also reached by
+    short paths is still found (by either walk)."""
+    from pse import schema_types
+
+    if tree_visits is not None:
+        monkeypatch.setattr(schema_types, "_TREE_VISITS", tree_visits)
+    shared: dict = {"type": "string"}
+    for _ in range(60):
+        shared = {"allOf": [shared, shared]}
+    schema_types.check_depth(shared, "#")  # (as a tree: 2^60 visits)
+    chain = [{} for _ in range(schema_types.MAX_DOCUMENT_DEPTH + 10)]
+    for outer, inner in zip(chain, chain[1:]):
+        outer["next"] = inner
+    with pytest.raises(SchemaError, match="MAX_DOCUMENT_DEPTH"):
+        schema_types.check_depth({"each": chain}, "#")  # (each one also at depth 3)
+    schema_types.check_depth({"each": chain[20:]}, "#")  # (the longest path: 992 deep)
+
+
 def test_lark_range_of_strings_is_a_grammar_error():
     with pytest.raises(GrammarError, match="single characters"):
         pse.Grammar.from_lark('start: "ab".."z"')

@@ -43,3 +43,41 @@ def test_suite_outcomes_are_as_recorded(recorded, draft):
 def test_suite_accepts_no_invalid_instance(recorded, draft):
     wrong = {k for k, v in suite.run(draft).items() if v == "accepted-invalid"}
     assert wrong <= set(ACCEPTED_INVALID), sorted(wrong - set(ACCEPTED_INVALID))
+
+
+def test_checked_subschemas_agree_with_check_node_and_places(recorded):
+    """check_document's quick walk (`_checked_subschemas`: one loop over a node's keys) passes
+    a schema object exactly where `check_node` does, and finds the schemas `_places` lists,
+    on every schema object of the suite (both drafts, the optional tests too) and on those
+    with a keyword of the wrong type."""
+    from pse import schema_types
+    from pse.errors import SchemaError
+
+    nodes: list = []
+    for draft in sorted(suite.DRAFTS):
+        for path in suite.files(draft):
+            nodes += [group["schema"] for group in json.loads(path.read_text())]
+    bad = [{"properties": True}, {"items": [1]}, {"allOf": []}, {"required": "a"},
+           {"dependencies": {"a": 3}}, {"not": None}, {"minLength": -1}, "string", None]
+    seen: set[int] = set()
+    checked = 0
+    while nodes:
+        node = nodes.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        found = schema_types._checked_subschemas(node)
+        try:
+            schema_types.check_node(node, "#")
+        except SchemaError:
+            assert found is None, node
+            continue
+        assert found is not None, node
+        places = [sub for sub, _, _ in schema_types._places(node)] if isinstance(node, dict) \
+            else []
+        assert sorted(map(id, found)) == sorted(map(id, places)), node
+        nodes += places
+        checked += 1
+    for node in bad:
+        assert schema_types._checked_subschemas(node) is None, node
+    assert checked > 1500

@@ -67,13 +67,14 @@ MAX_SCHEMA_NODES = 20_000
 def _depth_limited(compile_node: Callable) -> Callable:
     """Bound the nesting of `_Compiler.compile` (MAX_SCHEMA_DEPTH), check the compile
     budget at each subschema, and the JSON types of keywords (the whole document at the root;
-    each node compiled, for documents reached by remote references)."""
+    a node compiled that is not in it: made by the compiler, or in a remote document)."""
 
     def compile(self: Any, node: Any, pointer: str) -> Any:
         depth = getattr(self, "depth", 0)
         if depth == 0:
-            schema_types.check_document(node)
-        schema_types.check_node(node, pointer)
+            self.checked = schema_types.check_document(node)
+        if id(node) not in self.checked:  # (made here, or in a remote document)
+            schema_types.check_node(node, pointer)
         if depth >= common.MAX_SCHEMA_DEPTH:
             raise SchemaError(f"{pointer}: the schema nests more than {common.MAX_SCHEMA_DEPTH} "
                               f"subschemas deep (MAX_SCHEMA_DEPTH)")
@@ -249,6 +250,9 @@ class _Compiler(_Refs, _Logic, _Negation, _Enums, _Strings, _StringSets, _Number
         # schema objects compiling now; a Forward once one is met inside itself
         self.compiling: dict[tuple[int, tuple], Forward | None] = {}
         self.nodes = 0  # subschemas compiled (MAX_SCHEMA_NODES)
+        # ids of the schema objects of the document compiled, whose keywords' types were
+        # checked (it lives while it compiles: no other object takes one of its ids)
+        self.checked: set[int] = set()
         self.one_of_apart = True  # False: oneOf taken as anyOf (see JsonSchema._build) ...
         self.kept_apart = False  # ... True once a oneOf's branches carry others' opposites
         self.phrases: dict[str, Phrase] = {}  # (see `phrase`)

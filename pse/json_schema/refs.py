@@ -116,20 +116,34 @@ class _Refs:
                 continue
             if not isinstance(node, dict):
                 continue
-            if not refused.isdisjoint(node):
-                return True
+            # one loop over its keys (most schema objects have a few): the schemas inside
+            # (only where schemas are: an "$id" inside an unknown keyword is data), and
+            # whether it has a key that is no keyword or one of _INDEXED
+            inside: list = []
+            unknown = indexed = False
+            for key, value in node.items():
+                if key in refused:
+                    return True
+                if key not in _KEYWORDS:
+                    unknown = True
+                elif key in _SCHEMA_MAPS:
+                    if isinstance(value, dict):
+                        inside.extend(value.values())
+                elif key in _SUBSCHEMAS:
+                    inside.append(value)
+                elif key in _INDEXED:
+                    indexed = True
             # (drafts 4-7 ignore a $ref's siblings, keywords or not: no hint there)
-            if not _KEYWORDS.issuperset(node) and not (self.ref_alone and "$ref" in node):
+            if unknown and not (self.ref_alone and "$ref" in node):
                 hints = [(key, _misspelled(key)) for key in node if key not in _KEYWORDS
                          and not (key == "nullable" and node[key] is not True)]
                 if any(hint for _, hint in hints):
                     misspelled[id(node)] = [(key, f"{key!r} is not a keyword: ignored ({hint})")
                                             for key, hint in hints if hint]
-            if not _INDEXED.isdisjoint(node):  # (most schema objects have none of them)
+            if indexed:
                 here = self.index_node(doc, node, base, here, misspelled)
             self.bases[id(node)] = (node, here)
-            # only where schemas are: an "$id" inside an unknown keyword is data
-            todo.extend([(v, here) for _, _, v in _subschemas(node)])
+            todo.extend([(v, here) for v in inside])
         if misspelled:
             self.warn_misspelled(doc, base, misspelled)
         return False
