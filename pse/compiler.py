@@ -449,9 +449,10 @@ class _Compiler:
         dfas = [term.dfa for term in self.terminals]
         # per state, for TERM_CHARS terminals only (the core reads no other state's)
         n = sum(d.n_states for d in dfas) if any(t.lengths for t in self.terminals) else 0
-        boundary = np.zeros(n, dtype=np.uint8)
-        lens = np.zeros(n, dtype=np.uint64)
-        tail = np.zeros(n, dtype=np.uint8)
+        # (most structures have none: empty lists, not three arrays made through numpy's
+        # Python API)
+        boundary, lens, tail = (np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint64),
+                                np.zeros(n, dtype=np.uint8)) if n else ([], [], [])
         at = 0
         for term in self.terminals if n else ():
             if term.lengths is not None:
@@ -478,12 +479,12 @@ class _Compiler:
         )
 
 
-    def values_table(self) -> np.ndarray:
+    def values_table(self) -> np.ndarray | list:
         """With unique arrays (or kept keys), per DFA state of a terminal of whole JSON strings, how many
         strings it can still complete to (json_spelling.string_values); -1 elsewhere. Empty
         without unique arrays (the core reads none)."""
         if not any(g is not None and g.item for g in self.guards):  # (as the core's has_unique)
-            return np.zeros(0, dtype=np.int64)
+            return []
         parts = []
         for term in self.terminals:
             values = None

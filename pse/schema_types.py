@@ -150,24 +150,17 @@ def _escape(key: str) -> str:
 
 def _places(node: dict) -> list[tuple[Any, str, str | int | None]]:
     """The schemas directly inside `node` (after the check, so every value is of the right
-    shape), each with its keyword and its name or index there (None: the keyword's value)."""
+    shape) in the order of its keys, each with its keyword and its name or index there (None:
+    the keyword's value)."""
     out: list[tuple[Any, str, str | int | None]] = []
-    for key in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
-        if key in node:
-            out.extend([(sub, key, name) for name, sub in node[key].items()])
-    if "dependencies" in node:
-        out.extend([(sub, "dependencies", name) for name, sub in node["dependencies"].items()
-                    if _is_schema(sub)])
-    for key in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
-        value = node.get(key)
-        if isinstance(value, list):
+    for key, value in node.items():
+        holds = _HOLDS.get(key)
+        if holds == _MAP:  # ("dependencies" maps names to schemas or to lists of names)
+            out.extend([(sub, key, name) for name, sub in value.items() if _is_schema(sub)])
+        elif holds == _LIST and isinstance(value, list):
             out.extend([(sub, key, i) for i, sub in enumerate(value)])
-        elif value is not None:
+        elif holds is not None:
             out.append((value, key, None))
-    for key in ("additionalProperties", "additionalItems", "not", "if", "then", "else",
-                "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems"):
-        if key in node:
-            out.append((node[key], key, None))
     return out
 
 
@@ -296,12 +289,13 @@ def check_document(root: Any) -> set[int]:
         nodes.extend(subschemas)
     else:
         return seen
-    todo = [(root, "#")]  # the same walk again, to the first error and its pointer
+    # the same walk again, to the first error in the document's order and its pointer
+    todo = [(root, "#")]
     seen = set()
     while todo:
         node, pointer = todo.pop()
         check_node(node, pointer)
         if isinstance(node, dict) and id(node) not in seen:
             seen.add(id(node))
-            todo.extend(_subschemas(node, pointer))
+            todo.extend(reversed(_subschemas(node, pointer)))
     return seen

@@ -4,6 +4,7 @@ never an error of Python's or lark's own, a hang, or an allocation of its size."
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -244,6 +245,23 @@ def test_document_sharing_containers_is_checked_by_its_longest_path(tree_visits,
     with pytest.raises(SchemaError, match="MAX_DOCUMENT_DEPTH"):
         schema_types.check_depth({"each": chain}, "#")  # (each one also at depth 3)
     schema_types.check_depth({"each": chain[20:]}, "#")  # (the longest path: 992 deep)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_first_bad_keyword_in_document_order_is_named(order):
+    """Of several wrongly typed keywords, the error names the first one in the document's
+    order: a schema object's own keywords before the schemas inside it, those in the order
+    of its keys."""
+    parts = [("properties", {"a": {"type": "string"}, "b": {"minLength": -1}},
+              "#/properties/b/minLength"),
+             ("items", [{"type": "string"}, {"maxItems": "x"}], "#/items/1/maxItems"),
+             ("not", {"allOf": [{"pattern": 5}]}, "#/not/allOf/0/pattern")]
+    schema = {parts[i][0]: parts[i][1] for i in order}
+    with pytest.raises(SchemaError, match="^" + re.escape(parts[order[0]][2] + ":")):
+        pse.JsonSchema(schema)
+    schema["required"] = 7  # (the root's own keyword, after the others)
+    with pytest.raises(SchemaError, match="^#/required:"):
+        pse.JsonSchema(schema)
 
 
 def test_lark_range_of_strings_is_a_grammar_error():

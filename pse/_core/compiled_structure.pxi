@@ -20,6 +20,18 @@ _TABLE_FIELDS = {
 }
 
 
+cdef cnp.ndarray new_array(Py_ssize_t n, int typenum, int fill_byte):
+    """A new one-dimensional array of `n` items of numpy type `typenum`, every byte
+    `fill_byte` (-1: as allocated). Through numpy's C API: a compile makes a few dozen small
+    arrays, and np.empty's argument parsing and dtype lookup run code a compile otherwise
+    would not fetch."""
+    cdef cnp.npy_intp dims = n
+    cdef cnp.ndarray arr = cnp.PyArray_EMPTY(1, &dims, typenum, 0)
+    if fill_byte >= 0:
+        memset(cnp.PyArray_DATA(arr), fill_byte, cnp.PyArray_NBYTES(arr))
+    return arr
+
+
 cdef int mark_class_starts(tuple states, uint8_t* starts) except -1:
     """Set starts[b] (257 flags) wherever some state's target changes from byte b - 1 to byte
     b, an edge's or none's: where a byte class must start (starts[0] and starts[256] may be
@@ -48,7 +60,10 @@ def class_cuts(tuple states) -> np.ndarray:
     memset(starts, 0, 257)
     mark_class_starts(states, starts)
     starts[0] = 0
-    return np.frombuffer(bytes(starts[:256]), dtype=bool)
+    cuts = new_array(256, cnp.NPY_BOOL, -1)
+    memcpy(cnp.PyArray_DATA(cuts), starts, 256)
+    cnp.PyArray_CLEARFLAGS(cuts, cnp.NPY_ARRAY_WRITEABLE)
+    return cuts
 
 
 def pack_dfas(list rows, list accepts, list cuts) -> dict:
@@ -87,16 +102,16 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
         for b in range(256):
             starts[b] |= cp[b]
     starts[0] = 1
-    byte_class = np.empty(256, dtype=np.uint8)
+    byte_class = new_array(256, cnp.NPY_UINT8, -1)
     cdef uint8_t* bc = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>byte_class)
     for b in range(256):
         n_classes += starts[b]
         bc[b] = n_classes - 1
-    trans = np.empty(total * n_classes, dtype=np.int32)
-    accept_out = np.empty(total, dtype=np.uint8)
-    final = np.empty(total, dtype=np.uint8)
-    term_start = np.empty(n_terms, dtype=np.int32)
-    term_first = np.zeros(8 * n_terms, dtype=np.uint32)
+    trans = new_array(total * n_classes, cnp.NPY_INT32, 0xFF)  # (-1: no edge)
+    accept_out = new_array(total, cnp.NPY_UINT8, -1)
+    final = new_array(total, cnp.NPY_UINT8, -1)
+    term_start = new_array(n_terms, cnp.NPY_INT32, -1)
+    term_first = new_array(8 * n_terms, cnp.NPY_UINT32, 0)
     cdef int32_t* tr = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>trans)
     cdef uint8_t* acc = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>accept_out)
     cdef uint8_t* fin = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>final)
@@ -109,7 +124,6 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
         for s in range(len(states)):
             row = states[s]
             at = (off + s) * n_classes
-            memset(&tr[at], 0xFF, n_classes * sizeof(int32_t))  # (-1: no edge)
             for edge in row:  # a range's bytes are whole classes
                 lo, hi, target = edge[0], edge[1], edge[2]
                 for c in range(bc[lo], bc[hi] + 1):
@@ -128,7 +142,7 @@ def pack_dfas(list rows, list accepts, list cuts) -> dict:
 cdef dfa_forced_table(const Tables* t, bint needed):
     """Per DFA state, the one byte it can take next when it is not accepting and takes only
     that one, else -1 (all -1 when not `needed`)."""
-    forced = np.full(t.n_dfa_states + 1, -1, dtype=np.int32)
+    forced = new_array(t.n_dfa_states + 1, cnp.NPY_INT32, 0xFF)  # (-1)
     if not needed:
         return forced
     cdef int32_t* out = <int32_t*>cnp.PyArray_DATA(<cnp.ndarray>forced)
@@ -160,7 +174,7 @@ cdef dfa_forced_table(const Tables* t, bint needed):
 
 cdef node_first_table(const Tables* t):
     """Per node, 8 words: the union of its entries' first bytes."""
-    out = np.zeros(8 * t.n_nodes + 8, dtype=np.uint32)
+    out = new_array(8 * t.n_nodes + 8, cnp.NPY_UINT32, 0)
     cdef uint32_t* o = <uint32_t*>cnp.PyArray_DATA(<cnp.ndarray>out)  # (see pack_dfas)
     cdef int32_t node, e, k
     for node in range(t.n_nodes):
@@ -172,7 +186,7 @@ cdef node_first_table(const Tables* t):
 
 cdef node_special_table(const Tables* t):
     """Per node, whether one of its entries is a special token's terminal."""
-    out = np.zeros(t.n_nodes + 1, dtype=np.uint8)
+    out = new_array(t.n_nodes + 1, cnp.NPY_UINT8, 0)
     cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>out)
     cdef int32_t node, e
     for node in range(t.n_nodes):
@@ -216,7 +230,7 @@ cdef _pack_tables(dict tables, dict bufs):
     after it): bufs[name] is then its address. Returns the array, which owns them. (One
     array filled in C instead of an array per table: most tables are short, and numpy's
     per-call cost was most of a small structure's.)"""
-    cdef Py_ssize_t total = 0, at, i, n
+    cdef Py_ssize_t total = 0, at, i, n, end = 0
     cdef int kind
     cdef list value
     cdef cnp.ndarray arr
@@ -225,7 +239,6 @@ cdef _pack_tables(dict tables, dict bufs):
     for name, dtype in _TABLE_FIELDS.items():
         kind = _KIND_OF[dtype]
         total = (total + 7) & ~7
-        places[name] = (total, kind)
         table = tables[name]
         if type(table) is list:
             n = len(<list>table)
@@ -240,12 +253,15 @@ cdef _pack_tables(dict tables, dict bufs):
             if arr.ndim != 1:
                 raise ValueError(f"table {name} has {arr.ndim} dimensions, not one")
             n = cnp.PyArray_SIZE(arr)
+        places[name] = (total, kind, n)
         total += (n + 1) * _SIZE_OF[kind]
-    pack = np.zeros(total + 8, dtype=np.uint8)
+    pack = new_array(total + 8, cnp.NPY_UINT8, -1)  # (what no table fills is zeroed below)
     cdef char* base = <char*>cnp.PyArray_DATA(<cnp.ndarray>pack)
     cdef char* p
     cdef long long v
-    for name, (at, kind) in places.items():
+    for name, (at, kind, n) in places.items():
+        memset(base + end, 0, at - end)  # (the zero after the table before, and the gap)
+        end = at + n * _SIZE_OF[kind]
         p = base + at
         bufs[name] = <uintptr_t>p
         if name in arrays:
@@ -253,7 +269,6 @@ cdef _pack_tables(dict tables, dict bufs):
             memcpy(p, cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr))
             continue
         value = tables[name]
-        n = len(value)
         if kind == _U64:
             for i in range(n):
                 (<uint64_t*>p)[i] = <uint64_t>value[i]
@@ -275,6 +290,7 @@ cdef _pack_tables(dict tables, dict bufs):
                     if not 0 <= v <= 255:
                         raise OverflowError(f"table {name}: {v} is not a uint8")
                     (<uint8_t*>p)[i] = <uint8_t>v
+    memset(base + end, 0, total + 8 - end)
     return pack
 
 
@@ -308,10 +324,13 @@ cdef class CompiledStructure:
         self.terminal_states = list(tables.get("terminal_states") or
                                     [None] * len(self.terminal_keys))
         self.slice_caches = {}
-        classes = np.ascontiguousarray(tables["byte_class"], dtype=np.uint8)
-        cdef const uint8_t[::1] class_of = classes
-        for i in range(256):
-            self.t.byte_class[i] = class_of[i]
+        classes = tables["byte_class"]
+        if not (cnp.PyArray_Check(classes) and cnp.PyArray_TYPE(<cnp.ndarray>classes) == cnp.NPY_UINT8
+                and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>classes)):  # (pack_dfas's is)
+            classes = np.ascontiguousarray(classes, dtype=np.uint8)
+        if cnp.PyArray_SIZE(<cnp.ndarray>classes) != 256:
+            raise ValueError("byte_class is not 256 bytes")
+        memcpy(self.t.byte_class, cnp.PyArray_DATA(<cnp.ndarray>classes), 256)
         self.t.n_classes = int(tables["n_classes"])
         self.t.n_dfa_states = len(tables["dfa_accept"])
         self.t.n_terms = len(tables["term_start"])

@@ -4,7 +4,7 @@ consumed within the terminal and the trie nodes where a token may leave it (see 
 built by a walk of the vocabulary trie on first use; and the memo of recent whole masks."""
 
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint16_t, uint32_t, int64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -140,6 +140,7 @@ cdef class SliceCache:
     def __init__(self, CompiledStructure structure, vocab, int max_masks=512):
         cdef const Tables* t = &structure.t
         cdef int32_t term
+        cdef Py_ssize_t i
         cdef TokenTrie trie = vocab.trie
         cdef int vocab_size = vocab.size
         if trie.shared_slices is None:
@@ -155,11 +156,22 @@ cdef class SliceCache:
         self.masks = OrderedDict()
         self.max_masks = max_masks
         self.tokens, kind = vocab.token_table()
-        self._token_kind = np.ascontiguousarray(kind, dtype=np.uint8)
+        if (cnp.PyArray_Check(kind) and cnp.PyArray_TYPE(<cnp.ndarray>kind) == cnp.NPY_UINT8
+                and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>kind)):  # (the vocabulary's is)
+            self._token_kind = kind
+        else:
+            self._token_kind = np.ascontiguousarray(kind, dtype=np.uint8)
+        if cnp.PyArray_SIZE(<cnp.ndarray>self._token_kind) < vocab_size:
+            raise ValueError("the vocabulary's token kinds do not cover its size")
         self.token_kind = <const uint8_t*>cnp.PyArray_DATA(self._token_kind)
-        self._eos = np.ascontiguousarray(list(vocab.eos_token_ids) + [0], dtype=np.int32)
-        self.eos_ids = <const int32_t*>cnp.PyArray_DATA(self._eos)
-        self.n_eos = len(vocab.eos_token_ids)
+        eos = list(vocab.eos_token_ids)
+        cdef cnp.npy_intp n_eos = len(eos) + 1  # (a zero after: never an empty array)
+        self._eos = cnp.PyArray_ZEROS(1, &n_eos, cnp.NPY_INT32, 0)
+        cdef int32_t* eos_ids = <int32_t*>cnp.PyArray_DATA(self._eos)
+        for i in range(len(eos)):
+            eos_ids[i] = eos[i]
+        self.eos_ids = eos_ids
+        self.n_eos = len(eos)
         # special tokens the structure names, as this vocabulary's ids (one it has not and
         # need not have is never allowed)
         self.special_ids = {}
@@ -177,7 +189,10 @@ cdef class SliceCache:
                                    "uniqueItems arrays: name a special token there")
         self.entries = {}
         self._kinds_below = kinds_below(trie)
-        self._loop_kinds = np.full(max(t.n_dfa_states, 1), -1, dtype=np.int16)
+        # (numpy's C API: np.full runs code a compile otherwise would not fetch)
+        cdef cnp.npy_intp n_loop = max(t.n_dfa_states, 1)
+        self._loop_kinds = cnp.PyArray_EMPTY(1, &n_loop, cnp.NPY_INT16, 0)
+        memset(cnp.PyArray_DATA(self._loop_kinds), 0xFF, n_loop * sizeof(int16_t))  # (-1)
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
@@ -619,18 +634,21 @@ cdef cnp.ndarray terminal_follow(const Tables* t):
     cdef int32_t n_nodes = max(t.n_nodes, 1), n, e, k, w, lo, hi, p, g, changed
     cdef int32_t n_pushes = t.entry_push_off[t.n_entries], n_dep = 0
     cdef uint32_t add
-    follow = np.zeros((max(t.n_terms, 1), 8), dtype=np.uint32)
-    groups = np.arange(n_nodes, dtype=np.int32)
-    after_end = np.zeros((n_nodes, 8), dtype=np.uint32)  # per group: what follows its end
+    # (numpy's C API: np.zeros runs code a compile otherwise would not fetch)
+    cdef cnp.npy_intp[2] dims = [max(t.n_terms, 1), 8]
+    follow = cnp.PyArray_ZEROS(2, dims, cnp.NPY_UINT32, 0)
     cdef uint32_t* out = <uint32_t*>cnp.PyArray_DATA(follow)
-    cdef int32_t* group = <int32_t*>cnp.PyArray_DATA(groups)
-    cdef uint32_t* ends = <uint32_t*>cnp.PyArray_DATA(after_end)
+    cdef int32_t* group = <int32_t*>malloc(n_nodes * sizeof(int32_t))
+    # per group, 8 words: what follows its end
+    cdef uint32_t* ends = <uint32_t*>calloc(8 * n_nodes, sizeof(uint32_t))
     # per frame whose node can end its rule: (the group it returns into, the node's group)
     cdef int32_t* dep = <int32_t*>malloc(2 * max(n_pushes, 1) * sizeof(int32_t))
-    if dep == NULL:
-        raise MemoryError()
     try:
+        if group == NULL or ends == NULL or dep == NULL:
+            raise MemoryError()
         with nogil:
+            for n in range(n_nodes):
+                group[n] = n
             for n in range(t.n_nodes):
                 for e in range(t.node_entry_off[n], t.node_entry_off[n + 1]):
                     lo = t.entry_push_off[e]
@@ -666,6 +684,8 @@ cdef cnp.ndarray terminal_follow(const Tables* t):
                     if t.node_end[n]:
                         out[8 * t.entry_term[e] + w] |= ends[8 * g + w]
     finally:
+        free(group)
+        free(ends)
         free(dep)
     return follow
 

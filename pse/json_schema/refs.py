@@ -13,13 +13,11 @@ from pse.machines import Forward, StateMachine
 from pse.json_schema.common import _KEYWORDS, _escape, _misspelled, _pair_disjoint, _same
 
 # Keywords whose value is a schema or a list of schemas, and those whose value maps names
-# to schemas: where `index` looks for identifiers.
-_SUBSCHEMAS = frozenset([
-    "additionalProperties", "additionalItems", "items", "prefixItems", "contains",
-    "propertyNames", "not", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties",
-    "contentSchema", "allOf", "anyOf", "oneOf"])
-_SCHEMA_MAPS = frozenset(["properties", "patternProperties", "$defs", "definitions",
-                          "dependentSchemas", "dependencies"])
+# to schemas: where `index` looks for identifiers (contentSchema too, which is not compiled).
+_SUBSCHEMAS = frozenset([key for key, holds in schema_types._HOLDS.items()
+                         if holds != schema_types._MAP] + ["contentSchema"])
+_SCHEMA_MAPS = frozenset([key for key, holds in schema_types._HOLDS.items()
+                          if holds == schema_types._MAP])
 
 
 # The keywords `_Refs.index` reads beyond the schemas inside (ids, anchors, the draft's hints)
