@@ -32,6 +32,16 @@ cdef cnp.ndarray new_array(Py_ssize_t n, int typenum, int fill_byte):
     return arr
 
 
+cdef cnp.ndarray as_c_array(object obj, int typenum):
+    """`obj` as a C-contiguous array of numpy type `typenum`: taken as it is when it already is
+    one (the compiler's tables and the vocabulary's are; numpy's ascontiguousarray costs more
+    than copying most tables), else converted."""
+    if (cnp.PyArray_Check(obj) and cnp.PyArray_TYPE(<cnp.ndarray>obj) == typenum
+            and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>obj)):
+        return <cnp.ndarray>obj
+    return np.ascontiguousarray(obj, dtype=cnp.PyArray_DescrFromType(typenum))
+
+
 cdef int mark_class_starts(tuple states, uint8_t* starts) except -1:
     """Set starts[b] (257 flags) wherever some state's target changes from byte b - 1 to byte
     b, an edge's or none's: where a byte class must start (starts[0] and starts[256] may be
@@ -243,13 +253,7 @@ cdef _pack_tables(dict tables, dict bufs):
         if type(table) is list:
             n = len(<list>table)
         else:  # an array (from the compiler, or a cache file)
-            if not (cnp.PyArray_Check(table)
-                    and cnp.PyArray_TYPE(<cnp.ndarray>table) == _TYPE_NUMBER[kind]
-                    and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>table)):
-                # (the compiler's are of the table's type and contiguous, taken as they are:
-                # numpy's ascontiguousarray cost more than copying most tables)
-                table = np.ascontiguousarray(table, dtype=dtype)
-            arr = arrays[name] = table
+            arr = arrays[name] = as_c_array(table, _TYPE_NUMBER[kind])
             if arr.ndim != 1:
                 raise ValueError(f"table {name} has {arr.ndim} dimensions, not one")
             n = cnp.PyArray_SIZE(arr)
@@ -324,13 +328,10 @@ cdef class CompiledStructure:
         self.terminal_states = list(tables.get("terminal_states") or
                                     [None] * len(self.terminal_keys))
         self.slice_caches = {}
-        classes = tables["byte_class"]
-        if not (cnp.PyArray_Check(classes) and cnp.PyArray_TYPE(<cnp.ndarray>classes) == cnp.NPY_UINT8
-                and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>classes)):  # (pack_dfas's is)
-            classes = np.ascontiguousarray(classes, dtype=np.uint8)
-        if cnp.PyArray_SIZE(<cnp.ndarray>classes) != 256:
+        cdef cnp.ndarray classes = as_c_array(tables["byte_class"], cnp.NPY_UINT8)
+        if cnp.PyArray_SIZE(classes) != 256:
             raise ValueError("byte_class is not 256 bytes")
-        memcpy(self.t.byte_class, cnp.PyArray_DATA(<cnp.ndarray>classes), 256)
+        memcpy(self.t.byte_class, cnp.PyArray_DATA(classes), 256)
         self.t.n_classes = int(tables["n_classes"])
         self.t.n_dfa_states = len(tables["dfa_accept"])
         self.t.n_terms = len(tables["term_start"])

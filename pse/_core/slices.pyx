@@ -12,7 +12,8 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     CompiledStructure, LENGTH_BITS, MAX_ITEMS_SEEN, PState, TERM_CHARS, TERM_UNITS, Tables,
-    UNBOUNDED, dfa_next, exit_bytes, has_bit, term_accepting, term_done, term_step,
+    UNBOUNDED, as_c_array, dfa_next, exit_bytes, has_bit, new_array, term_accepting, term_done,
+    term_step,
 )
 from pse._core.trie cimport Trie, TokenTrie, trie_find
 from pse._core.byte_kinds cimport kinds_below, loop_kinds
@@ -156,11 +157,7 @@ cdef class SliceCache:
         self.masks = OrderedDict()
         self.max_masks = max_masks
         self.tokens, kind = vocab.token_table()
-        if (cnp.PyArray_Check(kind) and cnp.PyArray_TYPE(<cnp.ndarray>kind) == cnp.NPY_UINT8
-                and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>kind)):  # (the vocabulary's is)
-            self._token_kind = kind
-        else:
-            self._token_kind = np.ascontiguousarray(kind, dtype=np.uint8)
+        self._token_kind = as_c_array(kind, cnp.NPY_UINT8)
         if cnp.PyArray_SIZE(<cnp.ndarray>self._token_kind) < vocab_size:
             raise ValueError("the vocabulary's token kinds do not cover its size")
         self.token_kind = <const uint8_t*>cnp.PyArray_DATA(self._token_kind)
@@ -189,10 +186,7 @@ cdef class SliceCache:
                                    "uniqueItems arrays: name a special token there")
         self.entries = {}
         self._kinds_below = kinds_below(trie)
-        # (numpy's C API: np.full runs code a compile otherwise would not fetch)
-        cdef cnp.npy_intp n_loop = max(t.n_dfa_states, 1)
-        self._loop_kinds = cnp.PyArray_EMPTY(1, &n_loop, cnp.NPY_INT16, 0)
-        memset(cnp.PyArray_DATA(self._loop_kinds), 0xFF, n_loop * sizeof(int16_t))  # (-1)
+        self._loop_kinds = new_array(max(t.n_dfa_states, 1), cnp.NPY_INT16, 0xFF)  # (-1)
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()

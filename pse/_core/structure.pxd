@@ -28,6 +28,7 @@
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 from libc.stdlib cimport free
+cimport numpy as cnp
 
 cdef enum:
     NO_FRAME = -1
@@ -451,6 +452,8 @@ cdef void union_bytes_init(UnionBytes* m) noexcept nogil
 cdef void union_bytes_free(UnionBytes* m) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil
 cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil
+cdef cnp.ndarray new_array(Py_ssize_t n, int typenum, int fill_byte)
+cdef cnp.ndarray as_c_array(object obj, int typenum)
 
 
 cdef class CompiledStructure:
