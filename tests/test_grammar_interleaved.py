@@ -514,8 +514,33 @@ def test_walks_merging_again_and_again_stay_in_memory():
     held to 3 GB of address space: a walk's merges share its tops only while its scratch
     frames are few (gather_group), since they are not interned (sharing every top at every
     merge ran out of memory at the last mask; the oracle's check is run here too)."""
-    script = "import sys\nfrom test_grammar_interleaved import check_refilling\n" \
-             "sys.exit(check_refilling())\n"
+    run_held_to_3_gb("check_refilling")
+
+
+# found by a fuzz of random grammars against the oracle: with every exit planned under a bound
+# of 64 live states, a mask walk's scratch frames grew past 18 GB (an out-of-memory kill)
+EXPLODING = {"s": [["a"], ["s", "s", "s"], ["c", "s", "c", "u"], ["a", "s"], ["t", "t", "b"],
+                   ["b"]],
+             "t": [["t", "c", "t"], ["s", "a", "s"], ["c", "c", "s", "a"], ["u", "s", "u", "a"],
+                   ["u", "t"], ["c"]],
+             "u": [["c"], ["u", "b", "u", "t"], ["s", "a", "a", "a"], ["a", "s", "u", "t"],
+                   ["t", "a"], ["b"]]}
+EXPLODING_TEXT = "bacaaabcabacacabbabaaaaaabacaabaaaaaca"
+
+
+def test_a_walk_too_ambiguous_for_memory_is_an_error():
+    """Along EXPLODING_TEXT, every exit planned under a bound of 64 live states, in a process
+    held to 3 GB of address space, each mask is the oracle's or raises GrammarError ("too
+    ambiguous"): a walk making more than MAX_WALK_FRAMES scratch frames stops with that
+    error, not with the process out of memory (a MemoryError here)."""
+    run_held_to_3_gb("check_exploding")
+
+
+def run_held_to_3_gb(check: str) -> None:
+    """Run test_grammar_interleaved.`check`() in a process held to 3 GB of address space: it
+    must exit with 0."""
+    script = f"import sys\nfrom test_grammar_interleaved import {check}\n" \
+             f"sys.exit({check}())\n"
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
@@ -549,4 +574,26 @@ def check_refilling() -> int:
         if token is not None:
             assert engine.consume_token(tokens.index(token))
             chart = oracle.extend(chart, token)
+    return 0
+
+
+def check_exploding() -> int:
+    """test_a_walk_too_ambiguous_for_memory_is_an_error's run: 0 when each mask along
+    EXPLODING_TEXT is the oracle's, up to one that raises "too ambiguous"."""
+    oracle = Earley(EXPLODING)
+    tokens = ["".join(p) for k in range(1, 4) for p in itertools.product("abc", repeat=k)]
+    vocab, eos = vocab_with_eos(tokens)
+    _set_planning(1, 1 << 30)
+    limits.set_max_live_states(64)
+    engine = StructuringEngine(vocab)
+    engine.configure(Grammar.from_lark(lark_source(EXPLODING)))
+    chart = oracle.begin()
+    for step, letter in enumerate(EXPLODING_TEXT):
+        try:
+            assert_mask_is_the_oracles(engine, oracle, chart, tokens, eos, step)
+        except pse.GrammarError as e:
+            assert "too ambiguous" in str(e), e
+            return 0
+        assert engine.consume_token(tokens.index(letter))
+        chart = oracle.extend(chart, letter)
     return 0

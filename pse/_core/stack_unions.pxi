@@ -386,46 +386,70 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     """Stacks members[:n] (no unions) with equal tops (see top_over) become one each, the top
     over the lazy union of what is below them, in place; the new count. So merged states
     keep a few tops, each over the stacks below it, as a graph-structured stack does: its
-    union is not taken apart until the top is popped. (Quadratic only in the distinct tops,
-    which the grammar's nodes bound: each pass takes a top's equals out.)"""
-    cdef int32_t few[64]
-    cdef int32_t* below = few
+    union is not taken apart until the top is popped. The tops are grouped through a hash
+    table (a search of each top's equals among the rest cost the stacks times the distinct
+    tops: about 250 by 25 at each byte of a mask over 40 a's of three rules calling each
+    other)."""
+    cdef int32_t few[3 * 64 + 128]
+    cdef int32_t* buf = few
+    cdef int64_t size = 16, h
+    cdef int32_t i, j, k, m, kept = 0
+    while size < 2 * n:
+        size *= 2
     if n > 64:
-        below = <int32_t*>malloc(n * sizeof(int32_t))
-        if below == NULL:
+        buf = <int32_t*>malloc((3 * n + size) * sizeof(int32_t))
+        if buf == NULL:
             with gil:
                 raise MemoryError()
+    cdef int32_t* next = buf           # per stack: the next of its top's group (-1: the last)
+    cdef int32_t* grouped = buf + n    # ... 1 where an earlier stack leads its group
+    cdef int32_t* below = buf + 2 * n  # a group's stacks under their top
+    cdef int32_t* slots = buf + 3 * n  # the stack leading each group, by its top's hash
     try:
-        n = share_tops_in(c, members, n, below)
-    finally:
-        if below != few:
-            free(below)
-    return n
-
-
-cdef int32_t share_tops_in(Ctx* c, int32_t* members, int32_t n, int32_t* below
-                           ) except -2 nogil:
-    """share_tops(), `below` room for n stacks."""
-    cdef int32_t i = 0, j, m
-    while i < n:
-        if top_over(c, members[i]) != NOT_MERGED:
-            m = 0
-            j = i + 1
-            while j < n:
-                if same_top(c, members[i], top_over(c, members[j])):
-                    if m == 0:
-                        below[0] = parent_of_top(c, members[i])
-                        m = 1
-                    below[m] = parent_of_top(c, members[j])
+        memset(slots, 0xFF, size * sizeof(int32_t))
+        for i in range(n):
+            next[i] = -1
+            grouped[i] = 0
+            if top_over(c, members[i]) == NOT_MERGED:
+                continue
+            h = <int64_t>(top_hash(get_frame(c, members[i])) & <uint64_t>(size - 1))
+            while slots[h] >= 0 and not same_top(c, members[slots[h]], members[i]):
+                h = (h + 1) & (size - 1)
+            if slots[h] < 0:
+                slots[h] = i
+            else:
+                j = slots[h]
+                next[i] = next[j]
+                next[j] = i
+                grouped[i] = 1
+        for i in range(n):  # (a group's stacks come after its first: members[kept] is done)
+            if grouped[i]:
+                continue
+            if next[i] < 0:
+                members[kept] = members[i]
+            else:
+                m = 0
+                k = i
+                while k >= 0:
+                    below[m] = parent_of_top(c, members[k])
                     m += 1
-                    n -= 1
-                    members[j] = members[n]
-                else:
-                    j += 1
-            if m:
-                members[i] = top_on(c, members[i], union_of(c, below, m, True))
-        i += 1
-    return n
+                    k = next[k]
+                members[kept] = top_on(c, members[i], union_of(c, below, m, True))
+            kept += 1
+    finally:
+        if buf != few:
+            free(buf)
+    return kept
+
+
+cdef inline uint64_t top_hash(const Frame* x) noexcept nogil:
+    """share_tops: equal for frames same_top calls equal."""
+    cdef uint64_t h = <uint32_t>x.node * <uint64_t>0x9E3779B97F4A7C15u ^ <uint32_t>x.props
+    h = (h * <uint64_t>0x9E3779B97F4A7C15u) ^ x.keys
+    h = (h * <uint64_t>0x9E3779B97F4A7C15u) ^ ((<uint64_t><uint32_t>x.seen << 32)
+                                                | <uint32_t>x.item)
+    h *= <uint64_t>0x9E3779B97F4A7C15u
+    return h ^ (h >> 32)
 
 
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:

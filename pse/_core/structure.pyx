@@ -49,6 +49,10 @@ def set_max_live_states(int n) -> None:
 cdef enum:
     INDEX_FROM = 32  # a set this large finds equal states through its hash index (an
                      # ambiguous grammar's: a linear search made each byte quadratic)
+    MAX_WALK_FRAMES = 1 << 23  # a mask walk's scratch frames (40 bytes each, 320 MiB), past
+                               # which it is "too ambiguous": its frames are not interned, and
+                               # random ambiguous grammars of three rules made a walk's grow
+                               # past 18 GB (the longest bench text, 1.1 million)
 
 
 cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
@@ -460,15 +464,21 @@ cdef int32_t make_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg,
     cdef Scratch* s = c.scratch
     cdef Frame* grown
     cdef Frame* fr
+    cdef int32_t cap
     if s == NULL:
         return arena_intern(c.arena, node, parent, reg, lo, hi)
     if s.n == s.cap:
-        grown = <Frame*>realloc(s.frames, (2 * s.cap + 16) * sizeof(Frame))
+        if s.cap >= MAX_WALK_FRAMES:
+            with gil:
+                raise GrammarError(f"the structure is too ambiguous here: a mask walk made "
+                                   f"more than {MAX_WALK_FRAMES:,} parser frames")
+        cap = min(2 * s.cap + 16, MAX_WALK_FRAMES)
+        grown = <Frame*>realloc(s.frames, cap * sizeof(Frame))
         if grown == NULL:
             with gil:
                 raise MemoryError()
         s.frames = grown
-        s.cap = 2 * s.cap + 16
+        s.cap = cap
     fr = &s.frames[s.n]
     set_frame(fr, node, parent, reg, lo, hi)
     fr.stack = frame_hash(node, -1, fr)
