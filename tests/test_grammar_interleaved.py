@@ -387,14 +387,22 @@ def check_planned_along(rules: dict, text: str, longest: int, bound: int) -> Non
     try:
         engine = StructuringEngine(vocab)
         engine.configure(Grammar.from_lark(lark_source(rules)))
-        chart = oracle.begin()
-        for n, letter in enumerate(text):
-            assert_mask_is_the_oracles(engine, oracle, chart, tokens, eos, n)
-            assert engine.consume_token(tokens.index(letter))
-            chart = oracle.extend(chart, letter)
+        assert_masks_along(engine, oracle, text, tokens, eos)
     finally:
         limits.set_max_live_states(old_bound)
         _set_planning(*old_plan)
+
+
+def assert_masks_along(engine: StructuringEngine, oracle: Earley, text: str, tokens: list,
+                       eos: int) -> list:
+    """The engine's mask before each letter of `text` (each a token) is the oracle's, the
+    letter then consumed; returns the oracle's chart after the text."""
+    chart = oracle.begin()
+    for n, letter in enumerate(text):
+        assert_mask_is_the_oracles(engine, oracle, chart, tokens, eos, n)
+        assert engine.consume_token(tokens.index(letter))
+        chart = oracle.extend(chart, letter)
+    return chart
 
 
 # Grammars where every a pops through stacks of every depth (a union of unions per a):

@@ -11,11 +11,11 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, IdSet, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StateSet, Tables, any_in_unique,
-    exit_bytes, expand, expand_in, has_bit, idset_free, in_unique, is_accepting, live_bound,
-    merge_stacks, seen_free, seen_init, seen_reset, set_next_bytes, special_terms, stateset_add,
-    stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
-    step_set, take_special, union_bytes_free, union_bytes_init,
+    Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
+    any_in_unique, exit_bytes, expand, expand_in, has_bit, in_unique, is_accepting, live_bound,
+    merge_stacks, seen_free, seen_init, seen_reset, set_next_bytes, special_terms, stamped_begin,
+    stamped_free, stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free,
+    stateset_init, step_bytes, step_set, take_special, union_bytes_free, union_bytes_init,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -110,6 +110,8 @@ cdef class Matcher:
         self.w.scratch.frames = NULL
         self.w.scratch.tops_seen.slots = NULL
         self.w.scratch.tops_seen.stamp = 0
+        self.w.scratch.popped.slots = NULL
+        self.w.scratch.popped.stamp = 0
 
     def __init__(self, CompiledStructure structure, SliceCache cache):
         cdef int32_t i
@@ -190,7 +192,8 @@ cdef class Matcher:
         seen_free(&self.w.seen)
         union_bytes_free(&self.w.exits)
         free(self.w.scratch.frames)
-        free(self.w.scratch.tops_seen.slots)
+        stamped_free(&self.w.scratch.tops_seen)
+        stamped_free(&self.w.scratch.popped)
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
         stateset_free(&self.w.seed)
@@ -649,7 +652,7 @@ cdef class Matcher:
         cdef int32_t j, k, b, few = few_seed_states()
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
-        cdef IdSet popped
+        cdef StampedIds popped
         if smallest == NOT_PLANNED:
             return 0
         memset(bytes8, 0, sizeof(bytes8))
@@ -673,7 +676,7 @@ cdef class Matcher:
                 # merged once they are a few and into jobs if still more: the group's together
                 # would pass the bound on live states where each alone did not (the unions
                 # popped stay popped: what they led to is jobs already)
-                popped.slots = NULL
+                stamped_begin(&popped)
                 try:
                     stateset_clear(&w.seed)
                     j = start
@@ -686,7 +689,7 @@ cdef class Matcher:
                         if j < lo or w.seed.n > few:
                             self.add_jobs(c, sl, b, smallest)
                 finally:
-                    idset_free(&popped)
+                    stamped_free(&popped)
         return 0
 
     cdef int add_jobs(self, Ctx* c, const Slice* sl, int32_t b, int32_t smallest) except -1:
@@ -696,21 +699,21 @@ cdef class Matcher:
         few at a time (the seed is a few states, each of which may start many)."""
         cdef Walker* w = &self.w
         cdef int32_t k, few = few_seed_states()
-        cdef IdSet popped
+        cdef StampedIds popped
         # (copied out first: growing, the set may merge in place, moving states not yet read)
         stateset_clear(&w.ended)
         for k in range(w.seed.n):
             if w.seed.items[k].term < 0:
                 stateset_append(&w.ended, &w.seed.items[k])
         self.seed_jobs(sl, b, smallest)
-        popped.slots = NULL
+        stamped_begin(&popped)
         try:
             for k in range(w.ended.n):
                 expand_in(c, &w.ended.items[k], NO_BYTE, &w.seed, &popped)
                 if w.seed.n > few or k == w.ended.n - 1:
                     self.seed_jobs(sl, b, smallest)
         finally:
-            idset_free(&popped)
+            stamped_free(&popped)
         return 0
 
     cdef int seed_jobs(self, const Slice* sl, int32_t b, int32_t smallest) except -1:

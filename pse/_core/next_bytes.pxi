@@ -6,10 +6,10 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
     cdef const Tables* t = c.t
     cdef const PState* s
     cdef const PState* last = NULL
-    cdef IdSet popped
+    cdef StampedIds popped
     cdef int32_t i
     memset(out8, 0, 8 * sizeof(uint32_t))
-    popped.slots = NULL
+    stamped_begin(&popped)
     for i in range(set.n):
         s = &set.items[i]
         if s.term >= 0:
@@ -20,23 +20,23 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
             if not term_accepting(t, s.term, s.dstate, s.count):
                 continue
         exit_bytes_from(c, s, out8, &popped)
-    idset_free(&popped)
+    stamped_free(&popped)
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
     """The bytes that can start something at `at`'s node (popping where rules end), ORed in."""
-    cdef IdSet popped
-    popped.slots = NULL
+    cdef StampedIds popped
+    stamped_begin(&popped)
     exit_bytes_from(c, at, out8, &popped)
-    idset_free(&popped)
+    stamped_free(&popped)
 
 
-cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, IdSet* popped
+cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, StampedIds* popped
                           ) noexcept nogil:
     """exit_bytes(), through the unions and union members not in `popped`."""
     cdef PState then = at[0]
     cdef int32_t u = chain_bytes(c, &then, out8)
-    if u != NO_FRAME and add_id(popped, u):
+    if u != NO_FRAME and add_stamped(popped, u):
         members_bytes(c, u, out8, popped)
 
 
@@ -82,7 +82,7 @@ cdef inline int32_t member_bytes(Ctx* c, int32_t member, uint32_t* out8) noexcep
     return chain_bytes(c, &then, out8)
 
 
-cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexcept nogil:
+cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, StampedIds* popped) noexcept nogil:
     """The exit bytes of union u's members' returns not in `popped` (and of the unions they
     reach, each once, waiting in a list: see expand_members, whose cells met again end a
     list too), ORed into `out8`; an arena union's as kept (or_kept)."""
@@ -96,15 +96,15 @@ cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, IdSet* popped) noexce
             u = NO_FRAME         # the rest of the list, a union too)
         first = True
         while u != NO_FRAME:
-            if not first and not add_id(popped, u):
+            if not first and not add_stamped(popped, u):
                 break
             first = False
             cell = get_frame(c, u)
             u = cell.seen
-            if not add_id(popped, cell.parent):
+            if not add_stamped(popped, cell.parent):
                 continue
             v = member_bytes(c, cell.parent, out8)
-            if v == NO_FRAME or (v != cell.parent and not add_id(popped, v)):
+            if v == NO_FRAME or (v != cell.parent and not add_stamped(popped, v)):
                 continue
             if n < PENDING:
                 waiting[n] = v

@@ -34,6 +34,7 @@ cdef enum:  # merge_stacks' passes (group_stacks)
     ONE_RUN_BELOW = 8         # BY_STATE leaves fewer runs apart (see one_run)
     WALK_TOPS = 256           # BY_STATE in a mask walk past WALK_FRAMES scratch frames
     WALK_FRAMES = 1 << 20     # shares at most WALK_TOPS tops (see gather_group)
+    FEW_TOPS = 8              # share_tops: so few stacks are searched for equal tops first
 
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
@@ -48,82 +49,41 @@ cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
     return get_frame(c, f).props != 0
 
 
-cdef bint add_id(IdSet* s, int32_t id) noexcept nogil:
+cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
     """True when `id` is new to `s` (and now in it), False when it was there. Out of memory,
     an id not there is new every time: the walk is then slower, never wrong."""
-    cdef int64_t h, i, size
-    cdef int32_t* grown
-    if s.slots == NULL:
-        s.slots = s.few
-        memset(s.few, 0xFF, sizeof(s.few))
-        s.mask = 15
-        s.n = 0
-    h = (<uint32_t>id * 0x9E3779B1u) & s.mask
-    while s.slots[h] != -1:  # (at most half full: an empty slot ends the search)
-        if s.slots[h] == id:
-            return False
-        h = (h + 1) & s.mask
-    if 2 * (s.n + 1) > s.mask + 1:
-        size = 2 * (s.mask + 1)
-        grown = no_ids(size)
-        if grown == NULL:
-            return True
-        for i in range(s.mask + 1):
-            if s.slots[i] != -1:
-                h = (<uint32_t>s.slots[i] * 0x9E3779B1u) & (size - 1)
-                while grown[h] != -1:
-                    h = (h + 1) & (size - 1)
-                grown[h] = s.slots[i]
-        idset_free(s)
-        s.slots = grown
-        s.mask = size - 1
-        h = (<uint32_t>id * 0x9E3779B1u) & s.mask
-        while s.slots[h] != -1:
-            h = (h + 1) & s.mask
-    s.slots[h] = id
-    s.n += 1
-    return True
-
-
-cdef void stamped_clear(StampedIds* s) noexcept nogil:
-    """Empty `s`: a new stamp, never 0 (the stamp of empty slots: all are emptied when the
-    stamp wraps)."""
-    s.n = 0
-    s.stamp += 1
-    if s.stamp == 0:
-        if s.slots != NULL:
-            memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
-        s.stamp = 1
-
-
-cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
-    """add_id for a StampedIds (its stamp set: see stamped_clear)."""
-    cdef uint64_t key = (<uint64_t>s.stamp << 32) | <uint32_t>id, old
+    cdef uint32_t stamp = s.stamp
+    cdef uint64_t key = (<uint64_t>stamp << 32) | <uint32_t>id, old
     cdef int64_t h, i, size
     cdef uint64_t* grown
-    if s.slots != NULL:
-        h = (<uint32_t>id * 0x9E3779B1u) & s.mask
-        while s.slots[h] >> 32 == s.stamp:  # (at most half full: an empty slot ends it)
-            if s.slots[h] == key:
-                return False
-            h = (h + 1) & s.mask
-        if 2 * (s.n + 1) <= s.mask + 1:
-            s.slots[h] = key
-            s.n += 1
-            return True
-    size = 64 if s.slots == NULL else 2 * (s.mask + 1)
+    if s.slots == NULL:
+        s.slots = s.few
+        memset(s.few, 0, sizeof(s.few))
+        s.mask = sizeof(s.few) // sizeof(uint64_t) - 1
+    h = (<uint32_t>id * 0x9E3779B1u) & s.mask
+    while True:  # (at most half full: an empty slot, of another stamp, ends the search)
+        old = s.slots[h]
+        if old == key:
+            return False
+        if old >> 32 != stamp:
+            break
+        h = (h + 1) & s.mask
+    if 2 * (s.n + 1) <= s.mask + 1:
+        s.slots[h] = key
+        s.n += 1
+        return True
+    size = 2 * (s.mask + 1)
     grown = <uint64_t*>calloc(size, sizeof(uint64_t))
     if grown == NULL:
         return True
-    if s.slots != NULL:
-        for i in range(s.mask + 1):
-            old = s.slots[i]
-            if old >> 32 == s.stamp:
-                h = (<uint32_t>old * 0x9E3779B1u) & (size - 1)
-                while grown[h] != 0:
-                    h = (h + 1) & (size - 1)
-                grown[h] = old
-        free(s.slots)
+    for i in range(s.mask + 1):
+        old = s.slots[i]
+        if old >> 32 == stamp:
+            h = (<uint32_t>old * 0x9E3779B1u) & (size - 1)
+            while grown[h] != 0:
+                h = (h + 1) & (size - 1)
+            grown[h] = old
+    stamped_free(s)
     s.slots = grown
     s.mask = size - 1
     h = (<uint32_t>id * 0x9E3779B1u) & s.mask
@@ -394,6 +354,8 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     cdef int32_t* buf = few
     cdef int64_t size = 16, h
     cdef int32_t i, j, k, m, kept = 0
+    if n <= FEW_TOPS and not any_top_shared(c, members, n):  # (most: no table to clear)
+        return n
     while size < 2 * n:
         size *= 2
     if n > 64:
@@ -440,6 +402,19 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
         if buf != few:
             free(buf)
     return kept
+
+
+cdef bint any_top_shared(Ctx* c, const int32_t* members, int32_t n) noexcept nogil:
+    """Whether two of the stacks members[:n] have equal tops that share_tops would make one
+    (a search of each among those before it: for a few stacks)."""
+    cdef int32_t i, j
+    for i in range(1, n):
+        if top_over(c, members[i]) == NOT_MERGED:
+            continue
+        for j in range(i):
+            if same_top(c, members[i], members[j]) and top_over(c, members[j]) != NOT_MERGED:
+                return True
+    return False
 
 
 cdef inline uint64_t top_hash(const Frame* x) noexcept nogil:

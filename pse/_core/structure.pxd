@@ -28,6 +28,7 @@
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, int64_t, uint64_t
 from libc.stdlib cimport free
+from libc.string cimport memset
 cimport numpy as cnp
 
 cdef enum:
@@ -146,12 +147,18 @@ ctypedef struct Tables:
     int32_t root_node
 
 # Ids seen since the set was last emptied, emptied in O(1) (stamped_clear): a set used again
-# and again, at its largest size, with neither a fill nor a growth each time.
+# and again, at its largest size, with neither a fill nor a growth each time. As the members a
+# walk down the stacks has popped (`popped`): unions share their members' stacks, so the paths
+# through them multiply; each member is popped once (its frame decides all that follows), and
+# each union gone through once (its id is its first cell's: a member may be a union). A cell
+# after a union's first is the union of the members from it on (unions share an older one's
+# cells): it goes in too, and one met again ends a list (see expand_members).
 ctypedef struct StampedIds:
     uint64_t* slots           # open addressing, (stamp << 32) | id; a slot holding another
-    int64_t mask              # stamp is empty (NULL until the first id)
-    int32_t n
+    int64_t mask              # stamp is empty (NULL until the first id; then `few`, until it
+    int32_t n                 # holds too many: most sets allocate nothing)
     uint32_t stamp
+    uint64_t few[16]
 
 ctypedef struct Arena:
     Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
@@ -164,12 +171,14 @@ ctypedef struct Arena:
     int64_t moved             # them), the first `moved` slots already
     StampedIds tops_seen      # the cells a gather of tops went through, text consumed (see
                               # gather_group; with the GIL, as every push into the arena)
+    StampedIds popped         # the members a step popped, text consumed (see step_set)
 
 ctypedef struct Scratch:
     Frame* frames
     int32_t n
     int32_t cap
     StampedIds tops_seen      # the cells a gather of tops went through (see gather_group)
+    StampedIds popped         # the members a step of the walk popped (see step_set)
 
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
@@ -200,17 +209,6 @@ ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their s
     int32_t check_at          # off: the set size at which a walk next checks whether its set
                               # would merge (at least max_live // 64)
 
-# The members a walk down the stacks has popped: unions share their members' stacks, so the
-# paths through them multiply; each member is popped once (its frame decides all that follows),
-# and each union gone through once (its id is its first cell's: a member may be a union). A
-# cell after a union's first is the union of the members from it on (unions share an older
-# one's cells): it goes in too, and one met again ends a list (see expand_members).
-ctypedef struct IdSet:
-    int32_t* slots            # open addressing, -1 = empty (NULL until the first id; then
-    int64_t mask              # `few`, until it holds too many)
-    int32_t n
-    int32_t few[16]
-
 # The exit bytes of arena unions, each found once (see union_bytes_of): what a union's members
 # can start next depends only on the union, and the arena's frames never change.
 ctypedef struct UnionBytes:
@@ -237,9 +235,29 @@ cdef struct Ctx:
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
-cdef inline void idset_free(IdSet* s) noexcept nogil:
-    if s.slots != NULL and s.slots != s.few:  # (no call where nothing was popped: most steps)
+cdef inline void stamped_begin(StampedIds* s) noexcept nogil:
+    """`s` a new empty set (its slots the caller's to free)."""
+    s.slots = NULL
+    s.mask = 0
+    s.n = 0
+    s.stamp = 1
+
+
+cdef inline void stamped_free(StampedIds* s) noexcept nogil:
+    if s.slots != s.few:
         free(s.slots)
+    s.slots = NULL
+
+
+cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
+    """Empty `s`: a new stamp, never 0 (the stamp of empty slots: all are emptied when the
+    stamp wraps)."""
+    s.n = 0
+    s.stamp += 1
+    if s.stamp == 0:
+        if s.slots != NULL:
+            memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
+        s.stamp = 1
 
 
 cdef extern from *:
@@ -430,7 +448,7 @@ cdef int stateset_add(StateSet* s, const PState* p) except -1 nogil
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil
 
 cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
-cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
+cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* popped
                    ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil

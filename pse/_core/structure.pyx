@@ -322,6 +322,8 @@ cdef int arena_init(Arena* a) except -1:
     a.n_frames = 0
     a.tops_seen.slots = NULL
     a.tops_seen.stamp = 0
+    a.popped.slots = NULL
+    a.popped.stamp = 0
     return 0
 
 
@@ -335,8 +337,8 @@ cdef void arena_free(Arena* a) noexcept:
     a.hash_slots = NULL
     free(a.old_slots)
     a.old_slots = NULL
-    free(a.tops_seen.slots)
-    a.tops_seen.slots = NULL
+    stamped_free(&a.tops_seen)
+    stamped_free(&a.popped)
 
 
 cdef enum:
@@ -541,7 +543,7 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil:
     return expand_from(c, at, b, out, NULL, False)
 
 
-cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped
+cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* popped
                    ) except -1 nogil:
     """expand(), where union members and unions in `popped` are popped already (their
     successors are in `out`): states that share their stacks' unions, expanded on one byte
@@ -570,7 +572,7 @@ cdef int32_t pop_frame(Ctx* c, int32_t f, PState* at, int32_t* also) except -2 n
     return parent
 
 
-cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popped,
+cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* popped,
                      bint entries_only, int32_t* reached=NULL) except -1 nogil:
     """expand(), where union members and unions in `popped` (NULL: none yet) are popped
     already; with `entries_only`, the entries of `at`'s node alone, no pops (see pop_frame);
@@ -628,7 +630,7 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
                 if reached != NULL:  # (the caller pops it: see expand_members)
                     reached[0] = frame
                     return produced
-                if popped != NULL and not add_id(popped, frame):
+                if popped != NULL and not add_stamped(popped, frame):
                     return produced  # (its members are popped, or wait to be)
                 return produced + expand_members(c, frame, b, out, popped)
             if fr.hi == 1:
@@ -649,33 +651,34 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, IdSet* popp
         return produced
 
 
-cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* popped
+cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* popped
                         ) except -1 nogil:
     """expand() past the end of a rule whose caller is a union: from each member's return.
-    A union's members that return to one node with one register are popped as one, the top
-    over the lazy union of their stacks below it (share_tops), as a graph-structured stack
-    pops a node once whatever its parents: popped one by one, each made its own states, its
-    own pushes and its own pops below, which merged back into a few (a random ambiguous
+    A lazy union's members that return to one node with one register are popped as one, the
+    top over the lazy union of their stacks below it (share_tops), as a graph-structured
+    stack pops a node once whatever its parents: popped one by one, each made its own states,
+    its own pushes and its own pops below, which merged back into a few (a random ambiguous
     grammar of three rules made 132,000 pops and 880,000 frames at the 48th byte of its text;
-    as one, 3,800 and 4,100). The unions met on the way (a member that is a union, or the
-    union a member's pops reach) wait in a list, not in a recursion, however deep they nest
+    as one, 3,800 and 4,100). The members of a union of tops over one stack differ in their
+    tops: they are popped one by one, as met. The unions met on the way (a member that is a
+    union, or the union a member's pops reach) wait in a list, not in a recursion, however
+    deep they nest
     (past the list's room, one is popped in a call of its own). A union goes into `popped` as
     it is met, as its members do: one met again, through another member, is not gone through
     again. So do its cells after the first: a union shares the cells of an older one holding
     its older members (see union_of), and a cell met again starts members gone through
     already, to the end."""
     cdef int produced = 0
-    cdef int32_t member, also, reached, n = 0, n_tops, i
+    cdef int32_t member, n = 0, n_tops, i
     cdef int32_t waiting[PENDING]
     cdef int32_t few_tops[64]
-    cdef int32_t* tops = few_tops  # a union's members that are no unions, to pop
+    cdef int32_t* tops = few_tops  # a lazy union's members that are no unions, to pop
     cdef int32_t room = 64
     cdef int32_t* grown
     cdef Frame* fr
-    cdef PState at, at2
-    cdef IdSet own
-    cdef bint first
-    own.slots = NULL
+    cdef StampedIds own
+    cdef bint first, lazy
+    stamped_begin(&own)
     try:
         if popped == NULL:
             popped = &own
@@ -684,19 +687,23 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
             # own it is not, but no list from the union's members runs into it: frames
             # point only to older ones)
             first = True
+            lazy = is_lazy(c, cell)
             n_tops = 0
             while cell != NO_FRAME:
-                if not first and not add_id(popped, cell):
+                if not first and not add_stamped(popped, cell):
                     break
                 first = False
                 fr = get_frame(c, cell)
                 member = fr.parent
                 cell = fr.seen
-                if not add_id(popped, member):
+                if not add_stamped(popped, member):
                     continue  # popped already
                 c.popped += 1
                 if is_union(c, member):
                     n = wait_for(c, member, waiting, n, b, out, popped, &produced)
+                    continue
+                if not lazy:
+                    n = pop_member(c, member, waiting, n, b, out, popped, &produced)
                     continue
                 if n_tops == room:
                     grown = <int32_t*>malloc(2 * <size_t>room * sizeof(int32_t))
@@ -713,27 +720,37 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, IdSet* poppe
             if n_tops > 1:
                 n_tops = share_tops(c, tops, n_tops)
             for i in range(n_tops):
-                reached = NO_FRAME
-                at.frame = pop_frame(c, tops[i], &at, &also)
-                if also != NOT_MERGED:
-                    at2 = at
-                    at2.frame = also
-                    produced += expand_from(c, &at2, b, out, popped, True)
-                produced += expand_from(c, &at, b, out, popped, False, &reached)
-                if reached != NO_FRAME and add_id(popped, reached):
-                    n = wait_for(c, reached, waiting, n, b, out, popped, &produced)
+                n = pop_member(c, tops[i], waiting, n, b, out, popped, &produced)
             if n == 0:
                 return produced
             n -= 1
             cell = waiting[n]
     finally:
-        idset_free(&own)
+        stamped_free(&own)
         if tops != few_tops:
             free(tops)
 
 
+cdef inline int32_t pop_member(Ctx* c, int32_t member, int32_t* waiting, int32_t n, int b,
+                               StateSet* out, StampedIds* popped, int* produced
+                               ) except -1 nogil:
+    """expand_members: pop `member` (no union) and expand from its return; the union its
+    pops reach waits to be popped (wait_for). The list's new length."""
+    cdef int32_t also, reached = NO_FRAME
+    cdef PState at, at2
+    at.frame = pop_frame(c, member, &at, &also)
+    if also != NOT_MERGED:
+        at2 = at
+        at2.frame = also
+        produced[0] += expand_from(c, &at2, b, out, popped, True)
+    produced[0] += expand_from(c, &at, b, out, popped, False, &reached)
+    if reached != NO_FRAME and add_stamped(popped, reached):
+        return wait_for(c, reached, waiting, n, b, out, popped, produced)
+    return n
+
+
 cdef inline int32_t wait_for(Ctx* c, int32_t stacks, int32_t* waiting, int32_t n, int b,
-                             StateSet* out, IdSet* popped, int* produced) except -1 nogil:
+                             StateSet* out, StampedIds* popped, int* produced) except -1 nogil:
     """expand_members: put the union `stacks` in the list waiting to be popped
     (waiting[:n]); past its room, pop it in a call of its own. The list's new length."""
     if n < PENDING:
@@ -749,7 +766,7 @@ cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1
 
 
 cdef inline int step_state_in(Ctx* c, const PState* s, uint8_t b, StateSet* out,
-                              IdSet* popped) except -1 nogil:
+                              StampedIds* popped) except -1 nogil:
     """step_state(), where union members and unions in `popped` (NULL: none yet) are popped
     already (their successors are in `out`, and count for another state)."""
     cdef const Tables* t = c.t
@@ -775,21 +792,17 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     WideWalk that first time)."""
     cdef int32_t i
     cdef WalkMerging* m = c.walk_merging
-    cdef IdSet popped
+    # one set of popped union members for all the states: a member's pops do not depend on
+    # the state that reached it, and states of a walk share their stacks' unions (popped once
+    # per state, a step cost the states times the unions' size). The scratch's or the arena's,
+    # emptied by its stamp: a set of the step's own regrew from a few slots at every step (a
+    # tenth of a mask's time on three rules that call each other every way at once)
+    cdef StampedIds* popped = &c.scratch.popped if c.scratch != NULL else &c.arena.popped
     stateset_clear(out)
     c.popped = 0
-    if cur.n == 1:  # (most steps: no set to share)
-        step_state(c, &cur.items[0], b, out)
-    elif cur.n > 1:
-        # one set of popped union members for all the states: a member's pops do not depend
-        # on the state that reached it, and states of a walk share their stacks' unions
-        # (popped once per state, a step cost the states times the unions' size)
-        popped.slots = NULL
-        try:
-            for i in range(cur.n):
-                step_state_in(c, &cur.items[i], b, out, &popped)
-        finally:
-            idset_free(&popped)
+    stamped_clear(popped)
+    for i in range(cur.n):
+        step_state_in(c, &cur.items[i], b, out, popped)
     if c.t.has_unique or out.n < MERGE_FROM:
         return out.n
     if c.scratch == NULL:
@@ -832,13 +845,13 @@ cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py
 
 
 cdef bint is_accepting(Ctx* c, const PState* s) noexcept nogil:
-    cdef IdSet popped
+    cdef StampedIds popped
     cdef bint found
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
-    popped.slots = NULL
+    stamped_begin(&popped)
     found = pops_reach(c, s.node, s.frame, &popped, False)
-    idset_free(&popped)
+    stamped_free(&popped)
     return found
 
 
@@ -855,7 +868,7 @@ cdef inline void member_return(Ctx* c, int32_t node, int32_t member, int32_t* to
         to_frame[0] = fr.parent
 
 
-cdef bint pops_reach(Ctx* c, int32_t node, int32_t frame, IdSet* popped, bint special
+cdef bint pops_reach(Ctx* c, int32_t node, int32_t frame, StampedIds* popped, bint special
                     ) noexcept nogil:
     """Whether the pops from `node` under `frame`, where rules end (through some member of
     each union, those in `popped` tried already), reach the empty stack (is_accepting) or,
@@ -884,7 +897,7 @@ cdef bint pops_reach(Ctx* c, int32_t node, int32_t frame, IdSet* popped, bint sp
                 fr = get_frame(c, frame)
                 frame = fr.seen
                 member = fr.parent
-                if not add_id(popped, member):
+                if not add_stamped(popped, member):
                     continue
                 member_return(c, node, member, &m_node, &m_frame)
                 if n < PENDING:
@@ -952,15 +965,15 @@ cdef bint special_next(Ctx* c, const PState* s) noexcept nogil:
     """Whether a special token may come next at `s` (guards not checked: it may be refused)."""
     cdef int32_t node = s.node, frame = s.frame
     cdef Frame* fr
-    cdef IdSet popped
+    cdef StampedIds popped
     cdef bint found
     if not c.t.has_special:
         return False
     if s.term >= 0 and not term_accepting(c.t, s.term, s.dstate, s.count):
         return False
-    popped.slots = NULL
+    stamped_begin(&popped)
     found = pops_reach(c, node, frame, &popped, True)
-    idset_free(&popped)
+    stamped_free(&popped)
     return found
 
 

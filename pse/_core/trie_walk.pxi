@@ -43,14 +43,14 @@ cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t fir
     """Expand states[first] and (with `next`) the states chained from it on byte b into
     `seed` (a group's states share their stacks' unions: each member is popped once)."""
     cdef int32_t j = first
-    cdef IdSet popped
-    popped.slots = NULL
+    cdef StampedIds popped
+    stamped_begin(&popped)
     try:
         while j >= 0:
             expand_in(c, &states[j], b, seed, &popped)
             j = next[j] if next != NULL else -1
     finally:
-        idset_free(&popped)
+        stamped_free(&popped)
     return 0
 
 
