@@ -31,8 +31,9 @@ then N - 1 "ab" of `interleaved` (`s: "a" s s "b" | "a"`: Fibonacci-many stacks 
 N a's of `pop through` (`s: "a" s "b" | "a" s s | "a"`) and of `nested ends` (`s: "a" s s "b" |
 "a" s "c" | "a" s | "a"`), where each a pops through stacks of every depth, and N / 10 a's of
 `calling each other` (three rules that call each other: a's parse in ways that grow
-exponentially, and Earley's items quadratically), and 2N random words in quotes of `long
-count` (one terminal, `/[a-z ]{1,100000}/`: a count too long to unroll), are timed by
+exponentially, and Earley's items quadratically), and a few letters then N / 40 blocks of
+six a's and a c of `three rules` (a random grammar whose three rules call each other every
+way at once), and 2N random words in quotes of `long count` (one terminal, `/[a-z ]{1,100000}/`: a count too long to unroll), are timed by
 quarters as well (whether an engine's time per token grows with the text), with the mean and
 the p99 over the whole text and the grammar's compile (once); `--only-long` times these alone, in a process that has run
 nothing else, `--long-texts` some of them.
@@ -118,8 +119,14 @@ CALLING_EACH_OTHER = ('start: s\n'
                       's: u t s "b" | "a" t "c" | t s | u u s s | "a"\n'
                       't: s t t s | s "c" "a" u | t u s | s u u | "a"\n'
                       'u: "b" "b" "a" | u | "c" "b" "a" s | "a"\n')
+# three rules that call each other every way at once (a random grammar, found by a fuzz
+# against an Earley oracle: each byte completed tens of thousands of stacks)
+THREE_RULES = ('start: s\n'
+               's: t "c" | "a" "b" "b" "c" | t s | "c" "a" "c" | s "b" s | "c"\n'
+               't: s | "b" u t | "c" | u | "a"\n'
+               'u: s | s "a" | "a" s "b" | t u | "b" "b" | "b"\n')
 LONG_TEXTS = ("ambiguous", "right ambiguous", "stacked", "interleaved", "pop through",
-              "nested ends", "calling each other", "long count")
+              "nested ends", "calling each other", "three rules", "long count")
 # a terminal whose bounded repeat is too long to unroll (pse counts it at run time)
 LONG_COUNT = 'start: "\\"" TEXT "\\""\nTEXT: /[a-z ]{1,100000}/\n'
 
@@ -337,7 +344,8 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
     `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
     (`operands` a's, then as many b's and c's, seeded), of INTERLEAVED (`operands` a's,
     then "ab" one time fewer), of POP_THROUGH and NESTED_ENDS (`operands` a's) and of
-    CALLING_EACH_OTHER (`operands` // 10 a's) and of LONG_COUNT (`operands` * 2 random
+    CALLING_EACH_OTHER (`operands` // 10 a's) and of THREE_RULES (a few letters, then
+    `operands` // 40 blocks of six a's and a c) and of LONG_COUNT (`operands` * 2 random
     words): whether an engine's cost grows with the text. `only`: the names of the texts to
     time (None: all)."""
     rng = random.Random(1)
@@ -355,6 +363,8 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
                                ("nested ends", NESTED_ENDS, "a" * operands),
                                ("calling each other", CALLING_EACH_OTHER,
                                 "a" * max(1, operands // 10)),
+                               ("three rules", THREE_RULES,
+                                "aabcbabacbaacc" + "aaaaaac" * max(1, operands // 40)),
                                ("long count", LONG_COUNT, f'"{words}"')]:
         if only is not None and name not in only:
             continue
@@ -387,7 +397,8 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=0, metavar="N",
                     help="also time one long text of each of `ambiguous`, `right ambiguous`, "
                          "`stacked`, `interleaved`, `pop through`, `nested ends` (N operands) "
-                         "and `calling each other` (N / 10), and 2N words of `long count`, "
+                         "and `calling each other` (N / 10), N / 40 blocks of `three rules`, "
+                         "and 2N words of `long count`, "
                          "by quarters")
     ap.add_argument("--only-long", action="store_true",
                     help="time the long texts only (needs --long), not the grammars' texts")

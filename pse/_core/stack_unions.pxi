@@ -6,8 +6,9 @@
 # with one member stack as its parent and the next cell as its `seen`, the members newest
 # first (by id, descending), so that the arena interns a union as it interns any frame, and a
 # union of an older one's members and newer stacks shares the older one's cells. Popping a
-# union pops each member in turn, so the merged state parses exactly what the states did, and
-# a stack level is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
+# union pops each member in turn (a lazy union's members with equal tops as one: see
+# expand_members), so the merged state parses exactly what the states did, and a stack level
+# is shared, not copied per stack (S -> 'a' S 'b' | 'a' S 'c' | '', two branches
 # that each call S, holds 2^n stacks after n a's: two states of two members each). "Over one
 # stack" looks past frames that return where their rule only ends (`s: "a" t` calling `t: s
 # "c"`: the pop goes on through them). Members that are runs of one frame over one stack
