@@ -108,10 +108,8 @@ cdef class Matcher:
         self.w.ended.items = NULL
         self.w.ended.slots = NULL
         self.w.scratch.frames = NULL
-        self.w.scratch.tops_seen.slots = NULL
-        self.w.scratch.tops_seen.stamp = 0
-        self.w.scratch.popped.slots = NULL
-        self.w.scratch.popped.stamp = 0
+        stamped_begin(&self.w.scratch.tops_seen)
+        stamped_begin(&self.w.scratch.popped)
 
     def __init__(self, CompiledStructure structure, SliceCache cache):
         cdef int32_t i

@@ -320,10 +320,8 @@ cdef int arena_init(Arena* a) except -1:
     a.hash_mask = 1023
     a.old_slots = NULL
     a.n_frames = 0
-    a.tops_seen.slots = NULL
-    a.tops_seen.stamp = 0
-    a.popped.slots = NULL
-    a.popped.stamp = 0
+    stamped_begin(&a.tops_seen)
+    stamped_begin(&a.popped)
     return 0
 
 
