@@ -660,12 +660,11 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
     as one, 3,800 and 4,100). The members of a union of tops over one stack differ in their
     tops: they are popped one by one, as met. The unions met on the way (a member that is a
     union, or the union a member's pops reach) wait in a list, not in a recursion, however
-    deep they nest
-    (past the list's room, one is popped in a call of its own). A union goes into `popped` as
-    it is met, as its members do: one met again, through another member, is not gone through
-    again. So do its cells after the first: a union shares the cells of an older one holding
-    its older members (see union_of), and a cell met again starts members gone through
-    already, to the end."""
+    deep they nest (past the list's room, one is popped in a call of its own). A union goes
+    into `popped` as it is met, as its members do: one met again, through another member, is
+    not gone through again. So do its cells after the first: a union shares the cells of an
+    older one holding its older members (see union_of), and a cell met again starts members
+    gone through already, to the end."""
     cdef int produced = 0
     cdef int32_t member, n = 0, n_tops, i
     cdef int32_t waiting[PENDING]
@@ -693,7 +692,7 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
                 first = False
                 fr = get_frame(c, cell)
                 member = fr.parent
-                cell = fr.seen
+                cell = fr.seen  # (read first: the scratch may move as expand pushes)
                 if not add_stamped(popped, member):
                     continue  # popped already
                 c.popped += 1
