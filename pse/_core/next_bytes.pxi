@@ -2,14 +2,15 @@
 
 cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil:
     """The set of bytes any state of `set` can consume next, as 8 words of bits (a superset:
-    guards on items are taken as open). Each union member is popped once, as in step_set."""
+    guards on items are taken as open). Each union member is popped once, as in step_set (in
+    the walk's set: a mask walk's call)."""
     cdef const Tables* t = c.t
     cdef const PState* s
     cdef const PState* last = NULL
-    cdef StampedIds popped
+    cdef StampedIds* popped = &c.scratch.popped
     cdef int32_t i
     memset(out8, 0, 8 * sizeof(uint32_t))
-    stamped_begin(&popped)
+    stamped_clear(popped)
     for i in range(set.n):
         s = &set.items[i]
         if s.term >= 0:
@@ -19,8 +20,7 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
                 last = s
             if not term_accepting(t, s.term, s.dstate, s.count):
                 continue
-        exit_bytes_from(c, s, out8, &popped)
-    stamped_free(&popped)
+        exit_bytes_from(c, s, out8, popped)
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:
@@ -96,8 +96,8 @@ cdef void members_bytes(Ctx* c, int32_t u, uint32_t* out8, StampedIds* popped) n
             u = NO_FRAME         # the rest of the list, a union too)
         first = True
         while u != NO_FRAME:
-            if not first and not add_stamped(popped, u):
-                break
+            if not first and u & SCRATCH_BIT == 0 and not add_stamped(popped, u):
+                break  # (see expand_members: a walk's cells are reached from one alone)
             first = False
             cell = get_frame(c, u)
             u = cell.seen

@@ -38,15 +38,21 @@ cdef enum:  # merge_stacks' passes (group_stacks)
     FEW_TOPS = 8              # share_tops: so few stacks are searched for equal tops first
 
 
+cdef enum:  # a union's kind: its cells' `props` (see union_of)
+    OVER_ONE = 0              # tops over one stack
+    LAZY = 1                  # any stacks (see is_lazy)
+    LAZY_SHARED = 2           # any stacks, those with equal tops made one already (share_tops)
+
+
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
     return f != NO_FRAME and get_frame(c, f).node == UNION_NODE
 
 
 cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
-    """Union f may hold any stacks, unions among them (its cells' `props` is 1): else its
-    members are tops over one stack. BY_BELOW never takes a lazy union apart (it would copy
-    every stack merged before into each new union); its tops are gathered when the states
-    holding it merge again (add_tops), and its members popped each once."""
+    """Union f may hold any stacks, unions among them (LAZY or LAZY_SHARED): else its members
+    are tops over one stack. BY_BELOW never takes a lazy union apart (it would copy every
+    stack merged before into each new union); its tops are gathered when the states holding
+    it merge again (add_tops), and its members popped each once."""
     return get_frame(c, f).props != 0
 
 
@@ -210,13 +216,13 @@ cdef int32_t join_runs(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
     return n
 
 
-cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 nogil:
-    """The frame holding the stacks members[:n] (n >= 1; reordered in place): tops over one
-    stack, or with `lazy`, any stacks (see is_lazy). Newest first: the cells of the older
-    members are then those of a union made before from them, where there was one (a union
-    of the stacks below a top gains the newer ones at each byte; oldest first, each byte
-    made all its cells again: `s: "a" s s "b" | "a" s "c" | "a" s | "a"`, 400 a's, 46% less
-    per token)."""
+cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, int kind) except -2 nogil:
+    """The frame holding the stacks members[:n] (n >= 1; reordered in place), a union of
+    `kind`: tops over one stack, or any stacks (see is_lazy). Newest first: the cells of the
+    older members are then those of a union made before from them, where there was one (a
+    union of the stacks below a top gains the newer ones at each byte; oldest first, each
+    byte made all its cells again: `s: "a" s s "b" | "a" s "c" | "a" s | "a"`, 400 a's, 46%
+    less per token)."""
     cdef int32_t i, kept, cell
     cdef PState reg
     sort_descending(members, n)
@@ -228,7 +234,7 @@ cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, bint lazy) except -2 
     if kept == 1:
         return members[0]
     reg = ZERO_REG
-    reg.props = lazy
+    reg.props = kind
     cell = NO_FRAME
     for i in range(kept - 1, -1, -1):  # (a cell's `keys`: a hash of its members and those after)
         reg.keys = (reg.keys ^ get_frame(c, members[i]).stack) * <uint64_t>0x9E3779B97F4A7C15u
@@ -397,7 +403,7 @@ cdef int32_t share_tops(Ctx* c, int32_t* members, int32_t n) except -2 nogil:
                     below[m] = parent_of_top(c, members[k])
                     m += 1
                     k = next[k]
-                members[kept] = top_on(c, members[i], union_of(c, below, m, True))
+                members[kept] = top_on(c, members[i], union_of(c, below, m, LAZY))
             kept += 1
     finally:
         if buf != few:
@@ -459,6 +465,7 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
     of one frame over one stack join theirs; BY_STATE, any get a lazy union of their stacks'
     tops (share_tops). How many states are left (dry: would be)."""
     cdef int32_t i, j, k, n = s.n, kept = 0, n_members, n_grouped = 0
+    cdef int kind
     cdef int64_t size = 1, h
     cdef int32_t few_members[256]
     cdef int32_t* members = few_members
@@ -524,12 +531,13 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
             if group[i] != i or next[i] < 0:
                 continue
             n_members = gather_group(c, items, next, i, by, &members, &room, few_members)
+            kind = LAZY if by == BY_STATE else OVER_ONE
             if n_members < 0:  # a walk's group with too many tops: its stacks as they are, in
                 n_members = 0  # unions of unions (see gather_group)
                 k = i
                 while k >= 0:
                     if n_members == room:
-                        members[0] = union_of(c, members, n_members, True)
+                        members[0] = union_of(c, members, n_members, LAZY)
                         n_members = 1
                     members[n_members] = items[k].frame
                     n_members += 1
@@ -552,7 +560,8 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                     continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
                               # | "a"` makes, one per two a's, merge)
                 n_members = share_tops(c, members, n_members)
-            items[i].frame = union_of(c, members, n_members, by == BY_STATE)
+                kind = LAZY_SHARED
+            items[i].frame = union_of(c, members, n_members, kind)
             k = next[i]
             while k >= 0:
                 group[k] = -1

@@ -150,9 +150,9 @@ ctypedef struct Tables:
 # and again, at its largest size, with neither a fill nor a growth each time. As the members a
 # walk down the stacks has popped (`popped`): unions share their members' stacks, so the paths
 # through them multiply; each member is popped once (its frame decides all that follows), and
-# each union gone through once (its id is its first cell's: a member may be a union). A cell
-# after a union's first is the union of the members from it on (unions share an older one's
-# cells): it goes in too, and one met again ends a list (see expand_members).
+# each union gone through once (its id is its first cell's: a member may be a union). An
+# arena cell after a union's first is the union of the members from it on (unions share an
+# older one's cells): it goes in too, and one met again ends a list (see expand_members).
 ctypedef struct StampedIds:
     uint64_t* slots           # open addressing, (stamp << 32) | id; a slot holding another
     int64_t mask              # stamp is empty (NULL until the first id; then `few`, until it
@@ -466,6 +466,8 @@ cdef int seen_init(SeenStore* s, int32_t max_chunks) except -1 nogil
 cdef void seen_reset(SeenStore* s) noexcept nogil
 cdef void seen_free(SeenStore* s) noexcept nogil
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil
+cdef void exit_bytes_from(Ctx* c, const PState* at, uint32_t* out8, StampedIds* popped
+                          ) noexcept nogil
 cdef void union_bytes_init(UnionBytes* m) noexcept nogil
 cdef void union_bytes_free(UnionBytes* m) noexcept nogil
 cdef void next_bytes(Ctx* c, const PState* s, uint32_t* out8) noexcept nogil

@@ -662,9 +662,9 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
     union, or the union a member's pops reach) wait in a list, not in a recursion, however
     deep they nest (past the list's room, one is popped in a call of its own). A union goes
     into `popped` as it is met, as its members do: one met again, through another member, is
-    not gone through again. So do its cells after the first: a union shares the cells of an
-    older one holding its older members (see union_of), and a cell met again starts members
-    gone through already, to the end."""
+    not gone through again. So do its cells after the first, the arena's: a union shares the
+    cells of an older one holding its older members (see union_of), and a cell met again
+    starts members gone through already, to the end."""
     cdef int produced = 0
     cdef int32_t member, n = 0, n_tops, i
     cdef int32_t waiting[PENDING]
@@ -684,10 +684,12 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
             # own it is not, but no list from the union's members runs into it: frames
             # point only to older ones)
             first = True
-            lazy = is_lazy(c, cell)
+            lazy = get_frame(c, cell).props == LAZY  # (LAZY_SHARED: no two share a top)
             n_tops = 0
             while cell != NO_FRAME:
-                if not first and not add_stamped(popped, cell):
+                # (a walk's cells are its own, each reached from the one before it alone: only
+                # the arena's are shared by unions)
+                if not first and cell & SCRATCH_BIT == 0 and not add_stamped(popped, cell):
                     break
                 first = False
                 fr = get_frame(c, cell)
