@@ -16,9 +16,9 @@
 # "a"`, whose stacks differ in how many calls of s are pending (the empty stack, or the pending
 # call repeated 1..n times), keeps three live states however many a's were read. Where
 # STATE_MERGE_FROM states or more are still left, states equal but for their stacks become
-# one whatever their stacks (BY_STATE): its frame is a lazy union (its cells' `props` 1) of
-# the stacks' tops, those with equal tops one top over the lazy union of what was below them
-# (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
+# one whatever their stacks (BY_STATE): its frame is a lazy union (LAZY_SHARED) of the
+# stacks' tops, those with equal tops one top over the lazy union (LAZY) of what was below
+# them (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
 # member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
 # returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
 # states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is
