@@ -13,8 +13,8 @@ cimport numpy as cnp
 from pse._core.structure cimport (
     Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
     any_in_unique, exit_bytes, exit_bytes_from, expand, expand_in, has_bit, in_unique,
-    is_accepting, live_bound, merge_stacks, seen_free, seen_init, seen_reset, set_next_bytes,
-    special_terms, stamped_begin, stamped_clear, stamped_free, stateset_add, stateset_append,
+    is_accepting, live_bound, merge_stacks, popped_set, seen_free, seen_init, seen_reset,
+    set_next_bytes, special_terms, stamped_begin, stamped_free, stateset_add, stateset_append,
     stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
     take_special, union_bytes_free, union_bytes_init,
 )
@@ -652,14 +652,14 @@ cdef class Matcher:
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
         cdef StampedIds popped
+        cdef StampedIds* walk_popped
         if smallest == NOT_PLANNED:
             return 0
         memset(bytes8, 0, sizeof(bytes8))
-        stamped_clear(&w.scratch.popped)  # (the states share their stacks' unions: popped once)
+        walk_popped = popped_set(c)  # (the states share their stacks' unions: popped once)
         j = start
         while j >= lo:
-            exit_bytes_from(c, &w.jobs[j] if jobs else &w.roots.items[j], bytes8,
-                            &w.scratch.popped)
+            exit_bytes_from(c, &w.jobs[j] if jobs else &w.roots.items[j], bytes8, walk_popped)
             j = w.job_next[j] if jobs else w.root_next[j]
             if j >= lo and covers(bytes8, sl.exit_bytes):  # (the others add no byte with exits)
                 break

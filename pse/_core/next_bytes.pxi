@@ -2,20 +2,13 @@
 
 cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil:
     """The set of bytes any state of `set` can consume next, as 8 words of bits (a superset:
-    guards on items are taken as open). Each union member is popped once, as in step_set (in
-    a mask walk, in the walk's one set)."""
+    guards on items are taken as open). Each union member is popped once, as in step_set."""
     cdef const Tables* t = c.t
     cdef const PState* s
     cdef const PState* last = NULL
-    cdef StampedIds own
-    cdef StampedIds* popped = &own
+    cdef StampedIds* popped = popped_set(c)
     cdef int32_t i
     memset(out8, 0, 8 * sizeof(uint32_t))
-    if c.scratch != NULL:
-        popped = &c.scratch.popped
-        stamped_clear(popped)
-    else:
-        stamped_begin(&own)
     for i in range(set.n):
         s = &set.items[i]
         if s.term >= 0:
@@ -26,8 +19,6 @@ cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept n
             if not term_accepting(t, s.term, s.dstate, s.count):
                 continue
         exit_bytes_from(c, s, out8, popped)
-    if popped == &own:
-        stamped_free(&own)
 
 
 cdef void exit_bytes(Ctx* c, const PState* at, uint32_t* out8) noexcept nogil:

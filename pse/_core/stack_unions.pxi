@@ -16,14 +16,14 @@
 # "a"`, whose stacks differ in how many calls of s are pending (the empty stack, or the pending
 # call repeated 1..n times), keeps three live states however many a's were read. Where
 # STATE_MERGE_FROM states or more are still left, states equal but for their stacks become
-# one whatever their stacks (BY_STATE): its frame is a lazy union (LAZY_SHARED) of the
-# stacks' tops, those with equal tops one top over the lazy union (LAZY) of what was below
-# them (share_tops). A lazy union's members may be unions, of any depths; popping one pops each
-# member once (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two
-# returns of s (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live
-# states. A few runs of one frame over one stack stay apart (see one_run). Merged as text is
-# consumed (the arena's frames), in a mask walk once it needs to (see step_set). Not in
-# structures with unique arrays: their items read the registers down the stack.
+# one whatever their stacks (BY_STATE): its frame is a lazy union of the stacks' tops, those
+# with equal tops one top over the lazy union of what was below them (share_tops). A lazy
+# union's members may be unions, of any depths; popping one pops each member once
+# (`popped`). `s: "a" s s "b" | "a"`, whose stacks are sequences over the two returns of s
+# (Fibonacci-many after n a's, "too ambiguous" at the 17th), keeps a few live states. A few
+# runs of one frame over one stack stay apart (see one_run). Merged as text is consumed (the
+# arena's frames), in a mask walk once it needs to (see step_set). Not in structures with
+# unique arrays: their items read the registers down the stack.
 
 cdef enum:  # merge_stacks' passes (group_stacks)
     BY_BELOW = 0
@@ -41,7 +41,6 @@ cdef enum:  # merge_stacks' passes (group_stacks)
 cdef enum:  # a union's kind: its cells' `props` (see union_of)
     OVER_ONE = 0              # tops over one stack
     LAZY = 1                  # any stacks (see is_lazy)
-    LAZY_SHARED = 2           # any stacks, those with equal tops made one already (share_tops)
 
 
 cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
@@ -49,10 +48,10 @@ cdef inline bint is_union(Ctx* c, int32_t f) noexcept nogil:
 
 
 cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
-    """Union f may hold any stacks, unions among them (LAZY or LAZY_SHARED): else its members
-    are tops over one stack. BY_BELOW never takes a lazy union apart (it would copy every
-    stack merged before into each new union); its tops are gathered when the states holding
-    it merge again (add_tops), and its members popped each once."""
+    """Union f may hold any stacks, unions among them (LAZY): else its members are tops over
+    one stack. BY_BELOW never takes a lazy union apart (it would copy every stack merged
+    before into each new union); its tops are gathered when the states holding it merge again
+    (add_tops), and its members popped each once."""
     return get_frame(c, f).props != 0
 
 
@@ -560,7 +559,6 @@ cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
                     continue  # (a few stay apart: see one_run; many, as `s: "a" s "b" | "a" s s
                               # | "a"` makes, one per two a's, merge)
                 n_members = share_tops(c, members, n_members)
-                kind = LAZY_SHARED
             items[i].frame = union_of(c, members, n_members, kind)
             k = next[i]
             while k >= 0:

@@ -260,6 +260,15 @@ cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
         s.stamp = 1
 
 
+cdef inline StampedIds* popped_set(Ctx* c) noexcept nogil:
+    """The set of popped union members that a walk down `c`'s stacks starts from, emptied:
+    the mask walk's (its scratch) or, as text is consumed, the arena's. One set used again,
+    not one of the caller's own: a set made per call regrew from a few slots every time."""
+    cdef StampedIds* popped = &c.scratch.popped if c.scratch != NULL else &c.arena.popped
+    stamped_clear(popped)
+    return popped
+
+
 cdef extern from *:
     """
     #if defined(_MSC_VER)

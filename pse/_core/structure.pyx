@@ -684,7 +684,7 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
             # own it is not, but no list from the union's members runs into it: frames
             # point only to older ones)
             first = True
-            lazy = get_frame(c, cell).props == LAZY  # (LAZY_SHARED: no two share a top)
+            lazy = is_lazy(c, cell)
             n_tops = 0
             while cell != NO_FRAME:
                 # (a walk's cells are its own, each reached from the one before it alone: only
@@ -793,13 +793,12 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     cdef WalkMerging* m = c.walk_merging
     # one set of popped union members for all the states: a member's pops do not depend on
     # the state that reached it, and states of a walk share their stacks' unions (popped once
-    # per state, a step cost the states times the unions' size). The scratch's or the arena's,
-    # emptied by its stamp: a set of the step's own regrew from a few slots at every step (a
-    # tenth of a mask's time on three rules that call each other every way at once)
-    cdef StampedIds* popped = &c.scratch.popped if c.scratch != NULL else &c.arena.popped
+    # per state, a step cost the states times the unions' size). A set of the step's own
+    # regrew from a few slots at every step (a tenth of a mask's time on three rules that
+    # call each other every way at once)
+    cdef StampedIds* popped = popped_set(c)
     stateset_clear(out)
     c.popped = 0
-    stamped_clear(popped)
     for i in range(cur.n):
         step_state_in(c, &cur.items[i], b, out, popped)
     if c.t.has_unique or out.n < MERGE_FROM:

@@ -43,9 +43,9 @@ cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t fir
     """Expand states[first] and (with `next`) the states chained from it on byte b into
     `seed` (a group's states share their stacks' unions: each member is popped once)."""
     cdef int32_t j = first
-    stamped_clear(&c.scratch.popped)  # (the walk's: a set of its own regrew at every byte)
+    cdef StampedIds* popped = popped_set(c)
     while j >= 0:
-        expand_in(c, &states[j], b, seed, &c.scratch.popped)
+        expand_in(c, &states[j], b, seed, popped)
         j = next[j] if next != NULL else -1
     return 0
 
@@ -61,14 +61,15 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
     cdef int32_t k, j, b, x
     cdef uint32_t bytes8[8]
     cdef uint32_t bits
+    cdef StampedIds* popped
     walker_ctx(w, &c)
     for k in range(sl.n_within_words):
         out[sl.within_words[k]] |= sl.within_bits[k]
     memset(bytes8, 0, sizeof(bytes8))
-    stamped_clear(&w.scratch.popped)  # (the states share their stacks' unions: popped once)
+    popped = popped_set(&c)  # (the states share their stacks' unions: popped once)
     j = first
     while j >= 0:
-        exit_bytes_from(&c, &states[j], bytes8, &w.scratch.popped)
+        exit_bytes_from(&c, &states[j], bytes8, popped)
         j = next[j] if next != NULL else -1
         if j >= 0 and covers(bytes8, sl.exit_bytes):  # (the others add no byte with exits)
             break
