@@ -129,17 +129,21 @@ cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room,
     frames are not interned, so gathering every top at each merge made the scratch grow by
     all of them per merge (a walk merging at every byte of every exit ran out of memory).
     A list of the cells to go on from, not a recursion: unions nest as deep as the text is
-    long (450 a's of three rules calling each other overflowed a thread's 256 KiB stack)."""
+    long (450 a's of three rules calling each other overflowed a thread's 256 KiB stack). A
+    walk's cell after a union's first stays out of `seen`: it is reached from the cell before
+    it alone (see expand_members)."""
     cdef int32_t few[64]
     cdef int32_t* later = few    # cells to go on from, once the member before them is done
     cdef int32_t n_later = 0, cap = 64
     cdef int32_t* grown
     cdef Frame* cell
+    cdef bint next_cell = False  # f is a cell after a union's first
     try:
         while True:
             while f != NO_FRAME:
-                if not add_stamped(seen, f):
+                if not (next_cell and f & SCRATCH_BIT) and not add_stamped(seen, f):
                     break  # (its cells after it are gone through, or will be)
+                next_cell = False
                 cell = get_frame(c, f)
                 if cell.node != UNION_NODE or (c.scratch != NULL and not f & SCRATCH_BIT):
                     if n == room:
@@ -165,6 +169,7 @@ cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room,
                 return n
             n_later -= 1
             f = later[n_later]
+            next_cell = True
     finally:
         if later != few:
             free(later)
