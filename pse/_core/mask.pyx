@@ -12,7 +12,7 @@ cimport numpy as cnp
 
 from pse._core.structure cimport (
     Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
-    any_in_unique, exit_bytes, exit_bytes_from, expand, expand_in, has_bit, in_unique,
+    any_in_unique, exit_bytes, exit_bytes_from, expand_in, has_bit, in_unique,
     is_accepting, live_bound, merge_stacks, popped_set, seen_free, seen_init, seen_reset,
     set_next_bytes, special_terms, stamped_begin, stamped_free, stateset_add, stateset_append,
     stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
@@ -507,6 +507,7 @@ cdef class Matcher:
         cdef int32_t i
         cdef const PState* s
         cdef SliceEntry entry
+        cdef StampedIds* popped
         cdef WalkMerging roots_merge   # (roots past the bound merge: see stateset_add_in)
         roots_merge.on = True
         self.structure.ctx(&c)
@@ -524,14 +525,15 @@ cdef class Matcher:
         self.root_accepting = False
         for i in range(self.live.n):
             s = &self.live.items[i]
-            if is_accepting(&c, s):
+            if not self.root_accepting and is_accepting(&c, s):
                 self.root_accepting = True
             if s.term >= 0:  # (live is a set: appended, not searched ...)
                 stateset_append(&self.w.roots, s)
+        popped = popped_set(&c)  # (the live states share their stacks' unions: popped once)
         for i in range(self.live.n):
             s = &self.live.items[i]
             if s.term < 0:  # before a terminal: one root per terminal that can start here
-                expand(&c, s, NO_BYTE, &self.w.roots)  # (... where expand's search finds them)
+                expand_in(&c, s, NO_BYTE, &self.w.roots, popped)  # (... found by its search)
         if self.structure.t.has_special:
             self.prepare_special(&c)
         if self.w.roots.n > self.w.slices_cap:
