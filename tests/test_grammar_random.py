@@ -75,3 +75,38 @@ def test_random_grammars_masks_equal_the_oracle(seed):
         check_planned_along(rules, text, 3, 64)
     else:
         check_walked_along(rules, text)
+
+
+def oracle_forced(oracle: Earley, chart: list, limit: int = 64) -> bytes:
+    """The bytes forced after `chart`: while the text is not complete and exactly one letter
+    extends it."""
+    out = ""
+    while len(out) < limit and not oracle.complete(chart):
+        allowed = [ch for ch in "abc" if oracle.prefix(oracle.extend(chart, ch))]
+        if len(allowed) != 1:
+            break
+        out += allowed[0]
+        chart = oracle.extend(chart, allowed[0])
+    return out.encode()
+
+
+@pytest.mark.parametrize("seed", ["three rules", *range(0, 40, 4)])
+def test_random_grammars_forced_bytes_equal_the_oracle(seed):
+    """The forced bytes after every prefix of a text are the oracle's: the live states share
+    their stacks' unions, each member's next bytes are read once for all of them."""
+    if seed == "three rules":
+        rules, text = THREE_RULES, THREE_RULES_TEXT
+    else:
+        rng = random.Random(seed)
+        rules = random_grammar(rng)
+        text = random_text(rules, rng)
+    oracle = Earley(rules)
+    vocab, _ = vocab_with_eos(TOKENS)
+    engine = StructuringEngine(vocab)
+    engine.configure(Grammar.from_lark(lark_source(rules)))
+    chart = oracle.begin()
+    for k in range(len(text) + 1):
+        if k:
+            assert engine.matcher.advance(text[k - 1].encode())
+            chart = oracle.extend(chart, text[k - 1])
+        assert engine.compute_ff_bytes() == oracle_forced(oracle, chart), (rules, text[:k])

@@ -12,9 +12,9 @@ cimport numpy as cnp
 
 from pse._core.mask cimport Matcher, Walker, walk_subtree
 from pse._core.structure cimport (
-    CompiledStructure, Ctx, PState, StateSet, Tables, dfa_next, exit_bytes,
-    is_accepting, seen_reset, special_next, special_terms, stateset_append, stateset_free,
-    stateset_init, step_bytes, step_set, term_accepting, term_full,
+    CompiledStructure, Ctx, PState, StampedIds, StateSet, Tables, dfa_next, exit_bytes_from,
+    is_accepting, popped_set, seen_reset, special_next, special_terms, stateset_append,
+    stateset_free, stateset_init, step_bytes, step_set, term_accepting, term_full,
 )
 from pse._core.trie cimport trie_find
 from pse._core.structure import WideWalk
@@ -43,9 +43,10 @@ cdef cnp.ndarray dfa_out_table(CompiledStructure structure):
     return arr
 
 
-cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uint32_t* out8
-                           ) noexcept nogil:
-    """structure.next_bytes, with the terminal's bytes read from the DFA-out table."""
+cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uint32_t* out8,
+                           StampedIds* popped) noexcept nogil:
+    """structure.next_bytes, with the terminal's bytes read from the DFA-out table, through
+    the union members not in `popped` (those gave their bytes to another state's already)."""
     cdef const Tables* t = c.t
     memset(out8, 0, 8 * sizeof(uint32_t))
     if s.term >= 0:
@@ -55,7 +56,18 @@ cdef void state_next_bytes(Ctx* c, const uint32_t* dfa_out, const PState* s, uin
             memcpy(out8, &dfa_out[8 * s.dstate], 8 * sizeof(uint32_t))
         if not term_accepting(t, s.term, s.dstate, s.count):
             return
-    exit_bytes(c, s, out8)
+    exit_bytes_from(c, s, out8, popped)
+
+
+cdef inline bint two_bytes_or_more(const uint32_t* words8) noexcept nogil:
+    """Whether the 8 words of bits hold two bits or more."""
+    cdef int k, seen = 0
+    for k in range(8):
+        if words8[k]:
+            if seen or words8[k] & (words8[k] - 1):
+                return True
+            seen = 1
+    return False
 
 
 cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, StateSet* spare,
@@ -69,22 +81,25 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
     cdef uint32_t words[8]
     cdef uint32_t union8[8]
     cdef StateSet swap
+    cdef StampedIds* popped
     while n < max_len and cur.n > 0:
         for k in range(8):
             union8[k] = 0
+        popped = popped_set(c)  # (the states share their stacks' unions: popped once)
         for i in range(cur.n):
             # (a special token may come instead: no text byte is forced then)
             if is_accepting(c, &cur.items[i]) or special_next(c, &cur.items[i]):
                 return n
-            state_next_bytes(c, dfa_out, &cur.items[i], words)
+            state_next_bytes(c, dfa_out, &cur.items[i], words, popped)
             for k in range(8):
                 union8[k] |= words[k]
+            if two_bytes_or_more(union8):  # (the states left cannot force a byte either)
+                return n
         only = -1
         for b in range(256):
             if (union8[b >> 5] >> (b & 31)) & 1:
-                if only >= 0:
-                    return n
                 only = b
+                break
         if only < 0:
             return n
         out[n] = <unsigned char>only
@@ -157,6 +172,7 @@ def forced_special_terms(Matcher matcher) -> list:
     cdef uint8_t* flags
     cdef cnp.ndarray dfa_out
     cdef const uint32_t* out8
+    cdef StampedIds* popped
     cdef int32_t n_terms = matcher.structure.t.n_terms
     if matcher.finished or not matcher.structure.t.has_special or matcher.live.n == 0:
         return []
@@ -171,10 +187,11 @@ def forced_special_terms(Matcher matcher) -> list:
         raise MemoryError()
     stateset_init(&scratch, 8)
     try:
+        popped = popped_set(&c)
         for i in range(matcher.live.n):
             if is_accepting(&c, &matcher.live.items[i]):
                 return []
-            state_next_bytes(&c, out8, &matcher.live.items[i], words)
+            state_next_bytes(&c, out8, &matcher.live.items[i], words, popped)
             for k in range(8):
                 if words[k]:
                     return []
