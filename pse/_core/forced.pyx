@@ -93,8 +93,8 @@ cdef Py_ssize_t forced_path(Ctx* c, const uint32_t* dfa_out, StateSet* cur, Stat
             state_next_bytes(c, dfa_out, &cur.items[i], words, popped)
             for k in range(8):
                 union8[k] |= words[k]
-            if two_bytes_or_more(union8):  # (the states left cannot force a byte either)
-                return n
+            if two_bytes_or_more(union8):  # (union8 only grows: no byte is forced, whatever
+                return n                       # the states left)
         only = -1
         for b in range(256):
             if (union8[b >> 5] >> (b & 31)) & 1:
@@ -187,6 +187,8 @@ def forced_special_terms(Matcher matcher) -> list:
         raise MemoryError()
     stateset_init(&scratch, 8)
     try:
+        # (one set for all the states: a member an earlier state popped gave no byte, else
+        # that state returned already)
         popped = popped_set(&c)
         for i in range(matcher.live.n):
             if is_accepting(&c, &matcher.live.items[i]):

@@ -2,7 +2,8 @@
 
 cdef void set_next_bytes(Ctx* c, const StateSet* set, uint32_t* out8) noexcept nogil:
     """The set of bytes any state of `set` can consume next, as 8 words of bits (a superset:
-    guards on items are taken as open). Each union member is popped once, as in step_set."""
+    guards on items are taken as open). Each union member is popped once, as in step_set (a
+    mask walk's call: outside one, the arena's set is used, with the GIL)."""
     cdef const Tables* t = c.t
     cdef const PState* s
     cdef const PState* last = NULL

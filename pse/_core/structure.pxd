@@ -171,14 +171,16 @@ ctypedef struct Arena:
     int64_t moved             # them), the first `moved` slots already
     StampedIds tops_seen      # the cells a gather of tops went through, text consumed (see
                               # gather_group; with the GIL, as every push into the arena)
-    StampedIds popped         # the members a step popped, text consumed (see step_set)
+    StampedIds popped         # the members popped outside a mask walk: a step as text is
+                              # consumed, the forced path (see popped_set; with the GIL)
 
 ctypedef struct Scratch:
     Frame* frames
     int32_t n
     int32_t cap
     StampedIds tops_seen      # the cells a gather of tops went through (see gather_group)
-    StampedIds popped         # the members a step of the walk popped (see step_set)
+    StampedIds popped         # the members popped in a mask walk: by a step, the roots, the
+                              # exit bytes of a group of states (see popped_set)
 
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
