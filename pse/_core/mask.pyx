@@ -111,6 +111,8 @@ cdef class Matcher:
         self.w.scratch.frames = NULL
         stamped_begin(&self.w.scratch.tops_seen)
         stamped_begin(&self.w.scratch.popped)
+        self.w.scratch.tops_seen.dense_on = True
+        self.w.scratch.popped.dense_on = True
 
     def __init__(self, CompiledStructure structure, SliceCache cache):
         cdef int32_t i

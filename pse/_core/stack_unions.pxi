@@ -57,11 +57,21 @@ cdef inline bint is_lazy(Ctx* c, int32_t f) noexcept nogil:
 
 cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
     """True when `id` is new to `s` (and now in it), False when it was there. Out of memory,
-    an id not there is new every time: the walk is then slower, never wrong."""
+    an id not there is new every time: the walk is then slower, never wrong. With dense_on,
+    an arena id is marked in an array by id, not hashed: a walk pops arena ids more than its
+    own (26 million against 11 over the masks of a long text of three rules calling each
+    other every way at once), and ids made together are neighbours, where each hashed look-up
+    was a cache miss (12% fewer first-level misses in those masks)."""
     cdef uint32_t stamp = s.stamp
     cdef uint64_t key = (<uint64_t>stamp << 32) | <uint32_t>id, old
     cdef int64_t h, i, size
     cdef uint64_t* grown
+    if <uint32_t>id < <uint32_t>s.dense_n or (s.dense_on and 0 <= id < DENSE_MAX
+                                              and grow_dense(s, id)):
+        if s.dense[id] == stamp:
+            return False
+        s.dense[id] = stamp
+        return True
     if s.slots == NULL:
         s.slots = s.few
         memset(s.few, 0, sizeof(s.few))
@@ -89,7 +99,8 @@ cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
             while grown[h] != 0:
                 h = (h + 1) & (size - 1)
             grown[h] = old
-    stamped_free(s)
+    if s.slots != s.few:
+        free(s.slots)
     s.slots = grown
     s.mask = size - 1
     h = (<uint32_t>id * 0x9E3779B1u) & s.mask
@@ -97,6 +108,27 @@ cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
         h = (h + 1) & s.mask
     s.slots[h] = key
     s.n += 1
+    return True
+
+
+cdef enum:
+    DENSE_MAX = 1 << 22       # arena ids a set marks by id, at most (16 MiB; an arena that
+                              # large holds 160 MiB of frames)
+
+
+cdef bint grow_dense(StampedIds* s, int32_t id) noexcept nogil:
+    """Make s.dense cover arena id `id` (< DENSE_MAX); False out of memory (the set goes on
+    hashing such ids)."""
+    cdef int64_t n = max(<int64_t>4096, 2 * <int64_t>s.dense_n, <int64_t>id + 1)
+    cdef uint32_t* grown
+    n = min(n, <int64_t>DENSE_MAX)
+    grown = <uint32_t*>realloc(s.dense, n * sizeof(uint32_t))
+    if grown == NULL:
+        s.dense_on = False
+        return False
+    memset(grown + s.dense_n, 0, (n - s.dense_n) * sizeof(uint32_t))
+    s.dense = grown
+    s.dense_n = <int32_t>n
     return True
 
 

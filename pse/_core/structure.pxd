@@ -159,6 +159,9 @@ ctypedef struct StampedIds:
     int32_t n                 # holds too many: most sets allocate nothing)
     uint32_t stamp
     uint64_t few[16]
+    uint32_t* dense           # with dense_on (the walker's and the arena's sets): arena ids
+    int32_t dense_n           # below dense_n marked by id, each with the stamp it was added
+    bint dense_on             # with (see add_stamped); else NULL, 0
 
 ctypedef struct Arena:
     Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
@@ -243,12 +246,18 @@ cdef inline void stamped_begin(StampedIds* s) noexcept nogil:
     s.mask = 0
     s.n = 0
     s.stamp = 1
+    s.dense = NULL
+    s.dense_n = 0
+    s.dense_on = False
 
 
 cdef inline void stamped_free(StampedIds* s) noexcept nogil:
     if s.slots != s.few:
         free(s.slots)
     s.slots = NULL
+    free(s.dense)
+    s.dense = NULL
+    s.dense_n = 0
 
 
 cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
@@ -259,6 +268,8 @@ cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
     if s.stamp == 0:
         if s.slots != NULL:
             memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
+        if s.dense != NULL:
+            memset(s.dense, 0, s.dense_n * sizeof(uint32_t))
         s.stamp = 1
 
 

@@ -322,6 +322,8 @@ cdef int arena_init(Arena* a) except -1:
     a.n_frames = 0
     stamped_begin(&a.tops_seen)
     stamped_begin(&a.popped)
+    a.tops_seen.dense_on = True
+    a.popped.dense_on = True
     return 0
 
 
