@@ -112,21 +112,27 @@ cdef bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
 
 
 cdef enum:
-    DENSE_MAX = 1 << 22       # arena ids a set marks by id, at most (16 MiB; an arena that
-                              # large holds 160 MiB of frames)
+    DENSE_MAX = 1 << 22       # arena ids a set marks by id, at most (16 MiB a set, two per
+                              # walker; an arena that large holds 160 MiB of frames)
 
 
 cdef bint grow_dense(StampedIds* s, int32_t id) noexcept nogil:
-    """Make s.dense cover arena id `id` (< DENSE_MAX); False out of memory (the set goes on
-    hashing such ids)."""
-    cdef int64_t n = max(<int64_t>4096, 2 * <int64_t>s.dense_n, <int64_t>id + 1)
+    """Make s.dense cover arena id `id` (< DENSE_MAX), a power of two of ids; False out of
+    memory (the set goes on hashing the ids past it). Zeroed by calloc, not memset: the
+    pages of ids never looked up are not touched (a walk looks up the ids of the unions it
+    pops, not every id of its arena)."""
+    cdef int64_t n = 4096
     cdef uint32_t* grown
+    while n <= id:
+        n *= 2
     n = min(n, <int64_t>DENSE_MAX)
-    grown = <uint32_t*>realloc(s.dense, n * sizeof(uint32_t))
+    grown = <uint32_t*>calloc(n, sizeof(uint32_t))
     if grown == NULL:
         s.dense_on = False
         return False
-    memset(grown + s.dense_n, 0, (n - s.dense_n) * sizeof(uint32_t))
+    if s.dense != NULL:
+        memcpy(grown, s.dense, s.dense_n * sizeof(uint32_t))
+        free(s.dense)
     s.dense = grown
     s.dense_n = <int32_t>n
     return True

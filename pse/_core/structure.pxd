@@ -159,9 +159,9 @@ ctypedef struct StampedIds:
     int32_t n                 # holds too many: most sets allocate nothing)
     uint32_t stamp
     uint64_t few[16]
-    uint32_t* dense           # with dense_on (the walker's and the arena's sets): arena ids
-    int32_t dense_n           # below dense_n marked by id, each with the stamp it was added
-    bint dense_on             # with (see add_stamped); else NULL, 0
+    uint32_t* dense           # arena ids below dense_n marked by id, each with the stamp it
+    int32_t dense_n           # was added with (see add_stamped): grown while dense_on (the
+    bint dense_on             # walker's and the arena's sets; not after a failed growth)
 
 ctypedef struct Arena:
     Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
@@ -241,7 +241,8 @@ cdef struct Ctx:
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
 cdef inline void stamped_begin(StampedIds* s) noexcept nogil:
-    """`s` a new empty set (its slots the caller's to free)."""
+    """`s` a new empty set (its slots and dense marks the caller's to free: stamped_free;
+    dense_on is set after this)."""
     s.slots = NULL
     s.mask = 0
     s.n = 0
