@@ -15,7 +15,9 @@ from test_grammar import vocab_with_eos
 from test_grammar_interleaved import (Earley, assert_mask_is_the_oracles, assert_masks_along,
                                       check_planned_along, lark_source)
 
-TOKENS = ["".join(p) for k in range(1, 4) for p in itertools.product("abc", repeat=k)]
+# (and tokens with a byte no terminal takes: the walk skips them at that byte, unstepped)
+TOKENS = ["".join(p) for k in range(1, 4) for p in itertools.product("abc", repeat=k)] + [
+    "ad", "abx", "ca-", "b c", "xa", "ccd"]
 
 # A grammar of three rules found by this fuzz: each byte of its text made tens of thousands of
 # states that merged back into a few, and a mask walk over these 39 tokens made more than

@@ -182,6 +182,22 @@ cdef dfa_forced_table(const Tables* t, bint needed):
     return forced
 
 
+cdef void set_alphabet(Tables* t) noexcept:
+    """t.alphabet: the bytes of the classes some DFA state has an edge on."""
+    cdef int32_t s, c
+    cdef int b
+    cdef uint8_t taken[256]
+    memset(taken, 0, sizeof(taken))
+    for s in range(t.n_dfa_states):
+        for c in range(t.n_classes):
+            if t.dfa_trans[s * t.n_classes + c] >= 0:
+                taken[c] = 1
+    memset(t.alphabet, 0, sizeof(t.alphabet))
+    for b in range(256):
+        if taken[t.byte_class[b]]:
+            t.alphabet[b >> 5] |= 1u << (b & 31)
+
+
 cdef node_first_table(const Tables* t):
     """Per node, 8 words: the union of its entries' first bytes."""
     out = new_array(8 * t.n_nodes + 8, cnp.NPY_UINT32, 0)
@@ -376,6 +392,7 @@ cdef class CompiledStructure:
         self.t.clause_then = <uint64_t*>_ptr(bufs, "clause_then")
         self.t.guard_item = <uint8_t*>_ptr(bufs, "guard_item")
         self.t.has_unique = _any_set(self.t.guard_item, len(tables["guard_item"]))
+        set_alphabet(&self.t)
         bufs["node_first"] = node_first_table(&self.t)
         self.t.node_first = <uint32_t*>_ptr(bufs, "node_first")
         bufs["node_special"] = node_special_table(&self.t)

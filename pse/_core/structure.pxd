@@ -116,6 +116,7 @@ ctypedef struct Tables:
     uint8_t* node_tail        # a frame returning here is not pushed (its rule only ends here)
     uint8_t* node_runs        # a frame returning here may be pushed on one just like it: a run
     uint32_t* node_first      # 8 words per node: union of its entries' first bytes
+    uint32_t alphabet[8]      # the bytes some terminal's DFA takes: no step takes another
     uint8_t* node_special     # some entry of the node is a special token's terminal
     bint has_special          # some terminal is
     int32_t n_entries

@@ -181,6 +181,9 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
             i = tr.node_end[i]
             continue
         depth = tr.node_depth[i]
+        if not has_bit(t.alphabet, tr.node_byte[i]):  # (no state takes it: a step would pop
+            i = tr.node_end[i]                        # all the way down to find nothing)
+            continue
         if (filtering and w.level_filtered[depth - 1]
                 and not has_bit(&w.level_bytes[8 * (depth - 1)], tr.node_byte[i])):
             i = tr.node_end[i]
