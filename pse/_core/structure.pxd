@@ -163,6 +163,9 @@ ctypedef struct StampedIds:
     uint32_t* dense           # arena ids below dense_n marked by id, each with the stamp it
     int32_t dense_n           # was added with (see add_stamped): grown while dense_on (the
     bint dense_on             # walker's and the arena's sets; not after a failed growth)
+    uint32_t* walk_dense      # ... and a walk's own (scratch) ids, by id & ~SCRATCH_BIT (the
+                              # walker's sets)
+    int32_t walk_dense_n
 
 ctypedef struct Arena:
     Frame* chunks[MAX_CHUNKS]     # the first n_chunks allocated; they never move (see chunk_of)
@@ -251,6 +254,8 @@ cdef inline void stamped_begin(StampedIds* s) noexcept nogil:
     s.dense = NULL
     s.dense_n = 0
     s.dense_on = False
+    s.walk_dense = NULL
+    s.walk_dense_n = 0
 
 
 cdef inline void stamped_free(StampedIds* s) noexcept nogil:
@@ -260,6 +265,9 @@ cdef inline void stamped_free(StampedIds* s) noexcept nogil:
     free(s.dense)
     s.dense = NULL
     s.dense_n = 0
+    free(s.walk_dense)
+    s.walk_dense = NULL
+    s.walk_dense_n = 0
 
 
 cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
@@ -272,6 +280,8 @@ cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
             memset(s.slots, 0, (s.mask + 1) * sizeof(uint64_t))
         if s.dense != NULL:
             memset(s.dense, 0, s.dense_n * sizeof(uint32_t))
+        if s.walk_dense != NULL:
+            memset(s.walk_dense, 0, s.walk_dense_n * sizeof(uint32_t))
         s.stamp = 1
 
 
