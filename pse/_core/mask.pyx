@@ -14,8 +14,9 @@ from pse._core.structure cimport (
     Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
     any_in_unique, exit_bytes, exit_bytes_from, expand_in, has_bit, in_unique,
     is_accepting, live_bound, merge_stacks, popped_set, seen_free, seen_init, seen_reset,
-    set_next_bytes, special_terms, stamped_begin, stamped_free, stateset_add, stateset_append,
-    stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_set,
+    set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free, stateset_add,
+    stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
+    step_set,
     take_special, union_bytes_free, union_bytes_init,
 )
 from pse._core.stepper cimport Stepper
@@ -111,8 +112,10 @@ cdef class Matcher:
         self.w.scratch.frames = NULL
         stamped_begin(&self.w.scratch.tops_seen)
         stamped_begin(&self.w.scratch.popped)
+        stamped_begin(&self.w.scratch.seeded)
         self.w.scratch.tops_seen.dense_on = True
         self.w.scratch.popped.dense_on = True
+        self.w.scratch.seeded.dense_on = True
 
     def __init__(self, CompiledStructure structure, SliceCache cache):
         cdef int32_t i
@@ -195,6 +198,7 @@ cdef class Matcher:
         free(self.w.scratch.frames)
         stamped_free(&self.w.scratch.tops_seen)
         stamped_free(&self.w.scratch.popped)
+        stamped_free(&self.w.scratch.seeded)
         stateset_free(&self.live)
         stateset_free(&self.w.roots)
         stateset_free(&self.w.seed)
@@ -655,7 +659,7 @@ cdef class Matcher:
         cdef int32_t j, k, b, few = few_seed_states()
         cdef uint32_t bytes8[8]
         cdef uint32_t bits
-        cdef StampedIds popped
+        cdef StampedIds* popped
         cdef StampedIds* walk_popped
         if smallest == NOT_PLANNED:
             return 0
@@ -681,20 +685,19 @@ cdef class Matcher:
                 # merged once they are a few and into jobs if still more: the group's together
                 # would pass the bound on live states where each alone did not (the unions
                 # popped stay popped: what they led to is jobs already)
-                stamped_begin(&popped)
-                try:
-                    stateset_clear(&w.seed)
-                    j = start
-                    while j >= lo:
-                        expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b, &w.seed,
-                                  &popped)
-                        j = w.job_next[j] if jobs else w.root_next[j]
-                        if w.seed.n > few:
-                            merge_stacks(c, &w.seed)
-                        if j < lo or w.seed.n > few:
-                            self.add_jobs(c, sl, b, smallest)
-                finally:
-                    stamped_free(&popped)
+                # (the walk's popped set, done with the exit bytes: a set of this byte's own
+                # regrew from a few hashed slots for every byte)
+                popped = popped_set(c)
+                stateset_clear(&w.seed)
+                j = start
+                while j >= lo:
+                    expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b, &w.seed,
+                              popped)
+                    j = w.job_next[j] if jobs else w.root_next[j]
+                    if w.seed.n > few:
+                        merge_stacks(c, &w.seed)
+                    if j < lo or w.seed.n > few:
+                        self.add_jobs(c, sl, b, smallest)
         return 0
 
     cdef int add_jobs(self, Ctx* c, const Slice* sl, int32_t b, int32_t smallest) except -1:
@@ -704,21 +707,18 @@ cdef class Matcher:
         few at a time (the seed is a few states, each of which may start many)."""
         cdef Walker* w = &self.w
         cdef int32_t k, few = few_seed_states()
-        cdef StampedIds popped
+        cdef StampedIds* popped = &w.scratch.seeded  # (plan_group's set is in use)
         # (copied out first: growing, the set may merge in place, moving states not yet read)
         stateset_clear(&w.ended)
         for k in range(w.seed.n):
             if w.seed.items[k].term < 0:
                 stateset_append(&w.ended, &w.seed.items[k])
         self.seed_jobs(sl, b, smallest)
-        stamped_begin(&popped)
-        try:
-            for k in range(w.ended.n):
-                expand_in(c, &w.ended.items[k], NO_BYTE, &w.seed, &popped)
-                if w.seed.n > few or k == w.ended.n - 1:
-                    self.seed_jobs(sl, b, smallest)
-        finally:
-            stamped_free(&popped)
+        stamped_clear(popped)
+        for k in range(w.ended.n):
+            expand_in(c, &w.ended.items[k], NO_BYTE, &w.seed, popped)
+            if w.seed.n > few or k == w.ended.n - 1:
+                self.seed_jobs(sl, b, smallest)
         return 0
 
     cdef int seed_jobs(self, const Slice* sl, int32_t b, int32_t smallest) except -1:

@@ -187,7 +187,10 @@ ctypedef struct Scratch:
     int32_t cap
     StampedIds tops_seen      # the cells a gather of tops went through (see gather_group)
     StampedIds popped         # the members popped in a mask walk: by a step, the roots, the
-                              # exit bytes of a group of states (see popped_set)
+                              # exit bytes of a group of states, then each byte's states
+                              # (see popped_set)
+    StampedIds seeded         # ... by the states a plan's exit byte ended a terminal on
+                              # (Matcher.add_jobs)
 
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
