@@ -190,7 +190,7 @@ cdef void set_alphabet(Tables* t) noexcept:
     memset(taken, 0, sizeof(taken))
     for s in range(t.n_dfa_states):
         for c in range(t.n_classes):
-            if t.dfa_trans[s * t.n_classes + c] >= 0:
+            if t.dfa_trans[<int64_t>s * t.n_classes + c] >= 0:
                 taken[c] = 1
     memset(t.alphabet, 0, sizeof(t.alphabet))
     for b in range(256):

@@ -11,7 +11,7 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
+    Ctx, Frame, MERGE_FROM, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
     any_in_unique, exit_bytes, exit_bytes_from, expand_in, has_bit, in_unique,
     is_accepting, live_bound, merge_stacks, popped_set, seen_free, seen_init, seen_reset,
     set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free, stateset_add,

@@ -132,7 +132,8 @@ cdef bint grow_dense(uint32_t** dense, int32_t* dense_n, int32_t id, StampedIds*
     """Make the marks dense[0][:dense_n[0]] of set `s` cover id `id` (< DENSE_MAX), a power
     of two of ids; False out of memory (the set goes on hashing the ids past it). Zeroed by
     calloc, not memset: the pages of ids never looked up are not touched (a walk looks up
-    the ids of the unions it pops, not every id of its arena)."""
+    the ids of the unions it pops, not every id of its arena), but for the old array's,
+    copied."""
     cdef int64_t n = 4096
     cdef uint32_t* grown
     while n <= id:

@@ -162,7 +162,8 @@ ctypedef struct StampedIds:
     uint64_t few[16]
     uint32_t* dense           # arena ids below dense_n marked by id, each with the stamp it
     int32_t dense_n           # was added with (see add_stamped): grown while dense_on (the
-    bint dense_on             # walker's and the arena's sets; not after a failed growth)
+    bint dense_on             # walker's and the arena's sets; not after a failed growth of
+                              # either array)
     uint32_t* walk_dense      # ... and a walk's own (scratch) ids, by id & ~SCRATCH_BIT (the
                               # walker's sets)
     int32_t walk_dense_n
