@@ -11,13 +11,12 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, MERGE_FROM, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
+    Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
     any_in_unique, exit_bytes, exit_bytes_from, expand_in, has_bit, in_unique,
-    is_accepting, live_bound, merge_stacks, popped_set, seen_free, seen_init, seen_reset,
-    set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free, stateset_add,
-    stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes,
-    step_set,
-    take_special, union_bytes_free, union_bytes_init,
+    is_accepting, live_bound, merge_stacks, merge_walk_set, popped_set, seen_free, seen_init,
+    seen_reset, set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free,
+    stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
+    step_bytes, step_set, take_special, union_bytes_free, union_bytes_init,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -542,12 +541,7 @@ cdef class Matcher:
                 expand_in(&c, s, NO_BYTE, &self.w.roots, popped)  # (... found by its search)
         if self.structure.t.has_special:
             self.prepare_special(&c)
-        # (in a walk that merges, as its steps' sets and seeds merge: the plan and the walk
-        # pop every root's stacks for its exit bytes and again for each byte's seed; merged,
-        # the masks of a long text of three rules calling each other took 20% less)
-        if (self.w.merging.on and not self.structure.t.has_unique
-                and self.w.roots.n >= MERGE_FROM):
-            merge_stacks(&c, &self.w.roots)
+        merge_walk_set(&c, &self.w.merging, &self.w.roots)  # (the plan pops them per byte)
         if self.w.roots.n > self.w.slices_cap:
             self.w.slices_cap = self.w.roots.n
             self.w.slices = <Slice**>realloc(self.w.slices, self.w.slices_cap * sizeof(Slice*))

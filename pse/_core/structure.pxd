@@ -490,6 +490,7 @@ cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* p
                    ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
+cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nogil
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=*) except -1 nogil
 cdef int32_t live_bound() noexcept nogil
 cdef int step_bytes(Ctx* c, StateSet* cur, StateSet* spare, const uint8_t* p, Py_ssize_t n

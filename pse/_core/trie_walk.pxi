@@ -84,12 +84,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
             seed_all(&c, states, next, first, b, &w.seed)
             if w.seed.n == 0:
                 continue
-            # (in a walk that merges, as its steps' sets merge: each child below steps every
-            # seed state, and a long text of three rules calling each other every way at once
-            # left 800 of them, popped again by each child; merged, its masks took 30% less)
-            if (c.walk_merging != NULL and c.walk_merging.on and not w.tables.has_unique
-                    and w.seed.n >= MERGE_FROM):
-                merge_stacks(&c, &w.seed)
+            merge_walk_set(&c, c.walk_merging, &w.seed)
             for j in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
                 set_bit(out, sl.leaf_ids[j])
             if w.tables.has_unique and any_in_unique(&c, &w.seed):
