@@ -193,7 +193,8 @@ def _statm() -> int:
 
 def max_live_states() -> int:
     """The most parser states a step may hold at once (over every live parse of the
-    structure; identical states merged).
+    structure; identical states merged). A step whose states differ only in their stacks
+    merges them once it has made them: on its way it may hold 16 times as many.
 
     Returns:
         The limit currently in force.

@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from pse import Grammar, StructuringEngine
+from pse import Grammar, StructuringEngine, limits
+from pse._core.structure import _wide_merges
 from test_grammar import vocab_with_eos
 from test_grammar_interleaved import (Earley, assert_mask_is_the_oracles, assert_masks_along,
                                       check_planned_along, lark_source)
@@ -64,6 +65,25 @@ def check_walked_along(rules: dict, text: str) -> None:
 
 def test_three_rules_calling_each_other_every_way():
     check_walked_along(THREE_RULES, THREE_RULES_TEXT)
+
+
+@pytest.mark.parametrize("planned", [False, True])
+def test_wide_sets_past_their_bound_equal_the_oracle(planned):
+    """A set merged once it is made (a step's, a mask's roots, an exit byte's states) is
+    wide: it may hold 16 times max_live_states while it is made, and merges past that before
+    it goes on. Under a bound of 64, these sets pass 1,024 states: every mask along the text
+    is still the oracle's, walked or planned."""
+    before = _wide_merges()
+    if planned:
+        check_planned_along(THREE_RULES, THREE_RULES_TEXT, 3, 64)
+    else:
+        old = limits.max_live_states()
+        limits.set_max_live_states(64)
+        try:
+            check_walked_along(THREE_RULES, THREE_RULES_TEXT)
+        finally:
+            limits.set_max_live_states(old)
+    assert _wide_merges() > before  # (the sets did pass it)
 
 
 @pytest.mark.parametrize("seed", range(40))

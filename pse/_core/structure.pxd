@@ -216,6 +216,8 @@ ctypedef struct StateSet:
     int64_t slot_mask         # stateset_add_in, each slot (stamp << 32) | item; a slot
     int32_t indexed           # holding another stamp is empty (stateset_clear bumps it)
     uint32_t stamp
+    bint wide                 # a step's set that merges once it is made: it may hold
+                              # WIDE_STEP times max_live states before it merges (step_set)
 
 ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their sets (step_set)
     bint on                   # merge at every byte, as when text is consumed
@@ -490,6 +492,8 @@ cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* p
                    ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
+cdef void widen_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) noexcept nogil
+cdef int merge_made(Ctx* c, StateSet* s) except -1 nogil
 cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nogil
 cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=*) except -1 nogil
 cdef int32_t live_bound() noexcept nogil

@@ -30,6 +30,9 @@ def get_max_live_states() -> int:
 def set_max_live_states(n: int) -> None:
     """Set the bound on parser states in one set (see pse.limits; checked there)."""
 
+def _wide_merges() -> int:
+    """How many wide sets merged while they were made, so far (for tests)."""
+
 def class_cuts(states: tuple[Any, ...]) -> Any:
     """Bool per byte (read-only): where some state's target changes from the byte before."""
 

@@ -27,7 +27,14 @@ class WideWalk(Exception):
 # The most states a set may hold (pse.limits.set_max_live_states): identical states merge, so
 # only a structure whose live parses differ in their stacks (alternatives sharing a long prefix,
 # nested) gets near it; past it a step would be slow (the merge is quadratic), so it raises.
+# A set merged once made (see step_set) holds up to WIDE_STEP times as many while it is made.
 cdef int32_t max_live = 1024
+cdef int64_t wide_merges = 0  # merges of wide sets while they were made (see stateset_add_in)
+
+
+def _wide_merges() -> int:
+    """How many wide sets merged while they were made, so far (for tests)."""
+    return wide_merges
 
 
 def get_max_live_states() -> int:
@@ -47,6 +54,9 @@ def set_max_live_states(int n) -> None:
 
 
 cdef enum:
+    WIDE_STEP = 16   # a wide set (see step_set) merges while it is made from this many times
+                     # max_live states (on three rules calling each other every way at once,
+                     # 23% less a token; in a first try, 4 took 20% less and 16 27%)
     INDEX_FROM = 32  # a set this large finds equal states through its hash index (an
                      # ambiguous grammar's: a linear search made each byte quadratic)
     MAX_WALK_FRAMES = 1 << 23  # a mask walk's scratch frames (40 bytes each, 320 MiB), past
@@ -69,6 +79,7 @@ cdef int stateset_init(StateSet* s, int32_t cap) except -1 nogil:
     s.slot_mask = -1
     s.indexed = 0
     s.stamp = 1
+    s.wide = False
     return 0
 
 
@@ -91,8 +102,9 @@ cdef inline void drop_index(StateSet* s) noexcept nogil:
 
 
 cdef void stateset_clear(StateSet* s) noexcept nogil:
-    """Empty `s`."""
+    """Empty `s` (no longer wide: see step_set)."""
     stateset_cut(s, 0)
+    s.wide = False
 
 
 cdef void stateset_cut(StateSet* s, int32_t n) noexcept nogil:
@@ -203,19 +215,28 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     cdef int32_t i, n
     cdef int64_t h
     cdef uint64_t slot
-    cdef bint past = count_past_least(c.t, p)
-    if s.n >= max_live and not c.t.has_unique:
-        # a step that would pass the bound merges what it has made so far (popping a union of
-        # stacks of every depth makes a state per member before they merge again); a mask
-        # walk that does not merge yet is made again, merging (see step_set)
-        if c.scratch == NULL or (c.walk_merging != NULL and c.walk_merging.on):
+    cdef bint past = count_past_least(c.t, p), merging
+    global wide_merges
+    if s.n >= max_live:
+        # a step that would pass the bound (a wide set's: WIDE_STEP times it) merges what it
+        # has made so far (popping a union of stacks of every depth makes a state per member
+        # before they merge again); a mask walk that does not merge yet is made again,
+        # merging (see step_set)
+        merging = not c.t.has_unique and (
+            c.scratch == NULL or (c.walk_merging != NULL and c.walk_merging.on))
+        if merging and s.wide and s.n < <int64_t>WIDE_STEP * max_live:
+            pass  # (stateset_append lets a wide set pass the bound)
+        elif merging:
+            wide_merges += s.wide
             merge_stacks(c, s)
             if s.n > max_live - max_live // 4:  # (too little gained to merge again so soon)
                 too_ambiguous()
-        elif c.walk_merging != NULL:
+        elif c.walk_merging != NULL and not c.t.has_unique:
             c.walk_merging.on = True
             with gil:
                 raise WideWalk()
+        elif s.wide:  # (a step that does not merge: see stateset_append)
+            too_ambiguous()
     n = s.n
     if n < INDEX_FROM:
         for i in range(n):
@@ -257,7 +278,7 @@ cdef int too_ambiguous() except -1 nogil:
 cdef int stateset_append(StateSet* s, const PState* p) except -1 nogil:
     cdef PState* grown
     cdef int32_t cap
-    if s.n >= max_live:
+    if s.n >= max_live and not s.wide:  # (a wide set's bound is stateset_add_in's)
         too_ambiguous()
     if s.n == s.cap:
         cap = max(2 * s.cap, 4)
@@ -800,13 +821,19 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     # call each other every way at once)
     cdef StampedIds* popped = popped_set(c)
     stateset_clear(out)
+    # a set that merges once made merges here, once, not each time it reaches max_live while
+    # it is made: each of those merges gathered again the stacks of the unions the one
+    # before had made (a step of a long text of three rules calling each other every way at
+    # once merged 7 times, gathering 76,837 stacks for the 7,420 states it made)
+    out.wide = not c.t.has_unique  # (where the step merges: see stateset_add_in)
     c.popped = 0
     for i in range(cur.n):
         step_state_in(c, &cur.items[i], b, out, popped)
+    out.wide = False
     if c.t.has_unique or out.n < MERGE_FROM:
         return out.n
     if c.scratch == NULL:
-        merge_stacks(c, out)
+        merge_made(c, out)
     elif m != NULL:
         # (merging at every trie node from the first walk made JSON Schema masks' p99 on
         # maskbench a quarter higher: their sets do not merge. An ambiguous grammar's states
@@ -823,8 +850,25 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
             m.on = True
             with gil:
                 raise WideWalk()
-        merge_stacks(c, out)
+        merge_made(c, out)
     return out.n
+
+
+cdef int merge_made(Ctx* c, StateSet* s) except -1 nogil:
+    """merge_stacks, for `s`, a set (wide, or not) made: too ambiguous where more than
+    max_live states are left (a set merged as it reached the bound never held more). `s` is
+    no longer wide."""
+    s.wide = False
+    merge_stacks(c, s)
+    if s.n > max_live:
+        too_ambiguous()
+    return 0
+
+
+cdef void widen_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) noexcept nogil:
+    """Make `s`, an empty set a mask walk will step from, wide (see step_set) where
+    merge_walk_set will merge it once it is made."""
+    s.wide = m != NULL and m.on and not c.t.has_unique
 
 
 cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nogil:
@@ -832,9 +876,10 @@ cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nog
     sets merge once `m` is on (its engine's walks merge): otherwise each step below, and each
     exit byte, went through every one of its states (800 seed states on a long text of three
     rules calling each other every way at once: merging the seeds took 30% off its masks,
-    merging the roots 20% more)."""
+    merging the roots 20% more). `s` is no longer wide."""
+    s.wide = False
     if m != NULL and m.on and not c.t.has_unique and s.n >= MERGE_FROM:
-        merge_stacks(c, s)
+        merge_made(c, s)
     return 0
 
 

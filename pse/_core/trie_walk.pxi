@@ -80,11 +80,12 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
             bits &= bits - 1
             w.scratch.n = base
             stateset_clear(&w.seed)
+            widen_walk_set(&c, c.walk_merging, &w.seed)
             c.pos = w.base
             seed_all(&c, states, next, first, b, &w.seed)
+            merge_walk_set(&c, c.walk_merging, &w.seed)
             if w.seed.n == 0:
                 continue
-            merge_walk_set(&c, c.walk_merging, &w.seed)
             for j in range(sl.leaf_off[b], sl.leaf_off[b + 1]):
                 set_bit(out, sl.leaf_ids[j])
             if w.tables.has_unique and any_in_unique(&c, &w.seed):
