@@ -193,8 +193,9 @@ def _statm() -> int:
 
 def max_live_states() -> int:
     """The most parser states a step may hold at once (over every live parse of the
-    structure; identical states merged). A step whose states differ only in their stacks
-    merges them once it has made them: on its way it may hold 16 times as many.
+    structure; identical states merged). A step of a structure without unique arrays merges
+    the states it makes once it has made them (those equal but for their stacks become one):
+    on its way it may hold 16 times as many, and it raises where more than the bound is left.
 
     Returns:
         The limit currently in force.

@@ -14,6 +14,7 @@ import pytest
 import pse
 from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, JsonSchema, Optional, Phrase,
                  SchemaError, StructuringEngine, Vocabulary, compiler, json_schema, limits)
+from pse._core.stepper import consume_tokens
 
 
 def nested(depth: int, wrap) -> dict:
@@ -295,6 +296,24 @@ def test_a_step_past_the_bound_merges_what_it_has(live_bound):
         assert set(engine.allowed_token_ids().tolist()) == ({0, 1} if n > 1 else {0}), n
         assert engine.consume_token(0)
     assert engine.consume_token(1)  # (a b closes the last call)
+
+
+@pytest.mark.parametrize("bound", [2, 3, 64])
+def test_a_step_left_past_the_bound_is_an_error(bound):
+    """A step merges the states it makes once it has made them (16 times the bound may be
+    made on the way): where more than the bound is left, a GrammarError, also under a bound
+    below the 4 states from which a set merges. Here a run of a's may end after any a, one
+    state per a read, and steppers (not copied into an engine's checked live set) see it."""
+    old = limits.max_live_states()
+    limits.set_max_live_states(bound)
+    try:
+        live = Grammar.from_lark("start: X+\nX: /a{1,200}/\n").get_steppers()
+        with pytest.raises(GrammarError, match="max_live_states"):
+            for _ in range(10 * bound):
+                live = consume_tokens(live, [b"a"])
+                assert len(live) <= bound
+    finally:
+        limits.set_max_live_states(old)
 
 
 def test_live_state_bound_argument():

@@ -29,7 +29,19 @@ class WideWalk(Exception):
 # nested) gets near it; past it a step would be slow (the merge is quadratic), so it raises.
 # A set merged once made (see step_set) holds up to WIDE_STEP times as many while it is made.
 cdef int32_t max_live = 1024
-cdef int64_t wide_merges = 0  # merges of wide sets while they were made (see stateset_add_in)
+cdef int64_t wide_merges = 0  # merges of wide sets while they were made (see stateset_add_in;
+                              # counted atomically: walks run in threads without the GIL)
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline void pse_count_one(int64_t* n) { _InterlockedIncrement64((volatile __int64*)n); }
+    #else
+    static inline void pse_count_one(int64_t* n) { __atomic_fetch_add(n, 1, __ATOMIC_RELAXED); }
+    #endif
+    """
+    void pse_count_one(int64_t* n) noexcept nogil
 
 
 def _wide_merges() -> int:
@@ -56,7 +68,9 @@ def set_max_live_states(int n) -> None:
 cdef enum:
     WIDE_STEP = 16   # a wide set (see step_set) merges while it is made from this many times
                      # max_live states (on three rules calling each other every way at once,
-                     # 23% less a token; in a first try, 4 took 20% less and 16 27%)
+                     # 23% less a token; in a first try, 4 took 20% less and 16 27%) ...
+    WIDE_MOST = 1 << 24  # ... or from this many, if more than max_live (a set's counts and
+                         # sizes are 32-bit)
     INDEX_FROM = 32  # a set this large finds equal states through its hash index (an
                      # ambiguous grammar's: a linear search made each byte quadratic)
     MAX_WALK_FRAMES = 1 << 23  # a mask walk's scratch frames (40 bytes each, 320 MiB), past
@@ -216,7 +230,6 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
     cdef int64_t h
     cdef uint64_t slot
     cdef bint past = count_past_least(c.t, p), merging
-    global wide_merges
     if s.n >= max_live:
         # a step that would pass the bound (a wide set's: WIDE_STEP times it) merges what it
         # has made so far (popping a union of stacks of every depth makes a state per member
@@ -224,10 +237,12 @@ cdef int stateset_add_in(Ctx* c, StateSet* s, const PState* p) except -1 nogil:
         # merging (see step_set)
         merging = not c.t.has_unique and (
             c.scratch == NULL or (c.walk_merging != NULL and c.walk_merging.on))
-        if merging and s.wide and s.n < <int64_t>WIDE_STEP * max_live:
+        if merging and s.wide and s.n < max(max_live, min(<int64_t>WIDE_STEP * max_live,
+                                                          WIDE_MOST)):
             pass  # (stateset_append lets a wide set pass the bound)
         elif merging:
-            wide_merges += s.wide
+            if s.wide:
+                pse_count_one(&wide_merges)
             merge_stacks(c, s)
             if s.n > max_live - max_live // 4:  # (too little gained to merge again so soon)
                 too_ambiguous()
@@ -831,6 +846,8 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
         step_state_in(c, &cur.items[i], b, out, popped)
     out.wide = False
     if c.t.has_unique or out.n < MERGE_FROM:
+        if out.n > max_live:  # (a wide set, too small to merge, over a bound below it)
+            too_ambiguous()
         return out.n
     if c.scratch == NULL:
         merge_made(c, out)
@@ -866,8 +883,8 @@ cdef int merge_made(Ctx* c, StateSet* s) except -1 nogil:
 
 
 cdef void widen_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) noexcept nogil:
-    """Make `s`, an empty set a mask walk will step from, wide (see step_set) where
-    merge_walk_set will merge it once it is made."""
+    """Make `s`, an empty set a mask walk will step from, wide (see step_set) where `m` is
+    on: its maker merges it once it is made (merge_walk_set, or a plan's merge_made)."""
     s.wide = m != NULL and m.on and not c.t.has_unique
 
 
@@ -880,6 +897,8 @@ cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nog
     s.wide = False
     if m != NULL and m.on and not c.t.has_unique and s.n >= MERGE_FROM:
         merge_made(c, s)
+    elif s.n > max_live:  # (a wide set, too small to merge, over a bound below it)
+        too_ambiguous()
     return 0
 
 
