@@ -500,23 +500,11 @@ cdef int32_t make_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg,
     """The frame (node, parent, register of `reg`, run lo..hi): interned into the arena, or
     new in the walk's scratch."""
     cdef Scratch* s = c.scratch
-    cdef Frame* grown
     cdef Frame* fr
-    cdef int32_t cap
     if s == NULL:
         return arena_intern(c.arena, node, parent, reg, lo, hi)
     if s.n == s.cap:
-        if s.cap >= MAX_WALK_FRAMES:
-            with gil:
-                raise GrammarError(f"the structure is too ambiguous here: a mask walk made "
-                                   f"more than {MAX_WALK_FRAMES:,} parser frames")
-        cap = min(2 * s.cap + 16, MAX_WALK_FRAMES)
-        grown = <Frame*>realloc(s.frames, cap * sizeof(Frame))
-        if grown == NULL:
-            with gil:
-                raise MemoryError()
-        s.frames = grown
-        s.cap = cap
+        scratch_reserve(s, 1)
     fr = &s.frames[s.n]
     set_frame(fr, node, parent, reg, lo, hi)
     fr.stack = frame_hash(node, -1, fr)
@@ -524,6 +512,29 @@ cdef int32_t make_frame(Ctx* c, int32_t node, int32_t parent, const PState* reg,
         fr.stack = stack_hash(fr.stack, get_frame(c, parent).stack)
     s.n += 1
     return (s.n - 1) | SCRATCH_BIT
+
+
+cdef int scratch_reserve(Scratch* s, int32_t k) except -1 nogil:
+    """Room for k more frames in the walk's scratch (a walk past MAX_WALK_FRAMES raises
+    GrammarError)."""
+    cdef Frame* grown
+    cdef int64_t cap = s.cap
+    if s.n + <int64_t>k <= cap:
+        return 0
+    if s.n + <int64_t>k > MAX_WALK_FRAMES:
+        with gil:
+            raise GrammarError(f"the structure is too ambiguous here: a mask walk made "
+                               f"more than {MAX_WALK_FRAMES:,} parser frames")
+    while cap < s.n + <int64_t>k:
+        cap = 2 * cap + 16
+    cap = min(cap, <int64_t>MAX_WALK_FRAMES)
+    grown = <Frame*>realloc(s.frames, cap * sizeof(Frame))
+    if grown == NULL:
+        with gil:
+            raise MemoryError()
+    s.frames = grown
+    s.cap = <int32_t>cap
+    return 0
 
 
 cdef inline uint32_t stack_hash(uint32_t content, uint32_t parent_stack) noexcept nogil:
