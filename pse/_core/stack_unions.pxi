@@ -75,8 +75,8 @@ cdef inline bint add_stamped(StampedIds* s, int32_t id) noexcept nogil:
 
 
 cdef bint add_stamped_else(StampedIds* s, int32_t id) noexcept nogil:
-    """add_stamped. Out of memory,
-    an id not there is new every time: the walk is then slower, never wrong. With dense_on,
+    """add_stamped, for an id not marked by id yet: its array grown to it, or hashed. Out of
+    memory, an id not there is new every time: the walk is then slower, never wrong. With dense_on,
     an id is marked in an array by id, not hashed: an arena id in `dense`, a walk's own in
     `walk_dense` (its scratch ids are reused as the walk moves on: a mark is the id's, as a
     hashed slot was). A walk pops arena ids more than its own (26 million against 11 over the
@@ -89,16 +89,11 @@ cdef bint add_stamped_else(StampedIds* s, int32_t id) noexcept nogil:
     cdef int64_t h, i, size
     cdef uint64_t* grown
     cdef int32_t k = id & ~SCRATCH_BIT
-    if <uint32_t>id < <uint32_t>s.dense_n or (s.dense_on and 0 <= id < DENSE_MAX
-                                              and grow_dense(&s.dense, &s.dense_n, id, s)):
-        if s.dense[id] == stamp:
-            return False
-        s.dense[id] = stamp
+    if s.dense_on and 0 <= id < DENSE_MAX and grow_dense(&s.dense, &s.dense_n, id, s):
+        s.dense[id] = stamp  # (past the array before it grew: not there)
         return True
-    if id > 0 and id & SCRATCH_BIT and (k < s.walk_dense_n or (
-            s.dense_on and k < DENSE_MAX and grow_dense(&s.walk_dense, &s.walk_dense_n, k, s))):
-        if s.walk_dense[k] == stamp:
-            return False
+    if (id > 0 and id & SCRATCH_BIT and s.dense_on and k < DENSE_MAX
+            and grow_dense(&s.walk_dense, &s.walk_dense_n, k, s)):
         s.walk_dense[k] = stamp
         return True
     if s.slots == NULL:
@@ -296,7 +291,7 @@ cdef int32_t union_of(Ctx* c, int32_t* members, int32_t n, int kind) except -2 n
     older members are then those of a union made before from them, where there was one (a
     union of the stacks below a top gains the newer ones at each byte; oldest first, each
     byte made all its cells again: `s: "a" s s "b" | "a" s "c" | "a" s | "a"`, 400 a's, 46%
-    less per token)."""
+    less per token). A mask walk's lazy unions keep the order given (walk_lazy_union)."""
     cdef int32_t i, kept, cell
     cdef PState reg
     if c.scratch != NULL and kind == LAZY:
@@ -333,7 +328,7 @@ cdef int32_t walk_lazy_union(Ctx* c, int32_t* members, int32_t n) except -2 nogi
     cdef Frame* fr
     cdef uint64_t keys = 0
     cdef int32_t i, kept = 0, cell = NO_FRAME
-    cdef StampedIds* seen = &s.tops_seen  # (no gather of tops is under way)
+    cdef StampedIds* seen = &s.tops_seen  # (no gather of tops is under way: see gather_group)
     stamped_clear(seen)
     for i in range(n):
         if add_stamped(seen, members[i]):
@@ -400,7 +395,8 @@ cdef inline int32_t stack_below(Ctx* c, int32_t f, bint* saw_run) except -2 nogi
 cdef bint same_below(Ctx* c, int32_t f, int32_t g) noexcept nogil:
     """Stacks f and g (as stack_below finds them) are equal: same_stack, or unions whose
     cells hold equal members in the same order (a walk's unions are not interned: merging two
-    groups over one stack makes two unions of the same members)."""
+    groups over one stack makes two unions of the same members; a walk's lazy unions made in
+    other orders are not equal here: see walk_lazy_union)."""
     cdef Frame* x
     cdef Frame* y
     if f == g:
@@ -717,6 +713,7 @@ cdef int32_t gather_group(Ctx* c, const PState* items, const int32_t* next, int3
     again ran out of memory); a walk nests unions only as deep as a token is long."""
     cdef int32_t n, k
     cdef int32_t* grown
+    # (walk_lazy_union empties the walk's set too: no union is made while a gather is under way)
     cdef StampedIds* tops = &c.scratch.tops_seen if c.scratch != NULL else &c.arena.tops_seen
     while True:
         n = 0

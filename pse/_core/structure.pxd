@@ -37,7 +37,8 @@ cdef enum:
                                   # parent is a member stack (never empty; a union only in a
                                   # lazy union, whose cells' `props` is 1), its `seen` the
                                   # next cell (NO_FRAME: the last), its `keys` a hash of the
-                                  # members from it on (of their `stack`s: see key_hash)
+                                  # members from it on (of their `stack`s: see key_hash; a
+                                  # walk's lazy union hashes an arena member's id)
     MERGE_FROM = 4                # step_set merges states equal but for their stacks from this
                                   # many on (as text is consumed)
     NOT_MERGED = -5               # merge_stacks: a state whose stack is empty
@@ -85,7 +86,8 @@ ctypedef struct Frame:
     int32_t seen      # (a union cell: the next cell)
     int32_t item
     uint32_t stack    # a hash of this frame's content and its parent's `stack`: frames
-                      # holding equal stacks have equal ones (see same_stack)
+                      # holding equal stacks have equal ones (see same_stack; a walk's lazy
+                      # union cell: its `keys`, see walk_lazy_union)
     int32_t lo        # a run: the frame repeated k times over `parent`, for each k in
     int32_t hi        # lo..hi (1..1: a single frame; see push_frame)
     uint64_t keys
