@@ -326,6 +326,7 @@ cdef int32_t walk_lazy_union(Ctx* c, int32_t* members, int32_t n) except -2 nogi
     of three rules calling each other every way at once."""
     cdef Scratch* s = c.scratch
     cdef Frame* fr
+    cdef PState reg = ZERO_REG
     cdef uint64_t keys = 0
     cdef int32_t i, kept = 0, cell = NO_FRAME
     cdef StampedIds* seen = &s.tops_seen  # (no gather of tops is under way: see gather_group)
@@ -337,21 +338,17 @@ cdef int32_t walk_lazy_union(Ctx* c, int32_t* members, int32_t n) except -2 nogi
     n = kept
     if n == 1:
         return members[0]
+    reg.props = LAZY
     scratch_reserve(s, n)
     for i in range(n - 1, -1, -1):  # (as union_of: a cell's `keys` hashes it and those after)
         if members[i] & SCRATCH_BIT:
             keys = (keys ^ get_frame(c, members[i]).stack) * <uint64_t>0x9E3779B97F4A7C15u
         else:
             keys = (keys ^ (<uint32_t>members[i] * 0x2545F491u)) * <uint64_t>0x9E3779B97F4A7C15u
+        reg.keys = keys
+        reg.seen = cell
         fr = &s.frames[s.n]
-        fr.node = UNION_NODE
-        fr.parent = members[i]
-        fr.props = LAZY
-        fr.seen = cell
-        fr.item = 0
-        fr.lo = 1
-        fr.hi = 1
-        fr.keys = keys
+        set_frame(fr, UNION_NODE, members[i], &reg, 1, 1)
         fr.stack = <uint32_t>(keys >> 32) ^ <uint32_t>keys
         cell = s.n | SCRATCH_BIT
         s.n += 1
