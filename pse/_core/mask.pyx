@@ -16,7 +16,8 @@ from pse._core.structure cimport (
     is_accepting, live_bound, merge_made, merge_walk_set, popped_set, seen_free, seen_init,
     seen_reset, set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free,
     stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
-    step_bytes, step_set, take_special, union_bytes_free, union_bytes_init, widen_walk_set,
+    step_bytes, step_reaches, step_set, take_special, union_bytes_free, union_bytes_init,
+    widen_walk_set,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -868,6 +869,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.walk_merging = &w.merging
     c.popped = 0
     c.exits = &w.exits
+    c.first_in = NULL
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:

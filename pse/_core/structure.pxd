@@ -249,6 +249,8 @@ cdef struct Ctx:
     int32_t popped            # union members popped since the last step_set began (a mask
                               # walk's hint: see walk_subtree)
     UnionBytes* exits         # a mask walker's exit bytes of arena unions (NULL: none kept)
+    StateSet* first_in        # a step into this set stops at its first state (see
+                              # step_reaches; NULL: none)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -494,6 +496,7 @@ cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* p
                    ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
+cdef int step_reaches(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef void widen_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) noexcept nogil
 cdef int merge_made(Ctx* c, StateSet* s) except -1 nogil
 cdef int merge_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) except -1 nogil
@@ -548,3 +551,4 @@ cdef class CompiledStructure:
         c.walk_merging = NULL
         c.popped = 0
         c.exits = NULL
+        c.first_in = NULL

@@ -671,6 +671,8 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, StampedIds*
                         continue
                 stateset_add_in(c, out, &ns)
                 produced += 1
+                if out == c.first_in:
+                    return produced
         if t.node_end[node] and frame != NO_FRAME and not entries_only:
             fr = get_frame(c, frame)
             if fr.node == UNION_NODE:
@@ -691,6 +693,8 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, StampedIds*
                     ns = reg
                     ns.frame = also
                     produced += expand_from(c, &ns, b, out, popped, True)
+                    if found_first(c, out):
+                        return produced
             # back in a unique array with an item open: the item has ended before this byte
             if reg.item >= 2 and not item_close(c, &reg, c.pos):
                 return produced
@@ -736,6 +740,8 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
             lazy = is_lazy(c, cell)
             n_tops = 0
             while cell != NO_FRAME:
+                if found_first(c, out):
+                    return produced
                 # (a walk's cells are its own, each reached from the one before it alone: only
                 # the arena's are shared by unions)
                 if not first and cell & SCRATCH_BIT == 0 and not add_stamped(popped, cell):
@@ -769,6 +775,8 @@ cdef int expand_members(Ctx* c, int32_t cell, int b, StateSet* out, StampedIds* 
                 n_tops = share_tops(c, tops, n_tops)
             for i in range(n_tops):
                 n = pop_member(c, tops[i], waiting, n, b, out, popped, &produced)
+                if found_first(c, out):
+                    return produced
             if n == 0:
                 return produced
             n -= 1
@@ -791,6 +799,8 @@ cdef inline int32_t pop_member(Ctx* c, int32_t member, int32_t* waiting, int32_t
         at2 = at
         at2.frame = also
         produced[0] += expand_from(c, &at2, b, out, popped, True)
+        if found_first(c, out):
+            return n
     produced[0] += expand_from(c, &at, b, out, popped, False, &reached)
     if reached != NO_FRAME and add_stamped(popped, reached):
         return wait_for(c, reached, waiting, n, b, out, popped, produced)
@@ -880,6 +890,33 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
                 raise WideWalk()
         merge_made(c, out)
     return out.n
+
+
+cdef int step_reaches(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
+    """Whether some state of `cur` has a successor on byte b: step_set, stopped at the first
+    successor (`out`, emptied first, holds it), not merged. For a mask walk's step into a
+    trie node below which it walks no further, where only whether the set is empty counts
+    (on a long text of three rules calling each other every way at once, 23 of a mask's 31
+    steps, which popped 120,000 of the 140,000 union members the steps popped)."""
+    cdef int32_t i
+    cdef StampedIds* popped = popped_set(c)
+    stateset_clear(out)
+    c.popped = 0
+    c.first_in = out
+    try:
+        for i in range(cur.n):
+            step_state_in(c, &cur.items[i], b, out, popped)
+            if out.n > 0:
+                break
+    finally:
+        c.first_in = NULL
+    return out.n > 0
+
+
+cdef inline bint found_first(const Ctx* c, const StateSet* out) noexcept nogil:
+    """A step into `out` is over: step_reaches' set holds a state (its other steps into sets
+    of their own, as unique arrays make, go on)."""
+    return out == c.first_in and out.n > 0
 
 
 cdef int merge_made(Ctx* c, StateSet* s) except -1 nogil:

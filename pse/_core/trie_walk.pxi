@@ -155,6 +155,18 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
     return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)
 
 
+cdef inline bint walks_below(const Tables* t, const Trie* tr, int32_t node) noexcept nogil:
+    """Whether walk_subtree steps on below trie node `node`: a child's byte is one some
+    terminal takes (where none is, no shortcut takes a token below it either: its terminal
+    would take the bytes)."""
+    cdef int32_t k = node + 1
+    while k < tr.node_end[node]:
+        if has_bit(t.alphabet, tr.node_byte[k]):
+            return True
+        k = tr.node_end[k]
+    return False
+
+
 cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out,
                       const Slice* known) except -1 nogil:
     """Walk the children of trie node `node`, whose byte took the live states to `seed`,
@@ -174,7 +186,7 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     cdef const StateSet* cur
     cdef StateSet* nxt
     cdef const PState* s
-    cdef bint unique = t.has_unique, taken, filtering = False
+    cdef bint unique = t.has_unique, taken, filtering = False, leaf
     walker_ctx(w, &c)
     w.marks[base_depth] = w.scratch.n
     while i < end:
@@ -196,7 +208,11 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
         if unique:  # a token's byte at depth d is the d-th after the committed text
             c.pos = w.base + depth - 1
             w.text[c.pos] = tr.node_byte[i]
-        step_set(&c, cur, tr.node_byte[i], nxt)
+        leaf = not walks_below(t, tr, i)
+        if leaf:  # (the set is not stepped from: whether it is empty is all that counts)
+            step_reaches(&c, cur, tr.node_byte[i], nxt)
+        else:
+            step_set(&c, cur, tr.node_byte[i], nxt)
         if filtering:
             w.level_filtered[depth] = False
         if c.popped >= FILTER_FROM and tr.node_end[i] < tr.node_end[tr.node_parent[i]]:
@@ -216,7 +232,7 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
             for k in range(tr.node_tok_off[i], tr.node_tok_off[i + 1]):
                 set_bit(out, tr.tok_ids[k])
             # (in a unique array a step may depend on the bytes before it: no shortcut)
-            if tr.node_end[i] > i + 1 and not unique:
+            if not leaf and not unique:
                 taken = False
                 for k in range(nxt.n):
                     s = &nxt.items[k]
