@@ -155,16 +155,14 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
     return step_bytes(c, &w.seed, &w.levels[0], w.text + w.base, depth)
 
 
-cdef inline bint walks_below(const Tables* t, const Trie* tr, int32_t node) noexcept nogil:
-    """Whether walk_subtree steps on below trie node `node`: a child's byte is one some
-    terminal takes (where none is, no shortcut takes a token below it either: its terminal
-    would take the bytes)."""
+cdef inline int32_t first_walked(const Tables* t, const Trie* tr, int32_t node) noexcept nogil:
+    """The first child of trie node `node` that walk_subtree may step into, one whose byte
+    some terminal takes; node_end[node] where none is (no shortcut takes a token below it
+    either: a terminal would take the bytes)."""
     cdef int32_t k = node + 1
-    while k < tr.node_end[node]:
-        if has_bit(t.alphabet, tr.node_byte[k]):
-            return True
+    while k < tr.node_end[node] and not has_bit(t.alphabet, tr.node_byte[k]):
         k = tr.node_end[k]
-    return False
+    return k
 
 
 cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* out,
@@ -182,7 +180,7 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     cdef const Tables* t = w.tables
     cdef const Trie* tr = w.trie
     cdef int32_t base_depth = tr.node_depth[node]
-    cdef int32_t i = node + 1, end = tr.node_end[node], depth, k
+    cdef int32_t i = node + 1, end = tr.node_end[node], depth, k, below
     cdef const StateSet* cur
     cdef StateSet* nxt
     cdef const PState* s
@@ -208,7 +206,8 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
         if unique:  # a token's byte at depth d is the d-th after the committed text
             c.pos = w.base + depth - 1
             w.text[c.pos] = tr.node_byte[i]
-        leaf = not walks_below(t, tr, i)
+        below = first_walked(t, tr, i)
+        leaf = below == tr.node_end[i]
         if leaf:  # (the set is not stepped from: whether it is empty is all that counts)
             step_reaches(&c, cur, tr.node_byte[i], nxt)
         else:
@@ -247,5 +246,5 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
                     i = tr.node_end[i]
                     continue
         w.marks[depth] = w.scratch.n
-        i += 1
+        i = below  # (the children before it are skipped: no terminal takes their bytes)
     return 0
