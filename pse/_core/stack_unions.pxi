@@ -209,8 +209,9 @@ cdef int32_t add_tops(Ctx* c, int32_t f, int32_t* out, int32_t n, int32_t room,
                 if not (next_cell and f & SCRATCH_BIT) and not add_stamped(seen, f):
                     break  # (its cells after it are gone through, or will be)
                 next_cell = False
-                cell = get_frame(c, f)
-                if cell.node != UNION_NODE or (c.scratch != NULL and not f & SCRATCH_BIT):
+                # (in a walk, the arena's frames are appended unread)
+                cell = NULL if c.scratch != NULL and not f & SCRATCH_BIT else get_frame(c, f)
+                if cell == NULL or cell.node != UNION_NODE:
                     if n == room:
                         return -1
                     out[n] = f
