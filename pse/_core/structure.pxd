@@ -246,11 +246,12 @@ cdef struct Ctx:
     const uint8_t* text       # unique arrays: every byte consumed, up to the current one ...
     int64_t pos               # ... at text[pos] (the next one, before a terminal's first byte)
     WalkMerging* walk_merging # a mask walk's (scratch) merging (NULL: never merge in scratch)
-    int32_t popped            # union members popped since the last step_set began (a mask
-                              # walk's hint: see walk_subtree)
+    int32_t popped            # union members popped since the last step_set (or
+                              # step_reaches, until it stopped) began (a mask walk's hint: see
+                              # walk_subtree)
     UnionBytes* exits         # a mask walker's exit bytes of arena unions (NULL: none kept)
-    StateSet* first_in        # a step into this set stops at its first state (see
-                              # step_reaches; NULL: none)
+    StateSet* first_in        # while step_reaches runs, its set: an expansion into it stops
+                              # once it holds a state (NULL: none)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 

@@ -671,7 +671,7 @@ cdef int expand_from(Ctx* c, const PState* at, int b, StateSet* out, StampedIds*
                         continue
                 stateset_add_in(c, out, &ns)
                 produced += 1
-                if out == c.first_in:
+                if out == c.first_in:  # (found_first: `out` holds a state now)
                     return produced
         if t.node_end[node] and frame != NO_FRAME and not entries_only:
             fr = get_frame(c, frame)
@@ -837,7 +837,7 @@ cdef inline int step_state_in(Ctx* c, const PState* s, uint8_t b, StateSet* out,
             if not t.has_unique or unique_live(c, &ns):
                 stateset_add_in(c, out, &ns)
                 produced = 1
-        if not term_accepting(t, s.term, s.dstate, s.count):
+        if found_first(c, out) or not term_accepting(t, s.term, s.dstate, s.count):
             return produced
     return produced + expand_in(c, s, b, out, popped)
 
@@ -893,11 +893,13 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
 
 
 cdef int step_reaches(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil:
-    """Whether some state of `cur` has a successor on byte b: step_set, stopped at the first
-    successor (`out`, emptied first, holds it), not merged. For a mask walk's step into a
-    trie node below which it walks no further, where only whether the set is empty counts
-    (on a long text of three rules calling each other every way at once, 23 of a mask's 31
-    steps, which popped 120,000 of the 140,000 union members the steps popped)."""
+    """1 when some state of `cur` has a successor on byte b, else 0: step_set, stopped once
+    `out` (emptied first) holds a state, neither widened nor merged, so that it never raises
+    "too ambiguous" or WideWalk (a token whose step would is refused, or taken, when it is
+    consumed). For a mask walk's step into a trie node below which it walks no further, where
+    only whether the set is empty counts: on a long text of three rules calling each other
+    every way at once, 23 of a mask's 31 steps were such steps, and they made 120,000 of its
+    140,000 pops. c.popped counts the pops made until it stopped."""
     cdef int32_t i
     cdef StampedIds* popped = popped_set(c)
     stateset_clear(out)
@@ -914,8 +916,8 @@ cdef int step_reaches(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) exc
 
 
 cdef inline bint found_first(const Ctx* c, const StateSet* out) noexcept nogil:
-    """A step into `out` is over: step_reaches' set holds a state (its other steps into sets
-    of their own, as unique arrays make, go on)."""
+    """`out` is step_reaches' set and holds a state: the expansion into it may stop.
+    Expansions into other sets (item_start_fresh's, in unique arrays) go on to the end."""
     return out == c.first_in and out.n > 0
 
 

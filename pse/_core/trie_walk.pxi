@@ -157,8 +157,8 @@ cdef int path_states(Walker* w, Ctx* c, const PState* r, int32_t node, int32_t b
 
 cdef inline int32_t first_walked(const Tables* t, const Trie* tr, int32_t node) noexcept nogil:
     """The first child of trie node `node` that walk_subtree may step into, one whose byte
-    some terminal takes; node_end[node] where none is (no shortcut takes a token below it
-    either: a terminal would take the bytes)."""
+    some terminal takes; node_end[node] where none is. Then no token below it is taken at
+    once either: that needs a terminal looping on every byte below, which takes the bytes."""
     cdef int32_t k = node + 1
     while k < tr.node_end[node] and not has_bit(t.alphabet, tr.node_byte[k]):
         k = tr.node_end[k]
@@ -175,7 +175,9 @@ cdef int walk_subtree(Walker* w, const StateSet* seed, int32_t node, uint32_t* o
     number, a string), every token there is allowed: taken at once (see walk_terminal).
     Where a step pops many unions' members (a pop through stacks of every depth), the bytes
     its set can take next are found once, and siblings whose byte is not among them skipped
-    (each would pop them all again to find nothing)."""
+    (each would pop them all again to find nothing). A step into a node whose children are
+    not stepped into stops at its first state (step_reaches): only whether it finds one
+    counts there."""
     cdef Ctx c
     cdef const Tables* t = w.tables
     cdef const Trie* tr = w.trie
