@@ -558,10 +558,17 @@ cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
     then those whose stacks are runs of one frame over one stack with bounds that meet one
     each (join_runs), then, where STATE_MERGE_FROM states or more are left, those equal but
     for their stacks one each, whatever their stacks (a lazy union: see share_tops). How
-    many states are left (dry: about how many would be; `s` stays)."""
+    many states are left (dry: about how many would be; `s` stays). A mask walk's set skips
+    BY_BELOW: BY_STATE, which follows once a few states are left, takes a walk's unions apart
+    again to gather their tops (add_tops), so they were made for nothing (a tenth of the masks
+    of a long text of three rules calling each other every way at once)."""
     cdef int32_t n = s.n, left
     cdef bint saw_run = False
-    left = group_stacks(c, s, BY_BELOW, dry, &saw_run)
+    if c.scratch != NULL and not dry:
+        saw_run = any_run(c, s)
+        left = n
+    else:
+        left = group_stacks(c, s, BY_BELOW, dry, &saw_run)
     if saw_run:  # (runs are rare: most sets skip that pass)
         if dry:  # (the passes counted over the unchanged set: an estimate)
             left -= n - group_stacks(c, s, BY_RUN, True, &saw_run)
@@ -573,6 +580,16 @@ cdef int32_t merge_stacks(Ctx* c, StateSet* s, bint dry=False) except -1 nogil:
         else:
             left = group_stacks(c, s, BY_STATE, False, &saw_run)
     return max(1, left)
+
+
+cdef bint any_run(Ctx* c, const StateSet* s) noexcept nogil:
+    """Whether a state of `s` has a run of more than one frame on top of its stack (what
+    BY_BELOW's stack_below finds on its way; a union's cell is no run)."""
+    cdef int32_t i
+    for i in range(s.n):
+        if s.items[i].frame != NO_FRAME and get_frame(c, s.items[i].frame).hi > 1:
+            return True
+    return False
 
 
 cdef int32_t group_stacks(Ctx* c, StateSet* s, int by, bint dry, bint* saw_run
