@@ -11,7 +11,7 @@ import random
 import pytest
 
 from pse import Grammar, StructuringEngine, limits
-from pse._core.structure import _wide_merges
+from pse._core.structure import _grouped_returns, _wide_merges
 from test_grammar import vocab_with_eos
 from test_grammar_interleaved import (Earley, assert_mask_is_the_oracles, assert_masks_along,
                                       check_planned_along, lark_source)
@@ -84,6 +84,20 @@ def test_wide_sets_past_their_bound_equal_the_oracle(planned):
         finally:
             limits.set_max_live_states(old)
     assert _wide_merges() > before  # (the sets did pass it)
+
+
+@pytest.mark.parametrize("planned", [False, True])
+def test_pops_returning_alike_expanded_as_one_equal_the_oracle(planned):
+    """A mask walk that merges expands the pops of a step (of a mask's roots, of a group's
+    exit byte) that return to one node with one register once, over the union of the stacks
+    they leave: every mask along the text is still the oracle's, walked or planned, and such
+    groups were expanded."""
+    before = _grouped_returns()
+    if planned:
+        check_planned_along(THREE_RULES, THREE_RULES_TEXT, 3, 1024)
+    else:
+        check_walked_along(THREE_RULES, THREE_RULES_TEXT)
+    assert _grouped_returns() > before
 
 
 @pytest.mark.parametrize("seed", range(40))

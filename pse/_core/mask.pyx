@@ -11,13 +11,13 @@ import numpy as np
 cimport numpy as cnp
 
 from pse._core.structure cimport (
-    Ctx, Frame, NO_BYTE, PState, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
+    Ctx, Frame, NO_BYTE, PState, Returns, SCRATCH_SEEN_CHUNKS, StampedIds, StateSet, Tables,
     any_in_unique, exit_bytes, exit_bytes_from, expand_in, has_bit, in_unique,
-    is_accepting, live_bound, merge_made, merge_walk_set, popped_set, seen_free, seen_init,
-    seen_reset, set_next_bytes, special_terms, stamped_begin, stamped_clear, stamped_free,
-    stateset_add, stateset_append, stateset_clear, stateset_cut, stateset_free, stateset_init,
-    step_bytes, step_reaches, step_set, take_special, union_bytes_free, union_bytes_init,
-    widen_walk_set,
+    is_accepting, live_bound, merge_made, merge_walk_set, popped_set, returns_begin,
+    returns_end, returns_free, seen_free, seen_init, seen_reset, set_next_bytes,
+    special_terms, stamped_begin, stamped_clear, stamped_free, stateset_add, stateset_append,
+    stateset_clear, stateset_cut, stateset_free, stateset_init, step_bytes, step_reaches,
+    step_set, take_special, union_bytes_free, union_bytes_init, widen_walk_set,
 )
 from pse._core.stepper cimport Stepper
 from pse._core.trie cimport Trie, TokenTrie
@@ -110,6 +110,7 @@ cdef class Matcher:
         self.w.ended.items = NULL
         self.w.ended.slots = NULL
         self.w.scratch.frames = NULL
+        memset(&self.w.scratch.returns, 0, sizeof(Returns))
         stamped_begin(&self.w.scratch.tops_seen)
         stamped_begin(&self.w.scratch.popped)
         stamped_begin(&self.w.scratch.seeded)
@@ -196,6 +197,7 @@ cdef class Matcher:
         seen_free(&self.w.seen)
         union_bytes_free(&self.w.exits)
         free(self.w.scratch.frames)
+        returns_free(&self.w.scratch.returns)
         stamped_free(&self.w.scratch.tops_seen)
         stamped_free(&self.w.scratch.popped)
         stamped_free(&self.w.scratch.seeded)
@@ -515,6 +517,7 @@ cdef class Matcher:
         cdef SliceEntry entry
         cdef StampedIds* popped
         cdef WalkMerging roots_merge   # (roots past the bound merge: see stateset_add_in)
+        cdef bint held
         roots_merge.on = True
         self.structure.ctx(&c)
         c.scratch = &self.w.scratch
@@ -537,10 +540,17 @@ cdef class Matcher:
             if s.term >= 0:  # (live is a set: appended, not searched ...)
                 stateset_append(&self.w.roots, s)
         popped = popped_set(&c)  # (the live states share their stacks' unions: popped once)
-        for i in range(self.live.n):
-            s = &self.live.items[i]
-            if s.term < 0:  # before a terminal: one root per terminal that can start here
-                expand_in(&c, s, NO_BYTE, &self.w.roots, popped)  # (... found by its search)
+        held = returns_begin(&c)  # (... and their pops are expanded together)
+        try:
+            for i in range(self.live.n):
+                s = &self.live.items[i]
+                if s.term < 0:  # before a terminal: one root per terminal that can start here
+                    expand_in(&c, s, NO_BYTE, &self.w.roots, popped)  # (... found by its search)
+            if held:
+                returns_end(&c, NO_BYTE, &self.w.roots, popped)
+        finally:
+            if held:
+                c.returns = NULL
         if self.structure.t.has_special:
             self.prepare_special(&c)
         merge_walk_set(&c, &self.w.merging, &self.w.roots)  # (the plan pops them per byte)
@@ -663,6 +673,7 @@ cdef class Matcher:
         cdef uint32_t bits
         cdef StampedIds* popped
         cdef StampedIds* walk_popped
+        cdef bint held
         if smallest == NOT_PLANNED:
             return 0
         memset(bytes8, 0, sizeof(bytes8))
@@ -694,9 +705,21 @@ cdef class Matcher:
                 j = start
                 while j >= lo:
                     widen_walk_set(c, c.walk_merging, &w.seed)
-                    expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b, &w.seed,
-                              popped)
-                    j = w.job_next[j] if jobs else w.root_next[j]
+                    # (the pops of the states expanded until the seed holds a few, together:
+                    # see returns_begin)
+                    held = returns_begin(c)
+                    try:
+                        while True:
+                            expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b,
+                                      &w.seed, popped)
+                            j = w.job_next[j] if jobs else w.root_next[j]
+                            if not held or j < lo or w.seed.n > few:
+                                break
+                        if held:
+                            returns_end(c, b, &w.seed, popped)
+                    finally:
+                        if held:
+                            c.returns = NULL
                     if w.seed.n > few:
                         merge_made(c, &w.seed)
                     if j < lo or w.seed.n > few:
@@ -870,6 +893,7 @@ cdef inline void walker_ctx(Walker* w, Ctx* c) noexcept nogil:
     c.popped = 0
     c.exits = &w.exits
     c.first_in = NULL
+    c.returns = NULL
 
 
 cdef inline uint32_t job_hash(const PState* s, int32_t group) noexcept nogil:

@@ -184,6 +184,14 @@ ctypedef struct Arena:
     StampedIds popped         # the members popped outside a mask walk: a step as text is
                               # consumed, the forced path (see popped_set; with the GIL)
 
+ctypedef struct Returns:       # an expansion's pops, waiting to be expanded by node and register
+    PState* at                # each: the return node, the caller's register, the stack left
+    int32_t n
+    int32_t cap
+    int32_t done              # at[:done] are expanded
+    int32_t* work             # expand_returns' table and lists
+    int64_t work_cap
+
 ctypedef struct Scratch:
     Frame* frames
     int32_t n
@@ -194,6 +202,7 @@ ctypedef struct Scratch:
                               # (see popped_set)
     StampedIds seeded         # ... by the states a plan's exit byte ended a terminal on
                               # (Matcher.add_jobs)
+    Returns returns           # a walk's expansions' pops, while they wait (see returns_begin)
 
 ctypedef struct SeenNode:     # one item of a unique array, and the items before it
     int32_t parent
@@ -252,6 +261,8 @@ cdef struct Ctx:
     UnionBytes* exits         # a mask walker's exit bytes of arena unions (NULL: none kept)
     StateSet* first_in        # while step_reaches runs, its set: an expansion into it stops
                               # once it holds a state (NULL: none)
+    Returns* returns          # the pops of the expansions under way wait here, to be expanded
+                              # by node and register (see returns_begin; NULL: as reached)
 
 # --- small helpers, inline so the mask walk gets them without a call ------------------------
 
@@ -496,6 +507,9 @@ cdef int expand(Ctx* c, const PState* at, int b, StateSet* out) except -1 nogil
 cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* popped
                    ) except -1 nogil
 cdef int step_state(Ctx* c, const PState* s, uint8_t b, StateSet* out) except -1 nogil
+cdef bint returns_begin(Ctx* c) noexcept nogil
+cdef int returns_end(Ctx* c, int b, StateSet* out, StampedIds* popped) except -1 nogil
+cdef void returns_free(Returns* r) noexcept nogil
 cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef int step_reaches(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except -1 nogil
 cdef void widen_walk_set(Ctx* c, const WalkMerging* m, StateSet* s) noexcept nogil
@@ -553,3 +567,4 @@ cdef class CompiledStructure:
         c.popped = 0
         c.exits = NULL
         c.first_in = NULL
+        c.returns = NULL

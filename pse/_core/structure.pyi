@@ -33,6 +33,9 @@ def set_max_live_states(n: int) -> None:
 def _wide_merges() -> int:
     """How many wide sets merged while they were made, so far (for tests)."""
 
+def _grouped_returns() -> int:
+    """How many groups of a mask walk's pops were expanded as one, so far (for tests)."""
+
 def class_cuts(states: tuple[Any, ...]) -> Any:
     """Bool per byte (read-only): where some state's target changes from the byte before."""
 

@@ -41,12 +41,20 @@ cdef inline bint covers(const uint32_t* have, const uint32_t* need) noexcept nog
 cdef int seed_all(Ctx* c, const PState* states, const int32_t* next, int32_t first, int b,
                   StateSet* seed) except -1 nogil:
     """Expand states[first] and (with `next`) the states chained from it on byte b into
-    `seed` (a group's states share their stacks' unions: each member is popped once)."""
+    `seed` (a group's states share their stacks' unions: each member is popped once, and
+    their pops are expanded together: see returns_begin)."""
     cdef int32_t j = first
     cdef StampedIds* popped = popped_set(c)
-    while j >= 0:
-        expand_in(c, &states[j], b, seed, popped)
-        j = next[j] if next != NULL else -1
+    cdef bint held = returns_begin(c)
+    try:
+        while j >= 0:
+            expand_in(c, &states[j], b, seed, popped)
+            j = next[j] if next != NULL else -1
+        if held:
+            returns_end(c, b, seed, popped)
+    finally:
+        if held:
+            c.returns = NULL
     return 0
 
 
