@@ -98,6 +98,7 @@ cdef class Matcher:
         self.w.n_risky = NULL
         self.w.merging.on = False
         self.w.merging.check_at = 0
+        self.w.merging.no_hold = False
         union_bytes_init(&self.w.exits)
         self.w.seen.n_chunks = 0
         self.w.seen.slots = NULL
@@ -519,6 +520,8 @@ cdef class Matcher:
         cdef WalkMerging roots_merge   # (roots past the bound merge: see stateset_add_in)
         cdef bint held
         roots_merge.on = True
+        roots_merge.check_at = 0
+        roots_merge.no_hold = not self.w.merging.on  # (the roots merge as the walks do)
         self.structure.ctx(&c)
         c.scratch = &self.w.scratch
         c.seen_scratch = &self.w.seen
@@ -673,7 +676,6 @@ cdef class Matcher:
         cdef uint32_t bits
         cdef StampedIds* popped
         cdef StampedIds* walk_popped
-        cdef bint held
         if smallest == NOT_PLANNED:
             return 0
         memset(bytes8, 0, sizeof(bytes8))
@@ -705,21 +707,12 @@ cdef class Matcher:
                 j = start
                 while j >= lo:
                     widen_walk_set(c, c.walk_merging, &w.seed)
-                    # (the pops of the states expanded until the seed holds a few, together:
-                    # see returns_begin)
-                    held = returns_begin(c)
-                    try:
-                        while True:
-                            expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b,
-                                      &w.seed, popped)
-                            j = w.job_next[j] if jobs else w.root_next[j]
-                            if not held or j < lo or w.seed.n > few:
-                                break
-                        if held:
-                            returns_end(c, b, &w.seed, popped)
-                    finally:
-                        if held:
-                            c.returns = NULL
+                    # (a job's pops are expanded together, not those of a batch of jobs:
+                    # held until the seed held a few states, they were expanded at once into
+                    # a seed past the bound that one by one had not passed it)
+                    expand_in(c, &w.jobs[j] if jobs else &w.roots.items[j], b, &w.seed,
+                              popped)
+                    j = w.job_next[j] if jobs else w.root_next[j]
                     if w.seed.n > few:
                         merge_made(c, &w.seed)
                     if j < lo or w.seed.n > few:

@@ -234,6 +234,8 @@ ctypedef struct WalkMerging:  # a mask walker's: whether its walks merge their s
     bint on                   # merge at every byte, as when text is consumed
     int32_t check_at          # off: the set size at which a walk next checks whether its set
                               # would merge (at least max_live // 64)
+    bint no_hold              # on, but its walks' pops are not held (a mask's roots and plan
+                              # where the walker's walks do not merge: see returns_begin)
 
 # The exit bytes of arena unions, each found once (see union_bytes_of): what a union's members
 # can start next depends only on the union, and the arena's frames never change.
@@ -305,6 +307,13 @@ cdef inline void stamped_clear(StampedIds* s) noexcept nogil:
         if s.walk_dense != NULL:
             memset(s.walk_dense, 0, s.walk_dense_n * sizeof(uint32_t))
         s.stamp = 1
+
+
+cdef inline bint may_hold(const Ctx* c) noexcept nogil:
+    """Whether returns_begin may hold pops: in a walk that merges, where none are held yet
+    (inline: checked at every step and expansion of every walk)."""
+    return (c.returns == NULL and c.walk_merging != NULL and c.walk_merging.on
+            and not c.walk_merging.no_hold)
 
 
 cdef inline StampedIds* popped_set(Ctx* c) noexcept nogil:

@@ -603,7 +603,7 @@ cdef int expand_in(Ctx* c, const PState* at, int b, StateSet* out, StampedIds* p
     into one set, pop each once (see step_set). Its pops are expanded by node where a walk
     merges (see returns_begin)."""
     cdef int produced
-    if not returns_begin(c):
+    if not (may_hold(c) and returns_begin(c)):
         return expand_from(c, at, b, out, popped, False)
     try:
         produced = expand_from(c, at, b, out, popped, False)
@@ -623,12 +623,10 @@ cdef bint returns_begin(Ctx* c) noexcept nogil:
     a mask's steps (the states equal but for their stacks a step made went from 4,700 to
     400). Held only where the walk merges its sets (elsewhere a union of stacks would stand
     where the states stayed apart), and once a step has popped HOLD_FROM union members; the
-    pops of a step's states, of a mask's roots and of the jobs a plan's exit byte leads from
-    are held together."""
+    pops of a step's states, of a mask's roots and of a group's exit byte are held together,
+    those of a plan's job on its own (see Matcher.plan_group)."""
     cdef Returns* r
-    if c.returns != NULL or c.scratch == NULL or c.first_in != NULL or c.t.has_unique:
-        return False
-    if c.walk_merging == NULL or not c.walk_merging.on:
+    if not may_hold(c) or c.scratch == NULL or c.first_in != NULL or c.t.has_unique:
         return False
     r = &c.scratch.returns
     r.n = 0
@@ -1024,15 +1022,16 @@ cdef int step_set(Ctx* c, const StateSet* cur, uint8_t b, StateSet* out) except 
     # once merged 7 times, gathering 76,837 stacks for the 7,420 states it made)
     out.wide = not c.t.has_unique  # (where the step merges: see stateset_add_in)
     c.popped = 0
-    cdef bint held = returns_begin(c)  # (the states' pops, expanded together)
-    try:
+    if may_hold(c) and returns_begin(c):  # (the states' pops, expanded together)
+        try:
+            for i in range(cur.n):
+                step_state_in(c, &cur.items[i], b, out, popped)
+            returns_end(c, b, out, popped)
+        finally:
+            c.returns = NULL
+    else:
         for i in range(cur.n):
             step_state_in(c, &cur.items[i], b, out, popped)
-        if held:
-            returns_end(c, b, out, popped)
-    finally:
-        if held:
-            c.returns = NULL
     out.wide = False
     if c.t.has_unique or out.n < MERGE_FROM:
         if out.n > max_live:  # (a wide set, too small to merge, over a bound below it)
