@@ -462,24 +462,34 @@ MAX_INLINED_RULES = 64
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
 # the text lark is given for a special token's terminal: only a terminal that holds one has it
 SPECIAL_MARK = "\x00PSESPECIALTOKEN"
+# where _special_tokens looks: a string, a regex or a comment, a special token, a line's end
+_SPECIAL_SCAN = re.compile(r'["/<\n]')
 
 
 def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
     """The grammar with each special token (`<|python_tag|>`, `<[128010]>`: a `<...>` outside
     strings, regexes and comments) replaced by a terminal of its own, defined at the end (so
     lines keep their numbers), and {terminal name: the token, its text or its id}."""
+    if "<" not in text:  # (most grammars: nothing to replace)
+        return text, {}
     out: list[str] = []
     specials: dict[str, int | str] = {}
     names: dict[int | str, str] = {}
     i, n, line = 0, len(text), 1
-    while i < n:
+    while True:
+        found = _SPECIAL_SCAN.search(text, i)  # (the text between is copied as it is)
+        if found is None:
+            out.append(text[i:])
+            break
+        out.append(text[i:found.start()])
+        i = found.start()
         ch = text[i]
         if ch == '"' or (ch == "/" and not text.startswith("//", i)):
             end = _literal_end(text, i)  # a string, or a regex /.../flags
             out.append(text[i:end])
             line += text.count("\n", i, end)
             i = end
-        elif text.startswith("//", i):
+        elif ch == "/":  # a comment
             end = text.find("\n", i)
             end = n if end < 0 else end
             out.append(text[i:end])
@@ -498,8 +508,7 @@ def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
             out.append(f" {names[token]} ")
             i = end + 1
         else:
-            if ch == "\n":
-                line += 1
+            line += 1
             out.append(ch)
             i += 1
     # (lark needs a pattern for each; the builder puts the special token in its place)

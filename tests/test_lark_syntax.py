@@ -5,6 +5,8 @@ refuses, this reader leaves to lark (Unread), so errors stay lark's."""
 
 from __future__ import annotations
 
+import re
+
 import lark
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -222,6 +224,54 @@ def test_relative_imports_build_as_lark(tmp_path):
 @given(random_grammars())
 def test_random_grammars_build_as_lark_s(text):
     assert_builds_as_lark(text)
+
+
+USES = ["a", "b", "u", "A", "B", "U", '"x"', "t{a}", "t{a, b}", "v{A}", "(a | B)", "[u]"]
+DEFINITIONS = ["a: {}", "b: {} | {}", "A: \"a\"", "B: \"b\" | \"c\"", "t{p}: p {}",
+               "t{a}: a", "t{p, p}: p", "t{t}: t", "%ignore B", "%ignore U", "%declare D",
+               "start: {}", "start: {} {}"]
+
+
+@st.composite
+def grammars_to_validate(draw) -> str:
+    """Definitions that use rules, terminals and templates defined or not, with parameters
+    that clash or not, and `%ignore`s of terminals defined or not: the checks of lark's
+    builder before it builds (its `validate`)."""
+    lines = []
+    for line in draw(st.lists(st.sampled_from(DEFINITIONS), min_size=1, max_size=6)):
+        while "{}" in line:
+            line = line.replace("{}", draw(st.sampled_from(USES)), 1)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=400)
+@given(grammars_to_validate())
+def test_builder_checks_refuse_as_lark_s(text):
+    """pse's builder checks each definition in one walk and leaves lark's checks to word the
+    errors: it builds what lark builds and refuses what lark refuses, with lark's message."""
+    from lark.load_grammar import load_grammar
+
+    from pse import lark_builder
+
+    try:
+        load_grammar(text, "<string>", [], False)
+    except lark.exceptions.LarkError as e:
+        with pytest.raises(lark.exceptions.LarkError) as ours:
+            lark_builder.load(text, "<string>", [])
+        assert (type(ours.value), str(ours.value)) == (type(e), str(e))
+    else:
+        assert_builds_as_lark(text)
+
+
+def test_builder_checks_name_what_is_not_defined():
+    from pse import lark_builder
+
+    for text, words in [('start: a "x"\n', "Rule 'a' used but not defined (in rule start)"),
+                        ("start: t{A}\nA: \"a\"\n", "Template 't' used but not defined"),
+                        ('start: "x"\n%ignore W\n', "were marked to ignore but were not")]:
+        with pytest.raises(lark.exceptions.GrammarError, match=re.escape(words)):
+            lark_builder.load(text, "<string>", [])
 
 
 @settings(max_examples=400)
