@@ -462,8 +462,8 @@ MAX_INLINED_RULES = 64
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
 # the text lark is given for a special token's terminal: only a terminal that holds one has it
 SPECIAL_MARK = "\x00PSESPECIALTOKEN"
-# where _special_tokens looks: a string, a regex or a comment, a special token, a line's end
-_SPECIAL_SCAN = re.compile(r'["/<\n]')
+# where _special_tokens looks: a string, a regex or a comment, a special token
+_SPECIAL_SCAN = re.compile(r'["/<]')
 
 
 def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
@@ -475,60 +475,58 @@ def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
     out: list[str] = []
     specials: dict[str, int | str] = {}
     names: dict[int | str, str] = {}
-    i, n, line = 0, len(text), 1
+    i, n = 0, len(text)
     while True:
         found = _SPECIAL_SCAN.search(text, i)  # (the text between is copied as it is)
         if found is None:
             out.append(text[i:])
             break
-        out.append(text[i:found.start()])
-        i = found.start()
-        ch = text[i]
-        if ch == '"' or (ch == "/" and not text.startswith("//", i)):
-            end = _literal_end(text, i)  # a string, or a regex /.../flags
-            out.append(text[i:end])
-            line += text.count("\n", i, end)
-            i = end
-        elif ch == "/":  # a comment
-            end = text.find("\n", i)
-            end = n if end < 0 else end
+        j = found.start()
+        if text[j] != "<":  # a string, a regex /.../flags or a comment: copied as it is
+            if text.startswith("//", j):
+                end = text.find("\n", j)
+                end = n if end < 0 else end
+            else:
+                end = _literal_end(text, j)
             out.append(text[i:end])
             i = end
-        elif ch == "<":
-            end = text.find(">", i)
-            body = text[i:end + 1] if end >= 0 else ""
-            if end < 0 or len(body) < 3 or any(c.isspace() for c in body):
-                raise GrammarError(f"{source}: line {line}: a special token is written "
-                                   f"<|name|> or <[id]>, got {text[i:i + 20]!r}")
-            ident = re.fullmatch(r"<\[(\d+)\]>", body)
-            token: int | str = int(ident.group(1)) if ident else body
-            if token not in names:
-                names[token] = f"{SPECIAL_PREFIX}{len(names)}"
-                specials[names[token]] = token
-            out.append(f" {names[token]} ")
-            i = end + 1
-        else:
-            line += 1
-            out.append(ch)
-            i += 1
+            continue
+        out.append(text[i:j])
+        end = text.find(">", j)
+        body = text[j:end + 1] if end >= 0 else ""
+        if end < 0 or len(body) < 3 or any(c.isspace() for c in body):
+            line = text.count("\n", 0, j) + 1
+            raise GrammarError(f"{source}: line {line}: a special token is written "
+                               f"<|name|> or <[id]>, got {text[j:j + 20]!r}")
+        ident = re.fullmatch(r"<\[(\d+)\]>", body)
+        token: int | str = int(ident.group(1)) if ident else body
+        if token not in names:
+            names[token] = f"{SPECIAL_PREFIX}{len(names)}"
+            specials[names[token]] = token
+        out.append(f" {names[token]} ")
+        i = end + 1
     # (lark needs a pattern for each; the builder puts the special token in its place)
     out += [f"\n{name}: {json.dumps(SPECIAL_MARK + name)}" for name in specials]
     return "".join(out), specials
 
 
 def _literal_end(text: str, i: int) -> int:
-    """The end of the string or regex literal that starts at text[i]."""
-    quote = text[i]
-    j = i + 1
-    while j < len(text) and text[j] != quote:
-        if text[j] == "\n":
-            return j  # unterminated: lark reports it
-        j += 2 if text[j] == "\\" else 1
-    j += 1
-    if quote == "/":
-        while j < len(text) and text[j].isalpha():  # flags
-            j += 1
-    return j
+    """The end of the string or regex literal that starts at text[i] (at a line's end where
+    it is not closed: lark reports it)."""
+    inside = (_STRING_INSIDE if text[i] == '"' else _REGEX_INSIDE).match(text, i + 1).end()
+    if inside < len(text) and text[inside] == "\n":
+        return inside
+    end = inside + 1
+    if text[i] == "/":
+        while end < len(text) and text[end].isalpha():  # flags
+            end += 1
+    return end
+
+
+# a literal's text: any character but its quote or a line's end, or a backslash and the
+# character after it, whatever it is
+_STRING_INSIDE = re.compile(r'(?:[^"\\\n]|\\[\s\S]?)*')
+_REGEX_INSIDE = re.compile(r'(?:[^/\\\n]|\\[\s\S]?)*')
 
 
 def _definition_line(text: str, name: str) -> int | None:
