@@ -93,7 +93,7 @@ class _Builder(GrammarBuilder):
         """Lark's checks before `build`, each definition's tree walked once: where they may
         fail (a template, a symbol used but not defined, an `%ignore` of nothing), lark's own
         `validate` runs and raises its error. Lark's walks each tree twice over lists of its
-        subtrees (for template uses, then for the symbols used): a sixth of a compile of the
+        subtrees (for template uses, then for the symbols used): a sixth of reading the
         bundled SQL grammar."""
         defined = self._definitions
         if any(d.params for d in defined.values()) or not set(defined).issuperset(
