@@ -48,9 +48,9 @@ MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", 
 CORE_COMPILE_MODULES = ["rules", "frozen", "automata", "key_names"]
 # the compile path, from a JSON Schema or a grammar to the engine's tables
 PYTHON_MODULES = ["automaton", "bounded_cache", "cfg", "compiler", "counted_lengths", "engine",
-                  "gbnf", "grammar", "json_spelling", "json_value", "lark_builder", "lark_reader",
-                  "lark_syntax", "lark_terminals", "limits", "machines", "products", "regex",
-                  "schema_types",
+                  "gbnf", "grammar", "json_spelling", "json_value", "lark_builder",
+                  "lark_patterns", "lark_reader", "lark_syntax", "lark_terminals", "limits",
+                  "machines", "products", "regex", "schema_types",
                   *(f"json_schema.{name}" for name in (
                       "common", "merge", "formats", "refs", "logic", "negation", "enums",
                       "strings", "string_sets", "numbers", "members", "objects", "names", "arrays",

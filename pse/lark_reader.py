@@ -16,11 +16,10 @@ releases it was written for.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from typing import NamedTuple
 
-from pse import limits
+from pse import lark_patterns, limits
 from pse.cfg import Alternative, Symbol
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
@@ -60,7 +59,7 @@ def read_lark(text: str, start: str, import_paths: list[str],
     where = source_path or "grammar"
     try:
         grammar, used = lark_builder.load(text, source_path or "<string>", import_paths)
-        terminals = _terminals(grammar)
+        terminals = lark_patterns.terminal_definitions(grammar)
         rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
@@ -82,39 +81,19 @@ def read_lark(text: str, start: str, import_paths: list[str],
     return BnfGrammar(rules, terminals, list(grammar.ignore), files)
 
 
-def _terminals(grammar) -> list:
-    """Lark's terminal definitions, each a pattern (as `Grammar.compile` makes them)."""
-    from lark.exceptions import GrammarError as LarkGrammarError
-    from lark.lexer import TerminalDef
-    from lark.load_grammar import TerminalTreeToPattern
-
-    for name, (tree, _) in grammar.term_defs:
-        if tree is not None:
-            expansions = list(tree.find_data("expansion"))
-            if len(expansions) == 1 and not expansions[0].children:
-                raise LarkGrammarError(f"Terminals cannot be empty ({name})")
-    to_pattern = _literals() * TerminalTreeToPattern()
-    return [TerminalDef(name, to_pattern.transform(tree), priority)
-            for name, (tree, priority) in grammar.term_defs if tree is not None]
-
-
 def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     """Every rule (templates instantiated) as BNF alternatives; `terminals` gains lark's
     anonymous terminals for the strings written in rules."""
     from lark.grammar import RuleOptions
-    from lark.load_grammar import (
-        ApplyTemplates,
-        PrepareAnonTerminals,
-        ValidateSymbols,
-    )
+    from lark.load_grammar import ApplyTemplates, ValidateSymbols
 
-    anonymous = PrepareAnonTerminals(terminals)
+    anonymous = lark_patterns.anonymous_class()(terminals)
     rule_defs = list(grammar.rule_defs)
     # lark's passes over each rule's tree; without templates, `_LarkTrees` does their work
     # (literals to anonymous terminals) as it reads the tree, in one walk instead of four
     prepare = None
     if any(params for _, params, _, _ in rule_defs):
-        prepare = _literals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
+        prepare = lark_patterns.literals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
     bnf = _LarkTrees(anonymous)
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
@@ -257,11 +236,11 @@ class _LarkTrees(BnfBuilder):
 
         super().__init__()
         self.symbols = ((Terminal, "t"), (NonTerminal, "n"))
-        # lark's PrepareAnonTerminals names a literal's terminal, PrepareLiterals makes its
-        # pattern (their methods bound once: each attribute access makes a wrapper)
-        self.name_terminal = anonymous.pattern
-        literals = _literals()
-        self.pattern_of = {"literal": literals.literal, "range": literals.range}
+        # lark's PrepareAnonTerminals names a literal's terminal, PrepareLiterals makes a
+        # range's pattern (bound once: each access to a lark transformer's method makes a
+        # wrapper)
+        self.name_terminal = anonymous.name
+        self.range = lark_patterns.literals().range
         # a literal's alternatives by its tokens: one spelled many times is read once (lark
         # names the same pattern the same terminal each time)
         self.by_literal: dict[tuple, list[Alternative]] = {}
@@ -290,7 +269,8 @@ class _LarkTrees(BnfBuilder):
             found = self.by_literal.get(key)
             if found is None:
                 try:
-                    (pattern,) = self.pattern_of[data](*node.children).children
+                    pattern = (lark_patterns.literal_pattern(*node.children) if data == "literal"
+                               else self.range(*node.children).children[0])
                 except AssertionError:  # (lark's check of a range's ends)
                     raise GrammarError(f"rule {self.current}: the ends of a range must be "
                                        f"single characters: "
@@ -315,46 +295,6 @@ class _LarkTrees(BnfBuilder):
 
 
 REPEATS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
-
-
-def _literals():
-    """Lark's PrepareLiterals (a literal's tree to its pattern's), reading a plain literal
-    itself (see `plain_pattern`)."""
-    return _literals_class()()
-
-
-@functools.cache
-def _literals_class() -> type:
-    from lark import v_args
-    from lark.load_grammar import ST, PrepareLiterals, _literal_to_pattern
-
-    @v_args(inline=True)
-    class Literals(PrepareLiterals):
-        def literal(self, literal):
-            return ST("pattern", [plain_pattern(literal) or _literal_to_pattern(literal)])
-
-    return Literals
-
-
-def plain_pattern(literal):
-    """The pattern lark makes of a string or regex literal (a `Token`), where its text is
-    printable (no control character: `literal_eval` reads a carriage return as a newline and
-    refuses a NUL; no lone surrogate) and holds no backslash or quote, and its flags are
-    lark's: the text itself (most literals, keywords and punctuation, are such). Lark reads
-    every literal through `literal_eval`, much of a grammar's reading (docs/performance.md);
-    None where it is not plain (lark reads it)."""
-    from lark.lexer import PatternRE, PatternStr
-
-    text = literal.value
-    flags_at = max(text.rfind("/"), text.rfind('"')) + 1
-    body, flags = text[1:flags_at - 1], text[flags_at:]
-    if literal.type not in ("STRING", "REGEXP") or flags_at < 2 or not body \
-            or text[0] != text[flags_at - 1] or text[0] != ('"' if literal.type == "STRING"
-                                                           else "/") \
-            or not body.isprintable() or "\\" in body or "'" in body \
-            or any(f not in "imslux" for f in flags):
-        return None
-    return (PatternStr if literal.type == "STRING" else PatternRE)(body, flags, raw=text)
 
 
 def _product(numbers) -> int:

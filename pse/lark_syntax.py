@@ -31,20 +31,23 @@ class Unread(Exception):
 
 
 def _scanner() -> re.Pattern:
-    # lark's lexer tries its terminals in this order and takes the first that matches
+    # lark's lexer tries its terminals in this order and takes the first that matches. Blanks
+    # before a token are taken with it: only WS and COMMENT (both left out) can start with one,
+    # and a COMMENT after blanks is one at the first character after them too
     order = sorted(TERMINALS.items(), key=lambda item: (
         -PatternRE(item[1]).max_width, -len(item[1]), item[0]))
-    return re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in order))
+    return re.compile("[ \\t]*(?:"
+                      + "|".join(f"(?P<{name}>{pattern})" for name, pattern in order) + ")")
 
 
 _SCANNER = _scanner()
 
 
-def tokens(text: str) -> list[Token]:
-    """The tokens of `text` (a newline added at the end, as lark does), blanks and comments
-    left out."""
+def tokens(text: str) -> tuple[list[str], list[str]]:
+    """The kinds and the texts of the tokens of `text` (a newline added at the end, as lark
+    does), blanks and comments left out, `$END` last."""
     text += "\n"
-    out = []
+    kinds, texts = [], []
     pos, end = 0, len(text)
     match = _SCANNER.match
     while pos < end:
@@ -53,10 +56,12 @@ def tokens(text: str) -> list[Token]:
             raise Unread(pos)
         kind = m.lastgroup
         if kind not in SKIPPED:
-            out.append(Token(kind, m.group()))
+            kinds.append(kind)
+            texts.append(m.group(kind))
         pos = m.end()
-    out.append(Token("$END", ""))
-    return out
+    kinds.append("$END")
+    texts.append("")
+    return kinds, texts
 
 
 def parse(text: str) -> Tree:
@@ -66,27 +71,27 @@ def parse(text: str) -> Tree:
         Unread: a syntax error, or a form this reader does not expect.
         RecursionError: groups (or template arguments) nest more than MAX_GROUP_DEPTH deep.
     """
-    return _Reader(tokens(text)).start()
+    return _Reader(*tokens(text)).start()
 
 
 class _Reader:
-    def __init__(self, toks: list[Token]) -> None:
-        self.toks = toks
+    def __init__(self, kinds: list[str], texts: list[str]) -> None:
+        # (a lark Token is made only for a token the tree holds: most are punctuation)
+        self.kinds, self.texts = kinds, texts
         self.i = 0
         self.depth = 0  # groups open (see enter)
 
     def peek(self) -> str:
-        return self.toks[self.i].type
+        return self.kinds[self.i]
 
     def take(self, kind: str) -> Token:
-        tok = self.toks[self.i]
-        if tok.type != kind:
+        if self.kinds[self.i] != kind:
             raise Unread(self.i)
         self.i += 1
-        return tok
+        return Token(kind, self.texts[self.i - 1])
 
     def skip(self, kind: str) -> bool:
-        if self.toks[self.i].type == kind:
+        if self.kinds[self.i] == kind:
             self.i += 1
             return True
         return False
@@ -152,10 +157,10 @@ class _Reader:
         return Tree("import", children)
 
     def name(self) -> Token:
-        if self.peek() not in ("RULE", "TERMINAL"):
+        kind = self.peek()
+        if kind not in ("RULE", "TERMINAL"):
             raise Unread(self.i)
-        self.i += 1
-        return self.toks[self.i - 1]
+        return self.take(kind)
 
     def rule(self) -> Tree:
         modifiers = [self.take("RULE_MODIFIERS")] if self.peek() == "RULE_MODIFIERS" else []
@@ -182,12 +187,12 @@ class _Reader:
         return Tree("term", head + [exp])
 
     def symbol(self):
-        tok = self.toks[self.i]
+        kind, text = self.kinds[self.i], self.texts[self.i]
         self.i += 1
-        if tok.type == "TERMINAL":
-            return Terminal(str(tok), filter_out=tok.startswith("_"))
-        if tok.type == "RULE":
-            return NonTerminal(tok.value)
+        if kind == "TERMINAL":
+            return Terminal(text, filter_out=text.startswith("_"))
+        if kind == "RULE":
+            return NonTerminal(text)
         raise Unread(self.i)
 
     # expansions
@@ -204,7 +209,7 @@ class _Reader:
             exprs.append(self.expr())
         exp = Tree("expansion", exprs)
         if self.skip("_TO"):
-            return Tree("alias", [exp, NonTerminal(self.take("RULE").value)])
+            return Tree("alias", [exp, NonTerminal(str(self.take("RULE")))])
         return exp
 
     def expr(self):
@@ -235,12 +240,12 @@ class _Reader:
         return self.value()
 
     def value(self) -> Tree:
-        tok = self.toks[self.i]
+        kind, text = self.kinds[self.i], self.texts[self.i]
         self.i += 1
-        if tok.type == "TERMINAL":
-            return Tree("value", [Terminal(str(tok), filter_out=tok.startswith("_"))])
-        if tok.type == "RULE":
-            rule = NonTerminal(tok.value)
+        if kind == "TERMINAL":
+            return Tree("value", [Terminal(text, filter_out=text.startswith("_"))])
+        if kind == "RULE":
+            rule = NonTerminal(text)
             if not self.skip("_LBRACE"):
                 return Tree("value", [rule])
             self.enter()
@@ -250,8 +255,8 @@ class _Reader:
             self.take("_RBRACE")
             self.depth -= 1
             return Tree("value", [Tree("template_usage", [rule] + args)])
-        if tok.type == "STRING" and self.skip("_DOTDOT"):
-            return Tree("value", [Tree("range", [tok, self.take("STRING")])])
-        if tok.type in ("STRING", "REGEXP"):
-            return Tree("value", [Tree("literal", [tok])])
+        if kind == "STRING" and self.skip("_DOTDOT"):
+            return Tree("value", [Tree("range", [Token(kind, text), self.take("STRING")])])
+        if kind in ("STRING", "REGEXP"):
+            return Tree("value", [Tree("literal", [Token(kind, text)])])
         raise Unread(self.i)

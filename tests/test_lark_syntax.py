@@ -8,15 +8,16 @@ from __future__ import annotations
 import re
 
 import lark
-import pytest
-from hypothesis import given, settings, strategies as st
-from lark.load_grammar import PrepareGrammar, _get_parser
-
 import pse.grammars
-from pse import lark_syntax
-from pse.gbnf import to_lark
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lark.load_grammar import PrepareGrammar, _get_parser
 from test_gbnf import LABELLED as GBNF_GRAMMARS
 from test_grammar import HAND_WRITTEN, random_grammars
+
+from pse import lark_syntax
+from pse.gbnf import to_lark
 
 
 def lark_tree(text: str):
@@ -279,12 +280,12 @@ def test_builder_checks_name_what_is_not_defined():
        st.lists(st.sampled_from(list('ab/"\\\'\n\r\t\x00 x.é\ud800')), max_size=6).map("".join),
        st.text(alphabet="imsluxq", max_size=2))
 def test_plain_literals_read_as_lark_reads_them(kind, body, flags):
-    """lark_reader reads a literal without escapes or quotes itself: to the pattern lark's
+    """lark_patterns reads a literal without escapes or quotes itself: to the pattern lark's
     `_literal_to_pattern` makes of it, and leaves lark every literal lark refuses."""
     from lark.lexer import Token
     from lark.load_grammar import _literal_to_pattern
 
-    from pse.lark_reader import plain_pattern
+    from pse.lark_patterns import plain_pattern
 
     delimiter = '"' if kind == "STRING" else "/"
     token = Token(kind, delimiter + body + delimiter + flags)
@@ -299,9 +300,126 @@ def test_plain_literals_read_as_lark_reads_them(kind, body, flags):
 def test_plain_literals_are_read_by_pse():
     from lark.lexer import Token
 
-    from pse.lark_reader import plain_pattern
+    from pse.lark_patterns import plain_pattern
 
     assert plain_pattern(Token("STRING", '"select"i')).value == "select"
     assert plain_pattern(Token("REGEXP", "/[a-z]+/")).value == "[a-z]+"
     for text in ('"it\'s"', '"a\\nb"', '""', '"a"q', '"a\rb"', '"a\x00"', '"\ud800"'):
         assert plain_pattern(Token("STRING", text)) is None
+
+
+def lark_terminals(text: str, source: str) -> list:
+    """The terminals lark's `Grammar.compile` makes of the grammar's definitions (its first
+    steps: the terminals the rules' strings make are left out)."""
+    from lark.exceptions import GrammarError
+    from lark.lexer import TerminalDef
+    from lark.load_grammar import (
+        PrepareLiterals,
+        TerminalTreeToPattern,
+        load_grammar,
+        nr_deepcopy_tree,
+    )
+
+    grammar, _ = load_grammar(text, source, [], False)
+    defined = [(name, tree, priority) for name, (tree, priority) in grammar.term_defs
+               if tree is not None]
+    for name, tree, _ in defined:
+        expansions = list(tree.find_data("expansion"))
+        if len(expansions) == 1 and not expansions[0].children:
+            raise GrammarError(f"Terminals cannot be empty ({name})")
+    transformer = PrepareLiterals() * TerminalTreeToPattern()
+    return [TerminalDef(name, transformer.transform(nr_deepcopy_tree(tree)), priority)
+            for name, tree, priority in defined]
+
+
+def assert_terminals_read_as_lark(text: str, source: str = "<string>") -> None:
+    """lark_patterns reads each terminal definition to the pattern lark makes of it (with its
+    name and priority), or refuses the grammar with lark's error."""
+    from pse import lark_builder
+    from pse.lark_patterns import terminal_definitions
+
+    try:
+        theirs = lark_terminals(text, source)
+    except lark.exceptions.LarkError as e:
+        with pytest.raises(type(e)) as refused:
+            terminal_definitions(lark_builder.load(text, source, [])[0])
+        assert str(refused.value) == str(e)
+        return
+    ours = terminal_definitions(lark_builder.load(text, source, [])[0])
+
+    def spelled(terminals):
+        return [(t.name, type(t.pattern), t.pattern.value, t.pattern.flags, t.pattern.raw,
+                 t.priority) for t in terminals]
+
+    assert spelled(ours) == spelled(theirs)
+
+
+TERMINALS = {
+    "joined, alternatives, repeats": 'start: A B C D\nA: "a" /b+/i ("c" | "dd" | /e?/)\n'
+                                     'B.2: ("x"i "y")~2 "z"~1..3 ["w"]\nC: "0".."9"+\n'
+                                     'D: A | B | "q"\n',
+    "one terminal in another, twice": 'start: P\nP: Q Q\nQ: R "," R\nR: /[a-z]/ | "_"\n',
+    "flags mixed": 'start: F\nF: "ab"i /c/s "d"\n',
+    "an empty terminal": 'start: E\nE: ""\n',
+    "an empty expansion": 'start: E\nE: \n',
+    "a bad count": 'start: E\nE: "a"~3..1\n',
+    "a bad range": 'start: E\nE: "ab".."z"\n',
+}
+
+
+@pytest.mark.parametrize("name,text", CORPUS + list(TERMINALS.items()),
+                         ids=[name for name, _ in CORPUS] + list(TERMINALS))
+def test_terminals_read_as_lark(name, text):
+    bundled = name.removeprefix("bundled ")
+    assert_terminals_read_as_lark(
+        text, str(pse.grammars.path(bundled)) if bundled != name else "<string>")
+
+
+@settings(max_examples=200)
+@given(random_grammars())
+def test_random_terminals_read_as_lark(text):
+    assert_terminals_read_as_lark(text)
+
+
+PATTERNS = ['"select"', '"SELECT"', '"+"', '"("', '"_x"', '"x1"', '"1x"', '"a b"', '"é"',
+            '"éa"', '"aé"', '"ab"i', "/a+/", "/a+/i", "/select/", '"a"']
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(PATTERNS), max_size=12),
+       st.dictionaries(st.sampled_from(["SELECT", "PLUS", "LPAR", "A"]),
+                       st.sampled_from(PATTERNS[:6] + ["/a+/"]), max_size=3),
+       st.booleans())
+def test_anonymous_terminals_are_named_as_lark_names_them(used, defined, keep_all):
+    """The rules' strings and regexes get the terminals lark's PrepareAnonTerminals gives
+    them, named alike, beside terminals the grammar defines (named as lark would name a
+    string, or not)."""
+    from lark.grammar import RuleOptions
+    from lark.lexer import TerminalDef, Token
+    from lark.load_grammar import PrepareAnonTerminals, _literal_to_pattern
+
+    from pse.lark_patterns import anonymous_class
+
+    def pattern(text):
+        return _literal_to_pattern(Token("REGEXP" if text[0] == "/" else "STRING", text))
+
+    def terminals():
+        return [TerminalDef(name, pattern(text)) for name, text in defined.items()]
+
+    theirs, ours = PrepareAnonTerminals(terminals()), anonymous_class()(terminals())
+    for namer in (theirs, ours):
+        namer.rule_options = RuleOptions(keep_all_tokens=True) if keep_all else None
+    for text in used:
+        assert ours.name(pattern(text)) == theirs.pattern(pattern(text))
+    assert [(t.name, t.pattern) for t in ours.terminals] == \
+        [(t.name, t.pattern) for t in theirs.terminals]
+    assert (ours.term_set, ours.i) == (theirs.term_set, theirs.i)
+
+
+@given(st.text(alphabet="aZ_09 -é\u0301\u00aa\u2160\u0660", max_size=4))
+def test_names_of_strings_are_lark_s(text):
+    from lark.utils import is_id_continue, is_id_start
+
+    from pse.lark_patterns import is_name
+
+    assert is_name(text) == bool(text and is_id_continue(text) and is_id_start(text[0]))
