@@ -370,6 +370,30 @@ def then_literal(dfa: DFA, data: bytes) -> DFA:
     return DFA(trans, [False] * (n + len(data) - 1) + [True])
 
 
+def concatenate(parts: Sequence[DFA]) -> DFA:
+    """The DFA of a word of each of `parts`, one after the other, where each part has one
+    accepting state and no edge leaves it (one character of a class, say): each part's
+    accepting state is the next one's start, so the result is deterministic as built, and
+    minimal when the parts are (a state's words have as many parts left as its own part's
+    place says)."""
+    trans: list = []
+    start = 0  # the number of this part's start
+    for part in parts:
+        (end,) = [s for s, accepting in enumerate(part.accept) if accepting]
+        if part.trans[end] or end == 0:
+            raise ValueError("concatenate needs parts whose one accepting state ends every word")
+        after = start + part.n_states - 1  # (the part's end: the next part's start)
+
+        def number(s: int, start: int = start, end: int = end, after: int = after) -> int:
+            return after if s == end else start + s - (s > end)
+
+        trans += [[(lo, hi, number(t)) for lo, hi, t in row]
+                  for s, row in enumerate(part.trans) if s != end]
+        start = after
+    trans.append([])
+    return DFA(trans, [False] * start + [True])
+
+
 def then_run(dfa: DFA, run: DFA) -> DFA | None:
     """The DFA of `dfa`'s language followed by a text of `run` (whose language holds the
     empty text), built directly: each accepting state of `dfa` also takes the edges of `run`'s

@@ -102,10 +102,17 @@ def literal_dfa(value: str, ignore_case: bool) -> automaton.DFA:
         raise GrammarError("a string terminal is empty (lark refuses zero-width terminals)")
     if not ignore_case:
         return automaton.literal_dfa(value.encode())
+    return automaton.concatenate([_any_case(ch) for ch in value])
+
+
+@functools.lru_cache(maxsize=4096)
+def _any_case(ch: str) -> automaton.DFA:
+    """The minimal DFA of the character `ch` in any of its cases, as re's IGNORECASE folds
+    them (a grammar's keywords share their letters: each is made once). Shared: not to be
+    changed."""
     nfa = automaton.NFA()
-    cases = [automaton.char_class(nfa, _add_case_variants([(ord(ch), ord(ch))]))
-             for ch in value]
-    return automaton.minimize(automaton.determinize(nfa, automaton.concat(nfa, cases)))
+    one = automaton.char_class(nfa, _add_case_variants([(ord(ch), ord(ch))]))
+    return automaton.minimize(automaton.determinize(nfa, one))
 
 
 def _escaped_string_equivalent(pattern: str) -> str | None:

@@ -49,6 +49,35 @@ def test_char_class_is_deterministic_and_exact(ranges, probes):
         assert dfa.matches(chr(cp).encode()) == any(lo <= cp <= hi for lo, hi in ranges), cp
 
 
+@given(st.lists(st.lists(st.tuples(code_points, code_points).map(sorted), min_size=1,
+                         max_size=3), min_size=1, max_size=4),
+       st.lists(st.lists(code_points, min_size=1, max_size=5), max_size=20))
+def test_concatenated_classes(classes, probes):
+    """`concatenate` of one-character DFAs is deterministic, minimal (equal to what minimize makes
+    of it) and matches exactly a character of each class, one after the other."""
+    parts = []
+    for ranges in classes:
+        nfa = automaton.NFA()
+        parts.append(automaton.minimize(
+            automaton.determinize(nfa, automaton.char_class(nfa, ranges))))
+    dfa = automaton.concatenate(parts)
+    assert dfa.n_states == automaton.minimize(dfa).n_states
+    words = probes + [[lo for lo, _ in ranges] for ranges in classes[:1]] \
+        + [[ranges[0][1] for ranges in classes]]
+    for word in words:
+        expected = len(word) == len(classes) and all(
+            any(lo <= cp <= hi for lo, hi in ranges) for cp, ranges in zip(word, classes))
+        assert dfa.matches("".join(map(chr, word)).encode()) == expected, word
+
+
+def test_concatenate_refuses_a_part_that_goes_on_after_a_word():
+    nfa = automaton.NFA()
+    runs = automaton.minimize(automaton.determinize(
+        nfa, automaton.plus(nfa, automaton.byte_class(nfa, [(97, 97)]))))
+    with pytest.raises(ValueError, match="one accepting state"):
+        automaton.concatenate([runs])
+
+
 def test_char_class_dfa_rejects_invalid_utf8_and_surrogates():
     nfa = automaton.NFA()
     dfa = automaton.determinize(nfa, automaton.char_class(nfa, [(0, 0x10FFFF)]))

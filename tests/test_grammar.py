@@ -770,6 +770,20 @@ def test_string_terminals_are_made_as_their_regexes(value, ignore_case):
         assert grammar.matches(text) == bool(re.fullmatch(regex, text)), text
 
 
+@settings(max_examples=200)
+@given(st.text(alphabet="aiIkKsSzZ\u0131\u0130\u017f\u212a\u00df\u03c3\u03c2\u03a3\u01c5"
+                        "\ufb00\u1e9e!1 \U0001f600", min_size=1, max_size=6))
+def test_string_terminals_in_any_case_are_made_as_their_regexes(value):
+    """`"..."i` made a character at a time (`automaton.concatenate` of each character's cases) is
+    the minimal automaton of its regex, whatever the characters' special folds."""
+    from lark.lexer import PatternStr
+
+    from pse.lark_terminals import literal_dfa, terminal_dfa
+
+    regex = PatternStr(value, ["i"]).to_regexp()
+    assert bfs_form(literal_dfa(value, True)) == bfs_form(terminal_dfa(regex))
+
+
 def test_optional_parts_are_not_multiplied_out():
     """Twenty optional parts in one expansion: lark's own BNF pass would write 2**20
     alternatives; pse spells out at most 16 and makes rules of the rest. The language is
