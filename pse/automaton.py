@@ -372,16 +372,21 @@ def then_literal(dfa: DFA, data: bytes) -> DFA:
 
 def concatenate(parts: Sequence[DFA]) -> DFA:
     """The DFA of a word of each of `parts`, one after the other, where each part has one
-    accepting state and no edge leaves it (one character of a class, say): each part's
-    accepting state is the next one's start, so the result is deterministic as built, and
-    minimal when the parts are (a state's words have as many parts left as its own part's
-    place says)."""
+    accepting state and no edge leaves it: each part's accepting state is the next one's
+    start, so the result is deterministic as built. It is minimal when the parts are and no
+    edge enters a part's start (one character of a class each, as `lark_terminals` gives:
+    then a state's words have as many parts left as its own part's place says).
+
+    Raises:
+        ValueError: a part has more than one accepting state, or an edge leaves it.
+    """
     trans: list = []
     start = 0  # the number of this part's start
     for part in parts:
-        (end,) = [s for s, accepting in enumerate(part.accept) if accepting]
-        if part.trans[end] or end == 0:
+        ends = [s for s, accepting in enumerate(part.accept) if accepting]
+        if len(ends) != 1 or part.trans[ends[0]] or ends[0] == 0:
             raise ValueError("concatenate needs parts whose one accepting state ends every word")
+        end = ends[0]
         after = start + part.n_states - 1  # (the part's end: the next part's start)
 
         def number(s: int, start: int = start, end: int = end, after: int = after) -> int:

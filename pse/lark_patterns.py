@@ -10,22 +10,19 @@ grammars and of random ones, the names given to random strings and regexes.
 from __future__ import annotations
 
 import functools
-import re
 
 
 def terminal_definitions(grammar) -> list:
     """Lark's terminal definitions, each a pattern, as `Grammar.compile` makes them: read by
     `_TerminalPatterns`, or by lark's passes where that one stops (an error: lark words it)."""
-    from lark.exceptions import LarkError
     from lark.lexer import TerminalDef
 
     patterns = _TerminalPatterns()
     try:
         return [TerminalDef(name, patterns.of(tree), priority)
                 for name, (tree, priority) in grammar.term_defs if tree is not None]
-    except (_NotRead, LarkError, AssertionError, ValueError, RecursionError, re.error):
-        # (the trees are as they were: pse's walk changes none)
-        return _lark_terminal_definitions(grammar)
+    except Exception:  # (any: lark's passes decide, on the trees as they were, and word
+        return _lark_terminal_definitions(grammar)  # the error; pse's walk changes none)
 
 
 def _lark_terminal_definitions(grammar) -> list:
@@ -52,12 +49,14 @@ class _TerminalPatterns:
     """A terminal's tree to the pattern lark's `PrepareLiterals` and `TerminalTreeToPattern`
     make of it, in one walk (lark's transformers took a millisecond on the SQL grammar's seven
     terminals). Raises `_NotRead` where lark would raise, or on a form it does not know.
-    Terminals made of terminals share subtrees: each is read once."""
+    Terminals made of terminals share subtrees: each is read once; and nest as deep as they
+    are made of one another: the walk keeps a stack of its own, as lark's passes do."""
 
     def __init__(self) -> None:
-        from lark.lexer import Pattern, PatternRE, PatternStr
+        from lark import Tree
+        from lark.lexer import PatternRE, PatternStr
 
-        self.re, self.str, self.any = PatternRE, PatternStr, Pattern
+        self.tree, self.re, self.str = Tree, PatternRE, PatternStr
         self.range = literals().range  # (bound once: each access makes lark's wrapper)
         self.done: dict[int, object] = {}  # id of a subtree -> its pattern
 
@@ -65,24 +64,33 @@ class _TerminalPatterns:
         expansions = [node for node in _subtrees(tree) if node.data == "expansion"]
         if len(expansions) == 1 and not expansions[0].children:
             raise _NotRead("an empty terminal")
-        return self.pattern(tree)
+        todo = [(tree, False)]  # (a subtree, whether its subtrees are read)
+        while todo:
+            node, ready = todo.pop()
+            if id(node) in self.done:
+                continue
+            if ready:
+                self.done[id(node)] = self.read(node)
+                continue
+            if not isinstance(node, self.tree):
+                raise _NotRead(node)
+            todo.append((node, True))
+            if node.data not in ("literal", "range"):  # (their children are tokens)
+                todo += [(child, False) for child in node.children
+                         if isinstance(child, self.tree) and id(child) not in self.done]
+        return self.done[id(tree)]
 
     def pattern(self, node):
+        """The pattern of a subtree of the node being read (read before it)."""
         found = self.done.get(id(node))
-        if found is None:
-            found = self.done[id(node)] = self.read(node)
+        if found is None:  # (not a tree: a symbol lark's passes leave as it is)
+            raise _NotRead(node)
         return found
 
     def read(self, node):
-        from lark import Tree
-
-        if not isinstance(node, Tree):
-            raise _NotRead(node)
         data, children = node.data, node.children
         if data == "value" and len(children) == 1:
             return self.pattern(children[0])
-        if data == "pattern" and len(children) == 1 and isinstance(children[0], self.any):
-            return children[0]  # (a literal lark's PrepareLiterals has read)
         if data == "literal":
             (literal,) = children
             return literal_pattern(literal)
@@ -105,7 +113,9 @@ class _TerminalPatterns:
             return self.re(f"(?:{inner.to_regexp()})?", inner.flags)
         if data == "expr" and len(children) >= 2:
             inner, op = self.pattern(children[0]), children[1]
-            if op == "~" and len(children) in (3, 4):
+            if op == "~":
+                if len(children) not in (3, 4):
+                    raise _NotRead(node)
                 low, high = int(children[2]), int(children[-1])
                 if high < low:
                     raise _NotRead("a bad range")  # (lark words it)
@@ -158,14 +168,15 @@ def anonymous_class() -> type:
         """Lark's PrepareAnonTerminals: a terminal for each string or regex written in a rule,
         named as lark names it, its patterns looked up by (type, text, flags) where lark hashes
         its Pattern objects in Python (lark's naming was a third of reading the SQL grammar's
-        rules). `name` is lark's `pattern` for pse's walk of the rules (`_LarkTrees`), which
-        calls it without lark's wrapper."""
+        rules). `terminal_for` is lark's `pattern` for pse's walk of the rules (`_LarkTrees`),
+        which calls it without lark's wrapper (a name no tree of lark's meta-grammar has: lark's
+        transformers call a method by the name of the tree they meet)."""
 
         def __init__(self, terminals: list) -> None:
             super().__init__(terminals)
             self.by_key = {_pattern_key(t.pattern): t for t in terminals}
 
-        def name(self, p):
+        def terminal_for(self, p):
             """The terminal (a `Terminal` symbol) of the pattern `p` of a string or regex."""
             key = _pattern_key(p)
             known = self.by_key.get(key)
@@ -192,7 +203,7 @@ def anonymous_class() -> type:
             keep = self.rule_options and self.rule_options.keep_all_tokens
             return Terminal(name, filter_out=False if keep else isinstance(p, PatternStr))
 
-        pattern = inline_args(name)  # (lark's transformers call it so)
+        pattern = inline_args(terminal_for)  # (lark's transformers call it so)
 
     return AnonymousTerminals
 

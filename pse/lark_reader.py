@@ -239,7 +239,7 @@ class _LarkTrees(BnfBuilder):
         # lark's PrepareAnonTerminals names a literal's terminal, PrepareLiterals makes a
         # range's pattern (bound once: each access to a lark transformer's method makes a
         # wrapper)
-        self.name_terminal = anonymous.name
+        self.name_terminal = anonymous.terminal_for
         self.range = lark_patterns.literals().range
         # a literal's alternatives by its tokens: one spelled many times is read once (lark
         # names the same pattern the same terminal each time)

@@ -85,10 +85,15 @@ class _Reader:
         return self.kinds[self.i]
 
     def take(self, kind: str) -> Token:
+        """The next token, which must be of `kind`, for the tree."""
+        self.expect(kind)
+        return Token(kind, self.texts[self.i - 1])
+
+    def expect(self, kind: str) -> None:
+        """Past the next token, which must be of `kind` (punctuation: the tree holds none)."""
         if self.kinds[self.i] != kind:
             raise Unread(self.i)
         self.i += 1
-        return Token(kind, self.texts[self.i - 1])
 
     def skip(self, kind: str) -> bool:
         if self.kinds[self.i] == kind:
@@ -122,13 +127,13 @@ class _Reader:
         self.i += 1
         if kind == "_IGNORE":
             exp = self.expansions()
-            self.take("_NL")
+            self.expect("_NL")
             return Tree("ignore", [exp])
         if kind == "_DECLARE":
             symbols = [self.symbol()]
             while self.peek() != "_NL":
                 symbols.append(self.symbol())
-            self.take("_NL")
+            self.expect("_NL")
             return Tree("declare", symbols)
         if kind in ("_OVERRIDE", "_EXTEND"):
             inner = self.term() if self.peek() == "TERMINAL" else self.rule()
@@ -149,11 +154,11 @@ class _Reader:
             listed = [self.name()]
             while self.skip("_COMMA"):
                 listed.append(self.name())
-            self.take("_RPAR")
+            self.expect("_RPAR")
             children.append(Tree("name_list", listed))
         elif self.skip("_TO"):
             children.append(self.name())
-        self.take("_NL")
+        self.expect("_NL")
         return Tree("import", children)
 
     def name(self) -> Token:
@@ -170,20 +175,20 @@ class _Reader:
             params.append(self.take("RULE"))
             while self.skip("_COMMA"):
                 params.append(self.take("RULE"))
-            self.take("_RBRACE")
+            self.expect("_RBRACE")
         priority = [self.take("NUMBER")] if self.skip("_DOT") else []
-        self.take("_COLON")
+        self.expect("_COLON")
         exp = self.expansions()
-        self.take("_NL")
+        self.expect("_NL")
         return Tree("rule", [Tree("rule_modifiers", modifiers), name,
                              Tree("template_params", params), Tree("priority", priority), exp])
 
     def term(self) -> Tree:
         name = self.take("TERMINAL")
         head = [name, self.take("NUMBER")] if self.skip("_DOT") else [name]
-        self.take("_COLON")
+        self.expect("_COLON")
         exp = self.expansions()
-        self.take("_NL")
+        self.expect("_NL")
         return Tree("term", head + [exp])
 
     def symbol(self):
@@ -209,7 +214,8 @@ class _Reader:
             exprs.append(self.expr())
         exp = Tree("expansion", exprs)
         if self.skip("_TO"):
-            return Tree("alias", [exp, NonTerminal(str(self.take("RULE")))])
+            self.expect("RULE")
+            return Tree("alias", [exp, NonTerminal(self.texts[self.i - 1])])
         return exp
 
     def expr(self):
@@ -228,13 +234,13 @@ class _Reader:
         if self.skip("_LPAR"):
             self.enter()
             exp = self.expansions()
-            self.take("_RPAR")
+            self.expect("_RPAR")
             self.depth -= 1
             return exp
         if self.skip("_LBRA"):
             self.enter()
             exp = self.expansions()
-            self.take("_RBRA")
+            self.expect("_RBRA")
             self.depth -= 1
             return Tree("maybe", [exp])
         return self.value()
@@ -252,7 +258,7 @@ class _Reader:
             args = [self.value()]
             while self.skip("_COMMA"):
                 args.append(self.value())
-            self.take("_RBRACE")
+            self.expect("_RBRACE")
             self.depth -= 1
             return Tree("value", [Tree("template_usage", [rule] + args)])
         if kind == "STRING" and self.skip("_DOTDOT"):

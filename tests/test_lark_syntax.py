@@ -364,15 +364,45 @@ TERMINALS = {
     "an empty expansion": 'start: E\nE: \n',
     "a bad count": 'start: E\nE: "a"~3..1\n',
     "a bad range": 'start: E\nE: "ab".."z"\n',
+    "a bad regex": 'start: E\nE: /a(/ | "b"\n',
+    "a count past any width": 'start: E\nE: "a"~4294967296 | "b"\n',
+    "an unknown flag": 'start: E\nE: /(?z)a/ | "b"\n',
 }
 
 
 @pytest.mark.parametrize("name,text", CORPUS + list(TERMINALS.items()),
                          ids=[name for name, _ in CORPUS] + list(TERMINALS))
-def test_terminals_read_as_lark(name, text):
+def test_terminals_read_as_lark(name, text, monkeypatch):
+    """pse reads each grammar's terminals as lark does, and where lark reads them, by its own
+    walk (lark's passes are not asked)."""
+    from pse import lark_patterns
+
     bundled = name.removeprefix("bundled ")
-    assert_terminals_read_as_lark(
-        text, str(pse.grammars.path(bundled)) if bundled != name else "<string>")
+    source = str(pse.grammars.path(bundled)) if bundled != name else "<string>"
+    try:
+        lark_terminals(text, source)
+    except lark.exceptions.LarkError:
+        pass
+    else:
+        def refuse(grammar):
+            raise AssertionError("lark's passes read the terminals")
+
+        monkeypatch.setattr(lark_patterns, "_lark_terminal_definitions", refuse)
+    assert_terminals_read_as_lark(text, source)
+
+
+def test_terminals_nested_deep_are_read_without_recursion():
+    """Terminals made of terminals, each nested in 80 groups: 6,400 levels, which a walk by
+    recursion ended in a crash (the compiled module has no recursion check)."""
+    from pse import lark_builder, lark_patterns
+
+    lines = ["start: T79"] + [f'T{k}: {"(" * 80}T{k - 1} "b"{")" * 80}' for k in range(79, 0, -1)]
+    grammar, _ = lark_builder.load("\n".join(lines) + '\nT0: "a"\n', "<string>", [])
+    patterns = {t.name: t.pattern.to_regexp() for t in lark_patterns.terminal_definitions(grammar)}
+    assert all(patterns[f"T{k}"].count("b") == k for k in range(80))
+    for k in range(4):
+        assert re.fullmatch(patterns[f"T{k}"], "a" + "b" * k)
+        assert not re.fullmatch(patterns[f"T{k}"], "a" + "b" * (k + 1))
 
 
 @settings(max_examples=200)
@@ -410,7 +440,7 @@ def test_anonymous_terminals_are_named_as_lark_names_them(used, defined, keep_al
     for namer in (theirs, ours):
         namer.rule_options = RuleOptions(keep_all_tokens=True) if keep_all else None
     for text in used:
-        assert ours.name(pattern(text)) == theirs.pattern(pattern(text))
+        assert ours.terminal_for(pattern(text)) == theirs.pattern(pattern(text))
     assert [(t.name, t.pattern) for t in ours.terminals] == \
         [(t.name, t.pattern) for t in theirs.terminals]
     assert (ours.term_set, ours.i) == (theirs.term_set, theirs.i)
