@@ -93,7 +93,8 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     # (literals to anonymous terminals) as it reads the tree, in one walk instead of four
     prepare = None
     if any(params for _, params, _, _ in rule_defs):
-        prepare = lark_patterns.literals() * ValidateSymbols() * anonymous * ApplyTemplates(rule_defs)
+        prepare = (lark_patterns.literals() * ValidateSymbols() * anonymous
+                   * ApplyTemplates(rule_defs))
     bnf = _LarkTrees(anonymous)
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
