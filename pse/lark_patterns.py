@@ -174,6 +174,7 @@ def anonymous_class() -> type:
 
         def __init__(self, terminals: list) -> None:
             super().__init__(terminals)
+            # (in place of lark's `term_reverse`, which only lark's `pattern` reads)
             self.by_key = {_pattern_key(t.pattern): t for t in terminals}
 
         def terminal_for(self, p):
@@ -198,7 +199,7 @@ def anonymous_class() -> type:
             if name not in self.term_set:
                 assert known is None  # (as lark's)
                 self.term_set.add(name)
-                definition = self.by_key[key] = self.term_reverse[p] = TerminalDef(name, p)
+                definition = self.by_key[key] = TerminalDef(name, p)
                 self.terminals.append(definition)
             keep = self.rule_options and self.rule_options.keep_all_tokens
             return Terminal(name, filter_out=False if keep else isinstance(p, PatternStr))
