@@ -11,6 +11,7 @@ import random
 import pytest
 
 from pse import Grammar, StructuringEngine, limits
+from pse._core.mask import _narrow_walked
 from pse._core.structure import _grouped_returns, _wide_merges
 from test_grammar import vocab_with_eos
 from test_grammar_interleaved import (Earley, assert_mask_is_the_oracles, assert_masks_along,
@@ -98,6 +99,24 @@ def test_pops_returning_alike_expanded_as_one_equal_the_oracle(planned):
     else:
         check_walked_along(THREE_RULES, THREE_RULES_TEXT)
     assert _grouped_returns() > before
+
+
+def test_subtrees_of_bytes_no_terminal_takes_are_walked():
+    """Below each word of one or two of a, b and c, 88 tokens of a byte no terminal takes:
+    subtrees of about a hundred nodes, planned as jobs by their size, where the walk steps
+    into a few. From the many states of these rules' masks they are walked instead
+    (large_subtree), and every mask along the text is still the oracle's."""
+    others = [chr(code) for code in range(0x21, 0x7F) if chr(code) not in "abcstu"]  # (s, t, u:
+    # the oracle's rules)
+    words = [w for w in TOKENS if len(w) < 3 and set(w) <= set("abc")]
+    tokens = TOKENS + [word + other for word in words for other in others]
+    oracle = Earley(THREE_RULES)
+    vocab, eos = vocab_with_eos(tokens)
+    engine = StructuringEngine(vocab)
+    engine.configure(Grammar.from_lark(lark_source(THREE_RULES)))
+    before = _narrow_walked()
+    assert_masks_along(engine, oracle, THREE_RULES_TEXT[:20], tokens, eos)
+    assert _narrow_walked() > before  # (they were found small)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -108,7 +108,7 @@ cdef int cover(Walker* w, const PState* states, const int32_t* next, int32_t fir
                 continue
             for j in range(sl.exit_off[b], sl.exit_off[b + 1]):
                 x = sl.exit_nodes[j]
-                if not large_subtree(w.trie, x, smallest):
+                if not large_subtree(w, x, smallest, False):
                     walk_subtree(w, &w.seed, x, out, sl)
     return 0
 
