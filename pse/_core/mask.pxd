@@ -19,7 +19,7 @@ ctypedef struct Walker:
     const Tables* tables
     Arena* arena
     const Trie* trie
-    uint32_t* large                # where fewer than half the bytes are some terminal's:
+    uint32_t* large_memo           # where fewer than half the bytes are some terminal's:
                                    # large_subtree's answers so far (the cache's; else NULL)
     const uint16_t* kinds_below    # the kinds of bytes below each trie node (byte_kinds) ...
     int16_t* loop_kinds            # ... and per DFA state, those it loops on (-1: not found yet)

@@ -60,11 +60,12 @@ cdef enum:
 # A mask from this many states or more, where most bytes are no terminal's, plans a subtree
 # by the nodes the walk would step into (see large_subtree).
 cdef int32_t MANY_ROOTS = 8
-cdef int64_t narrow_walked = 0  # large subtrees found small that way so far (for tests)
+cdef int64_t narrow_walked = 0  # nodes found small that way so far (for tests)
 
 
 def _narrow_walked() -> int:
-    """How many large trie subtrees were found small for the walk so far (large_subtree)."""
+    """How many trie nodes large_subtree found small by the nodes the walk steps into, where
+    their size is large (each once per cache), so far."""
     return narrow_walked
 
 
@@ -137,8 +138,8 @@ cdef class Matcher:
         self.cache = cache
         self.structure = structure
         self.w.tables = &self.structure.t
-        self.w.large = (NULL if cache._large is None
-                        else <uint32_t*>cnp.PyArray_DATA(cache._large))
+        self.w.large_memo = (NULL if cache._large_memo is None
+                             else <uint32_t*>cnp.PyArray_DATA(cache._large_memo))
         self.w.arena = &self.structure.arena
         self.w.seen_kept = &self.structure.seen
         self.w.text_cap = 0
@@ -926,34 +927,36 @@ cdef inline int32_t few_seed_states() noexcept nogil:
 cdef inline bint large_subtree(const Walker* w, int32_t node, int32_t smallest,
                                bint keep) noexcept nogil:
     """Whether the walk below trie node `node` may step into `smallest` nodes or more (the
-    node counted): the subtree's size, or where most bytes are no terminal's (`w.large` is
-    set) and the mask starts from MANY_ROOTS states or more, the nodes the walk may step
+    node counted): the subtree's size, or where most bytes are no terminal's (`large_memo`
+    is set) and the mask starts from MANY_ROOTS states or more, the nodes the walk may step
     into: whose byte some terminal takes, below nodes that are. `three rules` of
     grammar_bench takes a, b and c: the few tokens of those letters below a node of
     thousands were planned as jobs, 4,500 a mask (one per state an exit byte leads to), at
     twice the cost of walking them. From fewer states the jobs are few, and their cached
     entries cost less than a walk (chess.gbnf).
 
-    Each node's count is kept in the cache with `keep`, which only the plan passes: it holds
-    the GIL, so what matchers of one cache in other threads keep is whole when it reads it;
-    a walk (without it) may read a half-written answer as not large, and then walks a
-    subtree planned as jobs too (the same tokens), never the other way round."""
+    Each node's answer is kept in the cache with `keep`, which only the plan passes: it holds
+    the GIL, so it reads whole what matchers of one cache in other threads kept. A walk
+    (without it) reads its own plan's answers, or may read one half-written as not large, and
+    then walks a subtree that was planned too (the same tokens): never the other way round.
+    (The answers are for one size: tests change it, with no mask under way in another
+    thread.)"""
     global narrow_walked
     cdef const Trie* tr = w.trie
     cdef int32_t i = node + 1, end = tr.node_end[node], n = 1, words = tr.n_nodes // 32 + 1
     cdef uint32_t* known
-    cdef uint32_t* large
+    cdef uint32_t* large_bits
     if end - node < smallest:
         return False
-    if w.large == NULL or w.roots.n < MANY_ROOTS:
+    if w.large_memo == NULL or w.roots.n < MANY_ROOTS:
         return True
-    known, large = w.large + 1, w.large + 1 + words
-    if w.large[0] == <uint32_t>smallest:
+    known, large_bits = w.large_memo + 1, w.large_memo + 1 + words
+    if w.large_memo[0] == <uint32_t>smallest:
         if has_bit(known, node):
-            return has_bit(large, node)
-    elif keep:  # (counts for another size: tests change it)
+            return has_bit(large_bits, node)
+    elif keep:  # (answers for another size: tests change it)
         memset(known, 0, 2 * words * sizeof(uint32_t))
-        w.large[0] = smallest
+        w.large_memo[0] = smallest
     while i < end and n < smallest:
         if has_bit(w.tables.alphabet, tr.node_byte[i]):
             n += 1
@@ -962,7 +965,7 @@ cdef inline bint large_subtree(const Walker* w, int32_t node, int32_t smallest,
             i = tr.node_end[i]
     if keep:
         if n >= smallest:
-            set_bit(large, node)
+            set_bit(large_bits, node)
         else:
             narrow_walked += 1
         set_bit(known, node)

@@ -78,7 +78,7 @@ cdef class SliceCache:
     cdef dict risky                # see risky_of
     cdef object _kinds_below       # the trie's kinds of bytes below each node
     cdef object _loop_kinds        # per DFA state: the kinds it loops on (-1: not found yet)
-    cdef object _large             # where fewer than half the bytes are some terminal's:
+    cdef object _large_memo        # where fewer than half the bytes are some terminal's:
                                    # which trie nodes are large (see mask.large_subtree)
     cdef object subtrees           # entries below large exit nodes (an LRU): see plan
     # ... the last looked up, by a hash of their key: (term, dstate, count class, node) and

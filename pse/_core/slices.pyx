@@ -188,9 +188,9 @@ cdef class SliceCache:
         self._kinds_below = kinds_below(trie)
         self._loop_kinds = new_array(max(t.n_dfa_states, 1), cnp.NPY_INT16, 0xFF)  # (-1)
         # (the subtree size it is for, whether each node is known, whether it is large)
-        self._large = (new_array(1 + 2 * (trie.t.n_nodes // 32 + 1), cnp.NPY_UINT32, 0)
-                       if sum(bin(word).count("1") for word in t.alphabet) < 128
-                       else None)
+        self._large_memo = (new_array(1 + 2 * (trie.t.n_nodes // 32 + 1), cnp.NPY_UINT32, 0)
+                            if sum(bin(word).count("1") for word in t.alphabet) < 128
+                            else None)
         self.risky = {}
         self.profiles = OrderedDict()
         self.subtrees = OrderedDict()
