@@ -47,7 +47,7 @@ MODULES = ["canonical", "structure", "stepper", "trie", "byte_kinds", "slices", 
 # are not: a profile of masks over the workload's small vocabulary slows large masks)
 CORE_COMPILE_MODULES = ["rules", "frozen", "automata", "key_names"]
 # the compile path, from a JSON Schema or a grammar to the engine's tables
-PYTHON_MODULES = ["automaton", "bounded_cache", "cfg", "compiler", "counted_lengths", "engine",
+PYTHON_MODULES = ["automaton", "bnf", "bounded_cache", "cfg", "compiler", "counted_lengths", "engine",
                   "gbnf", "grammar", "json_spelling", "json_value", "lark_builder",
                   "lark_patterns", "lark_reader", "lark_syntax", "lark_terminals", "limits",
                   "machines", "products", "regex", "schema_types",

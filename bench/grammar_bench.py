@@ -35,11 +35,11 @@ exponentially, and Earley's items quadratically), and a few letters then N / 40 
 six a's and a c of `three rules` (a random grammar whose three rules call each other every
 way at once), and 2N random words in quotes of `long count` (one terminal, `/[a-z ]{1,100000}/`: a count too long to unroll), are timed by
 quarters as well (whether an engine's time per token grows with the text), with the mean and
-the p99 over the whole text and the grammar's compile (the median of 3: a process's first
-compile also imports what reads the grammar, lark for pse); `--only-long` times these alone, in
+the p99 over the whole text and the grammar's compile (the median of `--repeat`: a process's
+first compile also imports what reads the grammar, lark for pse); `--only-long` times these alone, in
 a process that has run nothing else, `--long-texts` some of them.
 
-Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 3]
+Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [--repeat 11]
                                    [--mask-memo 512] [--engines pse,llguidance,xgrammar]
                                    [--long 400] [--only-long] [--long-texts NAMES]
 """
@@ -340,7 +340,7 @@ def report(results: dict, all_cases: list[Case]) -> None:
 
 
 def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
-           only: set[str] | None = None) -> None:
+           only: set[str] | None = None, repeat: int = 11) -> None:
     """Per token time over each quarter of one long text of AMBIGUOUS (a sum and product of
     `operands` numbers, seeded), of RIGHT_AMBIGUOUS (`operands` a's), of STACKED
     (`operands` a's, then as many b's and c's, seeded), of INTERLEAVED (`operands` a's,
@@ -348,7 +348,7 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
     CALLING_EACH_OTHER (`operands` // 10 a's) and of THREE_RULES (a few letters, then
     `operands` // 40 blocks of six a's and a c) and of LONG_COUNT (`operands` * 2 random
     words): whether an engine's cost grows with the text. `only`: the names of the texts to
-    time (None: all)."""
+    time (None: all); `repeat`: compiles per text, of which the median is reported."""
     rng = random.Random(1)
     sums = str(rng.randrange(100)) + "".join(rng.choice("+*") + str(rng.randrange(100))
                                              for _ in range(operands - 1))
@@ -376,7 +376,7 @@ def growth(engines: dict, vocab: pse.Vocabulary, operands: int,
         print("| engine | 1st quarter | 2nd | 3rd | 4th | mean | p99 | accepted | compile ms |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for engine_name, engine in engines.items():
-            r = run_case(engine, case, [ids], 3)  # (compile: the median of 3, as above)
+            r = run_case(engine, case, [ids], repeat)  # (compile: the median, as above)
             if "error" in r:
                 print(f"| {engine_name} | cannot read the grammar: {r['error']} | | | | | | | |")
                 continue
@@ -392,7 +392,8 @@ def main() -> None:
     ap.add_argument("--gbnf", help="a folder holding llama.cpp's GBNF grammars")
     ap.add_argument("--texts", type=int, default=100, help="random texts per bundled grammar")
     ap.add_argument("--mutations", type=int, default=3, help="edited texts per valid text")
-    ap.add_argument("--repeat", type=int, default=3, help="compiles per grammar and engine")
+    ap.add_argument("--repeat", type=int, default=11,
+                    help="compiles per grammar and engine (their median is reported)")
     ap.add_argument("--mask-memo", type=int, default=512, help="pse's mask memo (0: off)")
     ap.add_argument("--engines", default=",".join(installed()))
     ap.add_argument("--long", type=int, default=0, metavar="N",
@@ -421,7 +422,7 @@ def main() -> None:
     vocab = pse.Vocabulary.from_file(TOKENIZER)
     engines = {name: make(name, vocab, args.mask_memo) for name in args.engines.split(",")}
     if args.only_long:
-        growth(engines, vocab, args.long, only)
+        growth(engines, vocab, args.long, only, args.repeat)
         return
     rng = random.Random(0)
     all_cases = cases(args, rng)
@@ -437,7 +438,7 @@ def main() -> None:
                                                 args.repeat)
     report(results, all_cases)
     if args.long:
-        growth(engines, vocab, args.long, only)
+        growth(engines, vocab, args.long, only, args.repeat)
 
 
 if __name__ == "__main__":

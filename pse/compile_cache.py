@@ -55,7 +55,7 @@ DEFAULT_MAX_BYTES = 1 << 30
 # The modules whose upper-case constants are compile settings (see _settings; pse.gbnf's
 # are in a GBNF grammar's description: `import pse` does not import it).
 _SETTINGS_MODULES = (
-    "pse.automaton", "pse.cfg", "pse.compiler", "pse.json_spelling",
+    "pse.automaton", "pse.bnf", "pse.cfg", "pse.compiler", "pse.json_spelling",
     "pse.json_value", "pse.lark_reader", "pse.lark_terminals", "pse.machines", "pse.regex",
     "pse.registers", "pse.schema_types", "pse.json_schema.arrays", "pse.json_schema.common",
     "pse.json_schema.compile", "pse.json_schema.enums", "pse.json_schema.formats",

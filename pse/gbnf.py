@@ -30,7 +30,7 @@ from pse import limits
 from pse.cfg import Alternative
 from pse.compiler import MAX_NODES
 from pse.errors import GrammarError
-from pse.lark_reader import BnfBuilder, BnfGrammar
+from pse.bnf import BnfBuilder, BnfGrammar
 from pse.lark_terminals import counted_terminal_dfa, terminal_dfa
 
 ROOT = "root"

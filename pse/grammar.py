@@ -23,7 +23,8 @@ from typing import Iterable
 from pse import automaton, compile_cache, limits
 from pse.cfg import Alternative, Symbol, cycles, post_order, rewrite
 from pse.errors import GrammarError
-from pse.lark_reader import BnfGrammar, read_lark
+from pse.bnf import BnfGrammar
+from pse.lark_reader import read_lark
 from pse.lark_terminals import (
     counted_followed_by_ignored, counted_terminal_dfa, followed_by_ignored, literal_dfa,
     terminal_dfa)

@@ -28,9 +28,9 @@ from pse import lark_syntax, limits
 from pse.errors import GrammarError
 
 
-def load(text: str, source: str, import_paths: list[str]) -> tuple:
+def load(text: str, source: str, import_paths: list[str], tree=None) -> tuple:
     """Lark's `Grammar` of `text` and the files it imported ({path: SHA-256 of the text}), as
-    lark's `load_grammar` makes them.
+    lark's `load_grammar` makes them (`tree`: its statements, if `pse.lark_syntax` read them).
 
     Raises:
         lark.exceptions.LarkError: lark's builder refuses the grammar.
@@ -39,7 +39,7 @@ def load(text: str, source: str, import_paths: list[str]) -> tuple:
         GrammarError: a terminal past MAX_TERMINAL_PARTS.
     """
     builder = _Builder(False, import_paths)
-    builder.load_grammar(text, source)
+    builder.load_grammar(text, source, tree=tree)
     return builder.build(), builder.used_files
 
 
@@ -54,13 +54,14 @@ class _Builder(GrammarBuilder):
         self.resolved: dict[int, tuple] = {}
 
     def load_grammar(self, grammar_text: str, grammar_name: str = "<?>",
-                     mangle=None) -> None:
-        """The definitions of `grammar_text` (its imports first), names passed through
-        `mangle` when it is imported."""
-        try:
-            tree = lark_syntax.parse(grammar_text)
-        except lark_syntax.Unread:
-            tree = _parse_grammar(grammar_text, grammar_name)
+                     mangle=None, tree=None) -> None:
+        """The definitions of `grammar_text` (its imports first; `tree`: its statements, if
+        read before), names passed through `mangle` when it is imported."""
+        if tree is None:
+            try:
+                tree = lark_syntax.parse(grammar_text)
+            except lark_syntax.Unread:
+                tree = _parse_grammar(grammar_text, grammar_name)
         imports: dict[tuple, tuple] = {}  # dotted path -> (base path, {name: alias})
         for stmt in tree.children:
             if stmt.data == "import":

@@ -3,12 +3,16 @@
 Lark's builder reads the text (its syntax read by `pse.lark_syntax`, in lark's own terms, and
 given to the builder by `pse.lark_builder`): `%import`, `%ignore`, `%declare`, templates,
 terminals built from other terminals, anonymous terminals for the strings in rules. The EBNF
-operators are pse's to rewrite: lark's own pass (`Grammar.compile`) writes each group of
-alternatives, each `?` and `[...]` inside an expansion out into copies of it, however many
-(`a? b? c? ...` becomes 2**n alternatives), which cost more time than the rest of a grammar's
-compile. Here an
-expansion is spelled out only up to MAX_SPELLED_OUT alternatives; beyond, parts become rules
-of their own; repetitions are loop rules (`pse.cfg` removes their left recursion).
+operators are pse's to rewrite (`pse.bnf`): lark's own pass (`Grammar.compile`) writes each
+group of alternatives, each `?` and `[...]` inside an expansion out into copies of it, however
+many (`a? b? c? ...` becomes 2**n alternatives), which cost more time than the rest of a
+grammar's compile.
+
+A grammar's own rules are read straight from its tokens into BNF (`_LarkRules`), past lark's
+trees and builder, where nothing rewrites them before: no template, `%override` or `%extend`.
+Where that reading meets anything lark's builder would refuse (a symbol not defined, a name
+defined twice, ...), the grammar is read again the whole way through lark's builder, which
+decides, and words the error.
 
 This reads lark's grammar trees, which are not lark's public API: pyproject.toml bounds the lark
 releases it was written for.
@@ -16,31 +20,15 @@ releases it was written for.
 
 from __future__ import annotations
 
-import itertools
-from typing import NamedTuple
-
-from pse import lark_patterns, limits
-from pse.cfg import Alternative, Symbol
-from pse.compiler import MAX_NODES
+from pse import lark_patterns, lark_syntax, limits
+from pse.bnf import REPEATS, BnfBuilder, BnfGrammar
+from pse.cfg import Alternative
 from pse.errors import GrammarError
-from pse.limits import check_budget
 
 
-class BnfGrammar(NamedTuple):
-    """A grammar in BNF, as `read_lark` (or `pse.gbnf.to_bnf`) reads it.
-
-    Attributes:
-        rules: per rule name, its alternatives (tuples of symbols).
-        terminals: lark's terminal definitions (`TerminalDef`: name, pattern).
-        ignore_tokens: the names of the `%ignore`d terminals.
-        files: the files its `%import`s read (lark's own grammars left out), as
-            (path, SHA-256 of the text) pairs.
-    """
-
-    rules: dict[str, list[Alternative]]
-    terminals: list
-    ignore_tokens: list[str]
-    files: tuple = ()
+class _NotPlain(Exception):
+    """A grammar's own rules as `_LarkRules` read them are not what lark's builder would accept
+    as they are: the grammar is read through lark's builder instead."""
 
 
 def read_lark(text: str, start: str, import_paths: list[str],
@@ -57,10 +45,19 @@ def read_lark(text: str, start: str, import_paths: list[str],
     from pse import lark_builder  # (lark is imported only where a Lark grammar is read)
 
     where = source_path or "grammar"
+    source = source_path or "<string>"
     try:
-        grammar, used = lark_builder.load(text, source_path or "<string>", import_paths)
-        terminals = lark_patterns.terminal_definitions(grammar)
-        rules = _rules(grammar, terminals)
+        try:  # the grammar's own rules read from its tokens (see the module's doc)
+            tree, heads, kinds, texts = lark_syntax.parse_apart(text)
+            grammar, used = lark_builder.load(text, source, import_paths, tree)
+            terminals = lark_patterns.terminal_definitions(grammar)
+            rules = _rules(grammar, terminals,
+                           None if heads is None else (heads, kinds, texts))
+        except (lark_syntax.Unread, _NotPlain, LarkError, GrammarError, RecursionError,
+                OSError):
+            grammar, used = lark_builder.load(text, source, import_paths)  # (lark decides)
+            terminals = lark_patterns.terminal_definitions(grammar)
+            rules = _rules(grammar, terminals)
     except LarkError as e:
         raise GrammarError(f"{where}: lark cannot read the grammar: {e}") from None
     except RecursionError:  # (lark's passes and pse's reader recurse per nested group)
@@ -81,9 +78,15 @@ def read_lark(text: str, start: str, import_paths: list[str],
     return BnfGrammar(rules, terminals, list(grammar.ignore), files)
 
 
-def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
+def _rules(grammar, terminals: list, own: tuple | None = None) -> dict[str, list[Alternative]]:
     """Every rule (templates instantiated) as BNF alternatives; `terminals` gains lark's
-    anonymous terminals for the strings written in rules."""
+    anonymous terminals for the strings written in rules. `own`: the grammar's own rules,
+    which `grammar` then lacks, as `lark_syntax.parse_apart` leaves them (their heads, the
+    kinds and texts of the tokens).
+
+    Raises:
+        _NotPlain: `own` holds what lark's builder would refuse.
+    """
     from lark.grammar import RuleOptions
     from lark.load_grammar import ApplyTemplates, ValidateSymbols
 
@@ -95,7 +98,8 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
     if any(params for _, params, _, _ in rule_defs):
         prepare = (lark_patterns.literals() * ValidateSymbols() * anonymous
                    * ApplyTemplates(rule_defs))
-    bnf = _LarkTrees(anonymous)
+    bnf = _LarkRules(anonymous)
+    keep_all = RuleOptions(keep_all_tokens=True)
     i = 0
     while i < len(rule_defs):  # (instantiating a template appends to rule_defs)
         name, params, tree, options = rule_defs[i]
@@ -106,9 +110,24 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
             raise GrammarError(f"rule {name} is declared with %declare but has no "
                                "definition: only terminals can be declared")
         # (as lark: `!rule` keeps its anonymous terminals in the parse tree)
-        anonymous.rule_options = (RuleOptions(keep_all_tokens=True)
-                                  if options and options.keep_all_tokens else None)
+        anonymous.rule_options = keep_all if options and options.keep_all_tokens else None
         bnf.rule(str(name), prepare.transform(tree) if prepare else tree)
+    if own is not None:  # (after the imported rules, as lark's builder defines them)
+        heads, kinds, texts = own
+        defined = {name for name, _ in grammar.term_defs}
+        defined.update(name for name, *_ in rule_defs)
+        for _, name, _ in heads:
+            if name in defined or name.startswith("__"):
+                raise _NotPlain(name)  # (defined twice, or a name lark reserves)
+            defined.add(name)
+        bnf.kinds, bnf.texts = kinds, texts
+        for modifiers, name, at in heads:
+            if "?" in modifiers and name.startswith("_"):
+                raise _NotPlain(name)  # (lark refuses `?_rule`)
+            anonymous.rule_options = keep_all if "!" in modifiers else None
+            bnf.read_rule(name, at)
+        if not bnf.used <= defined:
+            raise _NotPlain(bnf.used - defined)  # (lark words it)
     # (lark's builder takes `%import common.NUMBER -> number` as a terminal spelled in lower
     # case, which no rule may use; lark refuses it only when it builds its parser)
     defined = {str(t.name) for t in terminals}
@@ -120,111 +139,6 @@ def _rules(grammar, terminals: list) -> dict[str, list[Alternative]]:
                 raise GrammarError(f"rule {bnf.owner.get(name, name)}: uses the undefined "
                                    f"rule {symbol!r}{hint}")
     return bnf.rules
-
-
-# An expansion with optional parts or groups is spelled out into its alternatives (as lark does,
-# and as the machines share their common prefixes) up to this many; beyond, the part with the
-# most alternatives becomes a rule of its own. A count spells out its copies up to this many
-# symbols too; beyond, what it repeats becomes a rule (n nested `{2}` doubled it n times).
-MAX_SPELLED_OUT = 16
-
-
-class BnfBuilder:
-    """EBNF to BNF: sequences of parts spelled out into alternatives (`expansion`),
-    repetitions (`repeat`), rules made for parts (`part`). `rules` collects the rules."""
-
-    def __init__(self) -> None:
-        self.rules: dict[str, list[Alternative]] = {}
-        self.parts: dict[tuple, str] = {}  # (kind, alternatives) -> the rule made for them
-        self.current = ""  # the rule being read: parts are named after it
-        self.owner: dict[str, str] = {}  # a part's rule -> the rule it was made in
-
-    def expansion(self, options: list[list[Alternative]]) -> list[Alternative]:
-        """A sequence of parts, each given by its alternatives, spelled out; while that makes
-        too many, the part with the most alternatives (or else the last two parts together)
-        becomes a rule of its own."""
-        check_budget()  # (reading a grammar counts in its compile's time: see pse.grammar)
-        options = [alts for alts in options if alts != [()]]
-        while len(options) > 1 and _product(map(len, options)) > MAX_SPELLED_OUT:
-            k = max(range(len(options)), key=lambda i: len(options[i]))
-            if len(options[k]) > 2:
-                options[k] = self.one(options[k])
-            else:
-                options[-2:] = [self.one(_spelled(options[-2:]))]
-        return _spelled(options)
-
-    def one(self, alts: list[Alternative], copies: int = 1) -> list[Alternative]:
-        """`alts` as one alternative (itself if it is the only non-empty one and one symbol,
-        or short enough that `copies` of it spell at most MAX_SPELLED_OUT symbols; else a rule
-        of its own) or, when they hold the empty text, that or nothing: the rules made here
-        never match the empty text."""
-        filled = [alt for alt in alts if alt]
-        if len(filled) == 1 and (len(filled[0]) == 1
-                                 or copies * len(filled[0]) <= MAX_SPELLED_OUT):
-            single = filled
-        else:
-            single = [(self.part("group", filled),)]
-        return single + [()] if len(filled) < len(alts) else single
-
-    def repeat(self, alts: list[Alternative], low: int, high: int | None) -> list[Alternative]:
-        """`low` to `high` (None: any number of) texts of `alts`, one after the other."""
-        if high is not None and high < low:
-            raise GrammarError(f"rule {self.current}: bad range {low}..{high}")
-        if max(low, high or 0) > MAX_NODES:  # (each repeat: a parser node at least)
-            raise GrammarError(f"rule {self.current}: a count above {MAX_NODES:,} "
-                               "(pse.compiler.MAX_NODES)")
-        if (low, high) == (0, 1):
-            return alts + [()]
-        if () in alts:  # each copy may be empty: at most `high` non-empty ones, as `x{0,n}`
-            # (`"a"?{300}` spelled as 300 optional parts nested 300 rules deep at its start)
-            alts, low = [alt for alt in alts if alt], 0
-        if low > 1 and (_product(itertools.repeat(len(alts), low)) > MAX_SPELLED_OUT
-                        or low * max(map(len, alts), default=0) > MAX_SPELLED_OUT):
-            alts = self.one(alts, copies=low)  # (the copies of one rule: spelling out many
-            # copies of several alternatives paired them up one rule at a time, quadratic in
-            # the count; of a long one, nested counts made it exponential)
-        if high is not None:
-            return self.expansion([list(alts) for _ in range(low)]
-                                  + [self.up_to(alts, high - low)])
-        # one or more: a left-recursive rule, which pse.cfg turns into a loop
-        (unit,) = self.one([alt for alt in alts if alt]) if any(alts) else [()]
-        if not unit:
-            return [()]
-        loop = self.part("loop", [])
-        self.rules[loop[1]] = [unit, (loop,) + unit]
-        more = [(loop,), ()] if low == 0 or () in alts else [(loop,)]
-        return self.expansion([list(alts) for _ in range(low - 1)] + [more])
-
-    def up_to(self, alts: list[Alternative], k: int) -> list[Alternative]:
-        """At most `k` texts of `alts`, one after the other: spelled out when few, else a
-        chain of rules, each one more at most (`alts` once, or `alts` then the next rule)."""
-        if k == 0:
-            return [()]
-        filled = [alt for alt in alts if alt]
-        if not filled:
-            return [()]
-        (unit,) = self.one(filled, copies=k if k < MAX_SPELLED_OUT else 1)
-        if k < MAX_SPELLED_OUT:
-            return [unit * j for j in range(k + 1)]
-        more: list[Alternative] = [unit]
-        for _ in range(k - 1):
-            check_budget()
-            more = [(self.part("upto", [unit] + [unit + alt for alt in more]),)]
-        return more + [()]
-
-    def part(self, kind: str, alts: list[Alternative]) -> Symbol:
-        """A rule for `alts` (one per distinct content, named after the rule it is in)."""
-        key = (kind, tuple(alts)) if alts else None
-        name = self.parts.get(key) if key else None
-        if name is None:
-            name = f"__{self.current}_{kind}_{len(self.rules)}"
-            while name in self.rules:
-                name += "_"
-            self.rules[name] = alts
-            self.owner[name] = self.current
-            if key:
-                self.parts[key] = name
-        return ("n", name)
 
 
 class _LarkTrees(BnfBuilder):
@@ -266,18 +180,7 @@ class _LarkTrees(BnfBuilder):
         if data == "value":
             return self.alternatives(node.children[0])
         if data in ("literal", "range"):  # a string, regex or range: its terminal
-            key = (data, *((token.type, str(token)) for token in node.children))
-            found = self.by_literal.get(key)
-            if found is None:
-                try:
-                    pattern = (lark_patterns.literal_pattern(*node.children) if data == "literal"
-                               else self.range(*node.children).children[0])
-                except AssertionError:  # (lark's check of a range's ends)
-                    raise GrammarError(f"rule {self.current}: the ends of a range must be "
-                                       f"single characters: "
-                                       f"{' .. '.join(map(str, node.children))}") from None
-                found = self.by_literal[key] = self.alternatives(self.name_terminal(pattern))
-            return list(found)
+            return self.literal(data, node.children)
         if data == "expansion":
             return self.expansion([self.alternatives(child) for child in node.children])
         if data == "maybe":
@@ -294,23 +197,127 @@ class _LarkTrees(BnfBuilder):
                            "this reader does not know (a lark release it was not written "
                            "for?)")
 
+    def literal(self, data: str, tokens: list) -> list[Alternative]:
+        """The alternatives (its terminal) of a "literal" (a string or regex token) or of a
+        "range" (two string tokens)."""
+        key = (data, *((token.type, str(token)) for token in tokens))
+        found = self.by_literal.get(key)
+        return list(found if found is not None else self.new_literal(key, tokens))
 
-REPEATS = {"?": (0, 1), "*": (0, None), "+": (1, None)}
+    def new_literal(self, key: tuple, tokens: list) -> list[Alternative]:
+        """`literal`'s alternatives, the first time its tokens are met (`key`: by_literal's)."""
+        data = key[0]
+        try:
+            pattern = (lark_patterns.literal_pattern(*tokens) if data == "literal"
+                       else self.range(*tokens).children[0])
+        except AssertionError:  # (lark's check of a range's ends)
+            raise GrammarError(f"rule {self.current}: the ends of a range must be single "
+                               f"characters: {' .. '.join(map(str, tokens))}") from None
+        found = self.by_literal[key] = self.alternatives(self.name_terminal(pattern))
+        return found
 
 
-def _product(numbers) -> int:
-    """The product of `numbers`, or MAX_SPELLED_OUT + 1 once it is larger."""
-    out = 1
-    for n in numbers:
-        out *= n
-        if out > MAX_SPELLED_OUT:
-            return MAX_SPELLED_OUT + 1
-    return out
+class _LarkRules(_LarkTrees):
+    """`_LarkTrees`, and a grammar's own rules read from its tokens (`read_rule`): lark's
+    meta-grammar, as `lark_syntax._Reader` reads it, each part's alternatives made as it is
+    read, in the order `_LarkTrees` walks the tree `_Reader` would make (terminals are named
+    in that order). Raises `_NotPlain` on a form it does not expect."""
+
+    def __init__(self, anonymous) -> None:
+        super().__init__(anonymous)
+        from lark import Token
+
+        self.token = Token
+        self.kinds: list[str] = []
+        self.texts: list[str] = []
+        self.i = 0
+        self.depth = 0  # groups open (pse.limits.MAX_GROUP_DEPTH, as lark_syntax._Reader)
+        self.used: set[str] = set()  # the symbols the rules read use
+
+    def read_rule(self, name: str, at: int) -> None:
+        """Rule `name`, its expansions from token `at` to the end of the statement."""
+        self.current, self.i = name, at
+        alts = self.expansions()
+        if self.kinds[self.i] != "_NL":
+            raise _NotPlain(self.i)
+        self.rules[name] = alts
+
+    def expansions(self) -> list[Alternative]:
+        out = dict.fromkeys(self.alias())
+        while self.kinds[self.i] in ("_OR", "_NL_OR"):
+            self.i += 1
+            out.update(dict.fromkeys(self.alias()))
+        return list(out)
+
+    def alias(self) -> list[Alternative]:
+        parts = []
+        while self.kinds[self.i] in lark_syntax.ATOM_START:
+            parts.append(self.expr())
+        alts = self.expansion(parts)
+        if self.kinds[self.i] == "_TO":  # (the alias names the parse tree's node)
+            if self.kinds[self.i + 1] != "RULE":
+                raise _NotPlain(self.i)
+            self.i += 2
+        return alts
+
+    def expr(self) -> list[Alternative]:
+        alts = self.atom()
+        kind = self.kinds[self.i]
+        if kind == "OP":
+            op = self.texts[self.i]
+            self.i += 1
+            if op not in REPEATS:
+                raise _NotPlain(op)
+            return self.repeat(alts, *REPEATS[op])
+        if kind == "TILDE":
+            low = high = self.number(self.i + 1)
+            self.i += 2
+            if self.kinds[self.i] == "_DOTDOT":
+                high = self.number(self.i + 1)
+                self.i += 2
+            return self.repeat(alts, low, high)
+        return alts
+
+    def number(self, i: int) -> int:
+        if self.kinds[i] != "NUMBER":
+            raise _NotPlain(i)
+        return int(self.texts[i])
+
+    def atom(self) -> list[Alternative]:
+        kind = self.kinds[self.i]
+        if kind in ("_LPAR", "_LBRA"):
+            self.i += 1
+            self.depth += 1
+            if self.depth > limits.MAX_GROUP_DEPTH:
+                raise _NotPlain("deep")  # (lark_syntax words it)
+            alts = self.expansions()
+            if self.kinds[self.i] != ("_RPAR" if kind == "_LPAR" else "_RBRA"):
+                raise _NotPlain(self.i)
+            self.i += 1
+            self.depth -= 1
+            return alts if kind == "_LPAR" else alts + [()]
+        return self.value()
+
+    def value(self) -> list[Alternative]:
+        kind, text = self.kinds[self.i], self.texts[self.i]
+        self.i += 1
+        if kind == "TERMINAL" or kind == "RULE":
+            self.used.add(text)
+            return [(("t" if kind == "TERMINAL" else "n", text),)]
+        if kind == "STRING" and self.kinds[self.i] == "_DOTDOT":
+            if self.kinds[self.i + 1] != "STRING":
+                raise _NotPlain(self.i)
+            end = self.texts[self.i + 1]
+            self.i += 2
+            key = ("range", (kind, text), (kind, end))
+            found = self.by_literal.get(key)
+            return list(found if found is not None else self.new_literal(
+                key, [self.token(kind, text), self.token(kind, end)]))
+        if kind in ("STRING", "REGEXP"):
+            key = ("literal", (kind, text))
+            found = self.by_literal.get(key)
+            return list(found if found is not None
+                        else self.new_literal(key, [self.token(kind, text)]))
+        raise _NotPlain(self.i)
 
 
-def _spelled(options: list[list[Alternative]]) -> list[Alternative]:
-    """Every sequence of one alternative per part, without repeats."""
-    out: list[Alternative] = [()]
-    for alts in options:
-        out = [done + alt for done in out for alt in alts]
-    return list(dict.fromkeys(out))

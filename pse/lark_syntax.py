@@ -74,12 +74,31 @@ def parse(text: str) -> Tree:
     return _Reader(*tokens(text)).start()
 
 
+# the tokens of statements that rewrite rules (templates, %override, %extend)
+REWRITING = frozenset(("_LBRACE", "_OVERRIDE", "_EXTEND"))
+
+
+def parse_apart(text: str) -> tuple[Tree, list | None, list[str], list[str]]:
+    """`parse`, the rule statements left out of the tree where no statement rewrites rules
+    (templates, `%override`, `%extend`): the tree, each rule's head (its modifiers, its name,
+    where its expansions start among the tokens: `pse.lark_reader` reads them from there), or
+    None where the tree holds the rules, and the kinds and texts of the tokens.
+
+    Raises:
+        Unread, RecursionError: as `parse`.
+    """
+    kinds, texts = tokens(text)
+    heads = None if REWRITING.intersection(kinds) else []
+    return _Reader(kinds, texts, heads).start(), heads, kinds, texts
+
+
 class _Reader:
-    def __init__(self, kinds: list[str], texts: list[str]) -> None:
+    def __init__(self, kinds: list[str], texts: list[str], heads: list | None = None) -> None:
         # (a lark Token is made only for a token the tree holds: most are punctuation)
         self.kinds, self.texts = kinds, texts
         self.i = 0
         self.depth = 0  # groups open (see enter)
+        self.heads = heads  # rule statements left out of the tree (see parse_apart)
 
     def peek(self) -> str:
         return self.kinds[self.i]
@@ -115,7 +134,10 @@ class _Reader:
         items = []
         while self.peek() != "$END":
             if not self.skip("_NL"):
-                items.append(self.statement())
+                if self.heads is not None and self.kinds[self.i] in ("RULE", "RULE_MODIFIERS"):
+                    self.rule_head()
+                else:
+                    items.append(self.statement())
         return Tree("start", items)
 
     def statement(self) -> Tree:
@@ -182,6 +204,22 @@ class _Reader:
         self.expect("_NL")
         return Tree("rule", [Tree("rule_modifiers", modifiers), name,
                              Tree("template_params", params), Tree("priority", priority), exp])
+
+    def rule_head(self) -> None:
+        """A rule statement into `heads`, its expansions passed over (no template: see
+        parse_apart)."""
+        modifiers = self.texts[self.i - 1] if self.skip("RULE_MODIFIERS") else ""
+        self.expect("RULE")
+        name = self.texts[self.i - 1]
+        if self.skip("_DOT"):
+            self.expect("NUMBER")  # (a rule's priority: only lark's parse trees heed it)
+        self.expect("_COLON")
+        self.heads.append((modifiers, name, self.i))
+        while self.kinds[self.i] != "_NL":
+            if self.kinds[self.i] == "$END":
+                raise Unread(self.i)
+            self.i += 1
+        self.i += 1
 
     def term(self) -> Tree:
         name = self.take("TERMINAL")
