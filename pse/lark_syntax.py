@@ -30,34 +30,77 @@ class Unread(Exception):
     """Text this reader leaves to lark's (a syntax error, or a form it does not expect)."""
 
 
-def _scanner() -> re.Pattern:
-    # lark's lexer tries its terminals in this order and takes the first that matches. Blanks
-    # before a token are taken with it: only WS and COMMENT (both left out) can start with one,
-    # and a COMMENT after blanks is one at the first character after them too
-    order = sorted(TERMINALS.items(), key=lambda item: (
-        -PatternRE(item[1]).max_width, -len(item[1]), item[0]))
-    return re.compile("[ \\t]*(?:"
-                      + "|".join(f"(?P<{name}>{pattern})" for name, pattern in order) + ")")
+# The characters each of lark's tokens can start with (see _scanners). Only a COMMENT
+# (`\s*//...`) can start with any other (a blank), and a NUMBER (`[+-]?\d+`) with a digit
+# other than 0-9: the scanner of the other characters leaves it unread (lark reads it).
+_STARTS = {
+    "REGEXP": "/", "STRING": '"', "COMMENT": "/#\r\n \t", "WS": " \t",
+    "RULE": "abcdefghijklmnopqrstuvwxyz_",
+    "TERMINAL": "ABCDEFGHIJKLMNOPQRSTUVWXYZ_", "_NL_OR": "\r\n", "_NL": "\r\n",
+    "BACKSLASH": "\\", "NUMBER": "+-0123456789", "_OVERRIDE": "%", "_DECLARE": "%",
+    "_EXTEND": "%", "_IGNORE": "%", "_IMPORT": "%", "RULE_MODIFIERS": "!?", "_DOTDOT": ".",
+    "_TO": "-", "OP": "+*?", "_DOT": ".", "_LBRA": "[", "_LBRACE": "{", "_LPAR": "(",
+    "_OR": "|", "_RBRA": "]", "_RBRACE": "}", "_RPAR": ")", "TILDE": "~", "_COLON": ":",
+    "_COMMA": ",",
+}
 
 
-_SCANNER = _scanner()
+# lark's lexer's order: it tries its terminals in this order and takes the first that matches
+_ORDER = [name for name, pattern in sorted(TERMINALS.items(), key=lambda item: (
+    -PatternRE(item[1]).max_width, -len(item[1]), item[0]))]
+# per first character (any other: "") the tokens that can start with it, in that order (a
+# terminal of lark's missing from _STARTS, from a release this was not written for, can
+# start with any)
+_STARTING = {char: tuple(name for name in _ORDER if char in _STARTS.get(name, char))
+             for char in set("".join(_STARTS.values()))}
+_STARTING[""] = tuple(name for name in _ORDER if name == "COMMENT" or name not in _STARTS)
+# tokens of one character that no other token starts with, taken without a regex
+_SINGLE = {char: kind for char, kind in [
+    ("[", "_LBRA"), ("{", "_LBRACE"), ("(", "_LPAR"), ("|", "_OR"), ("]", "_RBRA"),
+    ("}", "_RBRACE"), (")", "_RPAR"), ("~", "TILDE"), (":", "_COLON"), (",", "_COMMA"),
+    ("*", "OP")] if _STARTING[char] == (kind,)}
+_SCANNERS: dict[str, re.Pattern] = {}  # first character -> its scanner, made when first met
+
+
+def _scanner(char: str) -> re.Pattern:
+    """The scanner of the tokens that can start with `char` (a tenth of the SQL grammar's
+    compile was one regex of all of lark's terminals tried in turn at each token; made when
+    first met: compiling them all took 6 ms)."""
+    found = _SCANNERS.get(char)
+    if found is None:
+        names = _STARTING.get(char, _STARTING[""])
+        found = _SCANNERS[char] = re.compile("|".join(
+            f"(?P<{name}>{TERMINALS[name]})" for name in names))
+    return found
 
 
 def tokens(text: str) -> tuple[list[str], list[str]]:
     """The kinds and the texts of the tokens of `text` (a newline added at the end, as lark
-    does), blanks and comments left out, `$END` last."""
+    does), blanks and comments left out, `$END` last. Blanks before a token are passed over:
+    only WS and COMMENT (both left out) can start with one, and a COMMENT after blanks is one
+    at the first character after them too."""
     text += "\n"
     kinds, texts = [], []
     pos, end = 0, len(text)
-    match = _SCANNER.match
+    single, scanners = _SINGLE, _SCANNERS
     while pos < end:
-        m = match(text, pos)
+        while text[pos] in " \t":  # (the text ends with a newline)
+            pos += 1
+        char = text[pos]
+        kind = single.get(char)
+        if kind is not None:
+            kinds.append(kind)
+            texts.append(char)
+            pos += 1
+            continue
+        scanner = scanners.get(char)
+        m = (scanner if scanner is not None else _scanner(char)).match(text, pos)
         if m is None or m.end() == pos:
             raise Unread(pos)
         kind = m.lastgroup
         if kind not in SKIPPED:
             kinds.append(kind)
-            texts.append(m.group(kind))
+            texts.append(m.group())
         pos = m.end()
     kinds.append("$END")
     texts.append("")

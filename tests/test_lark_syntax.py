@@ -128,6 +128,41 @@ def test_random_text_reads_as_lark_reads_it_or_not_at_all(text):
     read_as_lark_reads_it_or_not_at_all(text)
 
 
+def one_scanner_tokens(text: str) -> tuple | None:
+    """The tokens of `text` by one regex of all lark's terminals, tried in its lexer's order
+    (None: a character no token starts at)."""
+    from lark.lexer import PatternRE
+    from lark.load_grammar import TERMINALS
+
+    order = sorted(TERMINALS.items(), key=lambda item: (
+        -PatternRE(item[1]).max_width, -len(item[1]), item[0]))
+    scanner = re.compile("|".join(f"(?P<{name}>{pattern})" for name, pattern in order))
+    text += "\n"
+    kinds, texts, pos = [], [], 0
+    while pos < len(text):
+        m = scanner.match(text, pos)
+        if m is None or m.end() == pos:
+            return None
+        if m.lastgroup not in lark_syntax.SKIPPED:
+            kinds.append(m.lastgroup)
+            texts.append(m.group())
+        pos = m.end()
+    return kinds + ["$END"], texts + [""]
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet='a_Z:|?!*+.-1 "/#%\\\n\r\t\x0b\u3000\u0663', max_size=12))
+def test_tokens_are_those_of_one_scanner_of_lark_s_terminals(text):
+    """Each scanner tries the tokens that can start with its character: modifiers and
+    operators, blanks of every kind before comments and newlines. Only a digit beyond 0-9
+    is left unread (lark reads it)."""
+    expected = one_scanner_tokens(text)
+    try:
+        assert lark_syntax.tokens(text) == expected
+    except lark_syntax.Unread:
+        assert expected is None or "\u0663" in text
+
+
 PIECES = ["start", "a", "_b", "B", "_C", ":", '"x"', '"y"i', "/z/", "/w+/s", "|", "\n", "\n  |",
           "(", ")", "[", "]", "?", "*", "+", "~", "2", "..", "->", ".", "%ignore", "%declare",
           "%override", "%extend", "%import", "{", "}", ",", "!", "?a", "// c", "#c", "\\\n", " "]
