@@ -20,7 +20,7 @@ releases it was written for.
 
 from __future__ import annotations
 
-from pse import lark_patterns, lark_syntax, limits
+from pse import lark_patterns, limits
 from pse.bnf import REPEATS, BnfBuilder, BnfGrammar
 from pse.cfg import Alternative
 from pse.errors import GrammarError
@@ -42,7 +42,8 @@ def read_lark(text: str, start: str, import_paths: list[str],
     """
     from lark.exceptions import LarkError
 
-    from pse import lark_builder  # (lark is imported only where a Lark grammar is read)
+    # (lark is imported only where a Lark grammar is read)
+    from pse import lark_builder, lark_syntax
 
     where = source_path or "grammar"
     source = source_path or "<string>"
@@ -227,7 +228,9 @@ class _LarkRules(_LarkTrees):
         super().__init__(anonymous)
         from lark import Token
 
-        self.token = Token
+        from pse.lark_syntax import ATOM_START
+
+        self.token, self.atom_start = Token, ATOM_START
         self.kinds: list[str] = []
         self.texts: list[str] = []
         self.i = 0
@@ -251,7 +254,7 @@ class _LarkRules(_LarkTrees):
 
     def alias(self) -> list[Alternative]:
         parts = []
-        while self.kinds[self.i] in lark_syntax.ATOM_START:
+        while self.kinds[self.i] in self.atom_start:
             parts.append(self.expr())
         alts = self.expansion(parts)
         if self.kinds[self.i] == "_TO":  # (the alias names the parse tree's node)

@@ -84,3 +84,15 @@ def test_the_check_finds_cycles():
                           "pse.json_spelling", "pse.json_value", "pse.machines",
                           "pse.registers"]]
     assert cycles({"a": {"a"}}) == [["a"]]
+
+
+def test_import_pse_leaves_the_optional_readers_unimported():
+    """`import pse` does not import lark (about 55 ms): only reading a Lark grammar does."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pse; print(sorted(m for m in ('lark', 'pse.lark_syntax', "
+            "'pse.lark_builder') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent).stdout
+    assert out.strip() == "[]"
