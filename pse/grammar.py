@@ -463,8 +463,11 @@ MAX_INLINED_RULES = 64
 SPECIAL_PREFIX = "PSE_SPECIAL_TOKEN_"
 # the text lark is given for a special token's terminal: only a terminal that holds one has it
 SPECIAL_MARK = "\x00PSESPECIALTOKEN"
-# where _special_tokens looks: a string, a regex or a comment, a special token
-_SPECIAL_SCAN = re.compile(r'["/<]')
+# the text up to the next special token: anything but a string, a regex or a comment, or one
+# of them (a string or regex up to its closing quote or slash, or else its line's end; a
+# regex's flags are letters, passed over as text)
+_BEFORE_SPECIAL = re.compile(
+    r'(?:[^"/<]+|//[^\n]*|"(?:[^"\\\n]|\\[\s\S]?)*"?|/(?:[^/\\\n]|\\[\s\S]?)*/?)*')
 
 
 def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
@@ -478,20 +481,10 @@ def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
     names: dict[int | str, str] = {}
     i, n = 0, len(text)
     while True:
-        found = _SPECIAL_SCAN.search(text, i)  # (the text between is copied as it is)
-        if found is None:
+        j = _BEFORE_SPECIAL.match(text, i).end()  # (the text before is copied as it is)
+        if j >= n:
             out.append(text[i:])
             break
-        j = found.start()
-        if text[j] != "<":  # a string, a regex /.../flags or a comment: copied as it is
-            if text.startswith("//", j):
-                end = text.find("\n", j)
-                end = n if end < 0 else end
-            else:
-                end = _literal_end(text, j)
-            out.append(text[i:end])
-            i = end
-            continue
         out.append(text[i:j])
         end = text.find(">", j)
         body = text[j:end + 1] if end >= 0 else ""
@@ -509,25 +502,6 @@ def _special_tokens(text: str, source: str) -> tuple[str, dict[str, int | str]]:
     # (lark needs a pattern for each; the builder puts the special token in its place)
     out += [f"\n{name}: {json.dumps(SPECIAL_MARK + name)}" for name in specials]
     return "".join(out), specials
-
-
-def _literal_end(text: str, i: int) -> int:
-    """The end of the string or regex literal that starts at text[i] (at a line's end where
-    it is not closed: lark reports it)."""
-    inside = (_STRING_INSIDE if text[i] == '"' else _REGEX_INSIDE).match(text, i + 1).end()
-    if inside < len(text) and text[inside] == "\n":
-        return inside
-    end = inside + 1
-    if text[i] == "/":
-        while end < len(text) and text[end].isalpha():  # flags
-            end += 1
-    return end
-
-
-# a literal's text: any character but its quote or a line's end, or a backslash and the
-# character after it, whatever it is
-_STRING_INSIDE = re.compile(r'(?:[^"\\\n]|\\[\s\S]?)*')
-_REGEX_INSIDE = re.compile(r'(?:[^/\\\n]|\\[\s\S]?)*')
 
 
 def _definition_line(text: str, name: str) -> int | None:

@@ -349,6 +349,49 @@ def test_a_special_token_in_a_regex_terminal_is_named_once():
     assert "holds a special token" in str(raised.value)
 
 
+def special_token_starts(text: str) -> list[int]:
+    """Where special tokens start in a grammar's text: a `<` outside strings, regexes, `//`
+    comments and special tokens, found one literal at a time (a string or regex ends at its closing quote or
+    slash, or else before its line's end)."""
+    starts, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "<":  # (a special token: up to its `>`)
+            starts.append(i)
+            i = text.find(">", i) + 1 or len(text)
+        elif text.startswith("//", i):
+            i = text.find("\n", i) if "\n" in text[i:] else len(text)
+        elif c in "\"/":
+            i += 1
+            while i < len(text) and text[i] not in (c, "\n"):
+                i += 2 if text[i] == "\\" else 1
+            if i < len(text) and text[i] == c:
+                i += 1
+        else:
+            i += 1
+    return starts
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet='a<|>/"\\\n #', max_size=30))
+def test_special_tokens_are_found_outside_literals_and_comments(text):
+    """`_special_tokens` passes over strings, regexes and comments in one regex match: it
+    finds the special tokens a scan of one literal at a time finds."""
+    from pse.grammar import _special_tokens
+
+    starts = special_token_starts(text)
+    bodies = [text[j:text.find(">", j) + 1] if ">" in text[j:] else "" for j in starts]
+    bad = [j for j, body in zip(starts, bodies) if len(body) < 3 or any(map(str.isspace, body))]
+    try:
+        replaced, specials = _special_tokens(text, "g")
+    except GrammarError as e:  # (at the first not written <|name|> or <[id]>)
+        assert bad and f"line {text.count(chr(10), 0, bad[0]) + 1}:" in str(e)
+        return
+    assert not bad
+    assert len(specials) == len(set(bodies))
+    assert replaced.count(" PSE_SPECIAL_TOKEN_") == len(starts)
+
+
 def test_from_file_and_relative_import(tmp_path):
     (tmp_path / "common2.lark").write_text('item: "x" | "y"\n')
     (tmp_path / "main.lark").write_text('start: item ("," item)*\n%import .common2 (item)\n')
