@@ -116,35 +116,16 @@ def rewrite(rules: dict[str, list[Alternative]], start: str) -> Rewritten:
     productive = _productive(rules)
     if start not in productive:
         raise MatchesNothing(f"the grammar matches nothing: rule {start!r} derives no text")
-    rules = {name: [alt for alt in alts if all(k == "t" or s in productive for k, s in alt)]
-             for name, alts in rules.items() if name in productive}
+    if len(productive) < len(rules):  # (else every alternative derives some text)
+        rules = {name: [alt for alt in alts if all(k == "t" or s in productive for k, s in alt)]
+                 for name, alts in rules.items() if name in productive}
     nullable = _nullable(rules)
-
-    # (2) non-empty versions: ("n", A) stands for A minus the empty text
-    plus: dict[str, list[Alternative]] = {}
-    for name, alts in rules.items():
-        out: dict[Alternative, None] = {}
-        for alt in alts:
-            for k, (kind, sym) in enumerate(alt):
-                rest = tuple(("o", s) if kind2 == "n" and s in nullable else (kind2, s)
-                             for kind2, s in alt[k + 1:])
-                out[((kind, sym),) + rest] = None
-                if not (kind == "n" and sym in nullable):
-                    break
-        plus[name] = list(out)
-    # rules whose only text is the empty one: ("n", A) is impossible, ("o", A) is nothing
-    nonempty = _productive(
-        {name: [tuple(s for s in alt if s[0] != "o") for alt in alts]
-         for name, alts in plus.items()})
-    cleaned: dict[str, list[Alternative]] = {}
-    for name in nonempty:
-        cleaned[name] = []
-        for alt in plus[name]:
-            if all(kind != "n" or s in nonempty for kind, s in alt):
-                kept = tuple((kind, s) for kind, s in alt if kind != "o" or s in nonempty)
-                cleaned[name].append(kept)
+    if nullable:
+        cleaned = _non_empty(rules, nullable)
+    else:  # (most grammars: every rule is non-empty as it is)
+        cleaned = {name: list(dict.fromkeys(alts)) for name, alts in rules.items()}
     result = Rewritten(start_nullable=start in nullable)
-    if start not in nonempty:  # the start matches only the empty text
+    if start not in cleaned:  # the start matches only the empty text
         return result
     alts = {name: cleaned[name] for name in _reachable(cleaned, start)}
     tails: dict[str, list[Alternative]] = {name: [] for name in alts}
@@ -170,6 +151,35 @@ def rewrite(rules: dict[str, list[Alternative]], start: str) -> Rewritten:
                     f"{MAX_ALTERNATIVES} alternatives (MAX_ALTERNATIVES)")
     result.alternatives, result.tails = alts, tails
     return result
+
+
+def _non_empty(rules: dict[str, list[Alternative]], nullable: set[str]
+               ) -> dict[str, list[Alternative]]:
+    """Step (2) of `rewrite`: each rule's non-empty texts (("n", A) stands for A minus the
+    empty text), those of rules whose only text is the empty one left out."""
+    plus: dict[str, list[Alternative]] = {}
+    for name, alts in rules.items():
+        out: dict[Alternative, None] = {}
+        for alt in alts:
+            for k, (kind, sym) in enumerate(alt):
+                rest = tuple(("o", s) if kind2 == "n" and s in nullable else (kind2, s)
+                             for kind2, s in alt[k + 1:])
+                out[((kind, sym),) + rest] = None
+                if not (kind == "n" and sym in nullable):
+                    break
+        plus[name] = list(out)
+    # rules whose only text is the empty one: ("n", A) is impossible, ("o", A) is nothing
+    nonempty = _productive(
+        {name: [tuple(s for s in alt if s[0] != "o") for alt in alts]
+         for name, alts in plus.items()})
+    cleaned: dict[str, list[Alternative]] = {}
+    for name in nonempty:
+        cleaned[name] = []
+        for alt in plus[name]:
+            if all(kind != "n" or s in nonempty for kind, s in alt):
+                kept = tuple((kind, s) for kind, s in alt if kind != "o" or s in nonempty)
+                cleaned[name].append(kept)
+    return cleaned
 
 
 def _substitute(alt: Alternative, earlier: list[str], alts: dict[str, list[Alternative]],

@@ -240,6 +240,7 @@ class _Builder:
         self.marked = marked
         self.rules: dict[str, list[Alternative]] = parser.rules
         self.defs = {str(t.name): t for t in parser.terminals}
+        self.regexes: dict[str, str] = {}  # terminal name -> its regex (see regex_of)
         self.ignore_names = [str(name) for name in parser.ignore_tokens]  # (see `where`)
         ignored = [self.terminal_dfa(name) for name in self.ignore_names]
         self.ignored = ignored
@@ -250,6 +251,13 @@ class _Builder:
 
     # -- terminals ----------------------------------------------------------------------------
     def regex_of(self, name: str) -> str:
+        """The regex of terminal `name` (made once: lark's `to_regexp` is Python)."""
+        regex = self.regexes.get(name)
+        if regex is None:
+            regex = self.regexes[name] = self.new_regex(name)
+        return regex
+
+    def new_regex(self, name: str) -> str:
         definition = self.defs.get(name)
         if definition is None:
             raise GrammarError(f"{self.source}: terminal {name} ({self.where(name)}) has no "

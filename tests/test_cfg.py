@@ -1,11 +1,12 @@
 """pse.cfg's fixpoints (which rules derive some text, which the empty text) against the
-plain definition, iterated until nothing changes, on random grammars."""
+plain definition, iterated until nothing changes, on random grammars; the rewrite's way
+around its step (2) where no rule derives the empty text."""
 
 import random
 
 import pytest
 
-from pse.cfg import _nullable, _productive
+from pse.cfg import _non_empty, _nullable, _productive
 
 
 def random_rules(rng: random.Random) -> dict:
@@ -37,3 +38,18 @@ def test_fixpoints_match_the_definition(seed):
         rules, lambda alt, done: all(k == "t" or s in done for k, s in alt))
     assert _nullable(rules) == iterated(
         rules, lambda alt, done: all(k == "n" and s in done for k, s in alt))
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_rules_none_empty_are_their_own_non_empty_versions(seed):
+    """Where no rule derives the empty text, `rewrite` takes each rule's alternatives (each
+    once) as its non-empty version: what step (2), `_non_empty`, makes of them."""
+    rng = random.Random(seed)
+    rules = {name: [alt for alt in alts if alt]  # (no empty alternative: nothing nullable)
+             for name, alts in random_rules(rng).items()}
+    productive = _productive(rules)
+    rules = {name: [alt for alt in alts if all(k == "t" or s in productive for k, s in alt)]
+             for name, alts in rules.items() if name in productive}
+    assert not _nullable(rules)
+    assert _non_empty(rules, set()) == {name: list(dict.fromkeys(alts))
+                                        for name, alts in rules.items()}
