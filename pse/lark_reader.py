@@ -48,7 +48,9 @@ def read_lark(text: str, start: str, import_paths: list[str],
     where = source_path or "grammar"
     source = source_path or "<string>"
     try:
-        try:  # the grammar's own rules read from its tokens (see the module's doc)
+        try:  # the grammar's own rules read from its tokens (see the module's doc); on any
+            # error, read again through lark's builder, which decides (also where the error
+            # would be the same: a spent compile budget raises again within 16 checks)
             tree, heads, kinds, texts = lark_syntax.parse_apart(text)
             grammar, used = lark_builder.load(text, source, import_paths, tree)
             terminals = lark_patterns.terminal_definitions(grammar)
@@ -114,12 +116,14 @@ def _rules(grammar, terminals: list, own: tuple | None = None) -> dict[str, list
         anonymous.rule_options = keep_all if options and options.keep_all_tokens else None
         bnf.rule(str(name), prepare.transform(tree) if prepare else tree)
     if own is not None:  # (after the imported rules, as lark's builder defines them)
+        if prepare is not None:  # (an imported template's instances: lark's builder has
+            raise _NotPlain("templates")  # them after the grammar's own rules)
         heads, kinds, texts = own
         defined = {name for name, _ in grammar.term_defs}
         defined.update(name for name, *_ in rule_defs)
         for _, name, _ in heads:
-            if name in defined or name.startswith("__"):
-                raise _NotPlain(name)  # (defined twice, or a name lark reserves)
+            if name in defined:
+                raise _NotPlain(name)  # (defined twice)
             defined.add(name)
         bnf.kinds, bnf.texts = kinds, texts
         for modifiers, name, at in heads:
@@ -260,6 +264,8 @@ class _LarkRules(_LarkTrees):
         if self.kinds[self.i] == "_TO":  # (the alias names the parse tree's node)
             if self.kinds[self.i + 1] != "RULE":
                 raise _NotPlain(self.i)
+            if self.depth:  # (lark's builder checks the name of an alias inside a group)
+                self.used.add(self.texts[self.i + 1])
             self.i += 2
         return alts
 

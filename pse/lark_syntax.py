@@ -2,8 +2,9 @@
 reader makes of them (its LALR parser, then its `PrepareGrammar` pass), in a fraction of the
 time (lark's parse was about half of the SQL grammar's compile).
 
-The tokens are lark's own: its meta-grammar's terminals (`lark.load_grammar.TERMINALS`) in one
-regular expression, tried in the order lark's lexer tries them. The statements follow lark's
+The tokens are lark's own: its meta-grammar's terminals (`lark.load_grammar.TERMINALS`), tried
+in the order lark's lexer tries them (at each token, those that can start with its first
+character: `_scanner`). The statements follow lark's
 meta-grammar (`lark.load_grammar.RULES`) by recursive descent. Anything this reader does not
 expect raises `Unread`: the caller then has lark read the text (which also words the errors).
 tests/test_lark_syntax.py checks the trees against lark's on every grammar of the test suite.
@@ -30,7 +31,7 @@ class Unread(Exception):
     """Text this reader leaves to lark's (a syntax error, or a form it does not expect)."""
 
 
-# The characters each of lark's tokens can start with (see _scanners). Only a COMMENT
+# The characters each of lark's tokens can start with (see _scanner). Only a COMMENT
 # (`\s*//...`) can start with any other (a blank), and a NUMBER (`[+-]?\d+`) with a digit
 # other than 0-9: the scanner of the other characters leaves it unread (lark reads it).
 _STARTS = {

@@ -89,7 +89,9 @@ REFUSED = {
     "a rule defined twice": 'start: "a"\nstart: "b"\n',
     "a rule named as an imported terminal": "start: number\nnumber: \"1\"\n"
                                             "%import common.NUMBER -> number\n",
-    "a name lark reserves": 'start: __x\n__x: "a"\n',
+    "a name lark's syntax refuses": 'start: __x\n__x: "a"\n',
+    "an alias in a group naming no rule": 'start: ("a" -> x) "b"\n',
+    "an alias in [...] naming no rule": 'start: ["a" -> x]\n',
     "?_rule": 'start: _x\n?_x: "a"\n',
     "an undefined rule": 'start: a "x"\n',
     "an undefined terminal": 'start: "x" X\n',
@@ -113,6 +115,29 @@ def test_refused_alike(text, monkeypatch):
     ours = read(text, False, monkeypatch)
     assert ours == read(text, True, monkeypatch)
     assert ours[0] == "error"
+
+
+def test_aliases_in_groups_are_read_where_they_name_rules(monkeypatch):
+    text = 'start: ("a" -> x) ["b" -> x] "c" -> y\nx: "x"\n'
+    assert read(text, False, monkeypatch) == read(text, True, monkeypatch)
+    assert read_from_tokens(text)["start"] == [(("t", "A"), ("t", "B"), ("t", "C")),
+                                               (("t", "A"), ("t", "C"))]
+
+
+def test_rules_after_an_imported_template_s_instances_are_read_alike(tmp_path, monkeypatch):
+    """Lark's builder has an imported template's instances after the grammar's own rules:
+    their order, and the names of the rules and terminals made for them, are the same."""
+    (tmp_path / "lib.lark").write_text('sep{x}: x (/;/ x)*\nitems: sep{"i"}\n')
+    text = "%import lib.items\nstart: items /r/\n"
+
+    def read_in(by_trees: bool):
+        with monkeypatch.context() as m:
+            if by_trees:
+                m.setattr(lark_syntax, "REWRITING", frozenset(["$END"]))
+            bnf = lark_reader.read_lark(text, "start", [str(tmp_path)], None)
+        return list(bnf.rules.items()), [(t.name, t.pattern) for t in bnf.terminals]
+
+    assert read_in(False) == read_in(True)
 
 
 def test_keeping_tokens_and_priorities_are_read():
