@@ -316,17 +316,17 @@ class _LarkRules(_LarkTrees):
         if kind == "STRING" and self.kinds[self.i] == "_DOTDOT":
             if self.kinds[self.i + 1] != "STRING":
                 raise _NotPlain(self.i)
-            end = self.texts[self.i + 1]
             self.i += 2
-            key = ("range", (kind, text), (kind, end))
-            found = self.by_literal.get(key)
-            return list(found if found is not None else self.new_literal(
-                key, [self.token(kind, text), self.token(kind, end)]))
+            return self.literal_read(("range", (kind, text), (kind, self.texts[self.i - 1])))
         if kind in ("STRING", "REGEXP"):
-            key = ("literal", (kind, text))
-            found = self.by_literal.get(key)
-            return list(found if found is not None
-                        else self.new_literal(key, [self.token(kind, text)]))
+            return self.literal_read(("literal", (kind, text)))
         raise _NotPlain(self.i)
+
+    def literal_read(self, key: tuple) -> list[Alternative]:
+        """`literal`'s alternatives by its key (lark `Token`s made only the first time)."""
+        found = self.by_literal.get(key)
+        if found is None:
+            found = self.new_literal(key, [self.token(kind, text) for kind, text in key[1:]])
+        return list(found)
 
 
