@@ -47,6 +47,7 @@ Run: python bench/grammar_bench.py [--gbnf DIR] [--texts 100] [--mutations 3] [-
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.metadata
 import importlib.util
 import random
@@ -270,7 +271,8 @@ def make(name: str, vocab: pse.Vocabulary, mask_memo: int):
 
 def run_case(engine, case: Case, streams: list[list[int]], repeat: int) -> dict:
     """One engine on one grammar: compile times (ms), per-token times (µs), verdicts."""
-    runs = []
+    gc.collect()  # (lark's judging of the texts leaves cycles whose full collection, 50 ms,
+    runs = []     # fell in whichever compile or step came next: chess.gbnf's first compile)
     try:
         for _ in range(repeat):
             started = time.perf_counter_ns()

@@ -14,11 +14,13 @@ import os
 
 from lark import Tree
 from lark.exceptions import GrammarError as LarkGrammarError
+from lark.exceptions import UnexpectedToken
 from lark.grammar import NonTerminal, Symbol, Terminal
 from lark.load_grammar import (
     EXT,
     GrammarBuilder,
     _get_mangle,
+    _get_parser,
     _parse_grammar,
     sha256_digest,
     stdlib_loader,
@@ -43,6 +45,24 @@ def load(text: str, source: str, import_paths: list[str], tree=None) -> tuple:
     return builder.build(), builder.used_files
 
 
+def _parse_lark(text: str, name: str) -> Tree:
+    """Lark's tree of the statements of `text`, read by lark's reader.
+
+    Raises:
+        lark.exceptions.LarkError: a syntax error, as lark words it (or, where lark 1.3 fails
+            to word it, with the line, the column and the token).
+    """
+    try:
+        return _parse_grammar(text, name)
+    except TypeError:  # (lark 1.3's match_examples formats a parser state with %d on some
+        try:           # texts that end a statement early: the error read again, unworded)
+            _get_parser().parse(text + "\n", "start")
+        except UnexpectedToken as e:
+            raise LarkGrammarError(f"Unexpected token {e.token!r} at line {e.line} column "
+                                   f"{e.column} in {name}\n\n{e.get_context(text)}") from None
+        raise
+
+
 class _Builder(GrammarBuilder):
     """Lark's builder, its statements read by `pse.lark_syntax`: `load_grammar` and
     `do_import` are lark's steps in pse's words (the rest is lark's own)."""
@@ -61,7 +81,7 @@ class _Builder(GrammarBuilder):
             try:
                 tree = lark_syntax.parse(grammar_text)
             except lark_syntax.Unread:
-                tree = _parse_grammar(grammar_text, grammar_name)
+                tree = _parse_lark(grammar_text, grammar_name)
         imports: dict[tuple, tuple] = {}  # dotted path -> (base path, {name: alias})
         for stmt in tree.children:
             if stmt.data == "import":

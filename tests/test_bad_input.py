@@ -151,6 +151,19 @@ def test_errors_of_pses_lark_reader_name_the_grammar_as_larks_do(tmp_path):
             assert error in str(raised.value)
 
 
+def test_a_syntax_error_lark_fails_to_word_is_a_grammar_error(tmp_path):
+    """lark 1.3's reader raises TypeError while it words some syntax errors (its
+    `match_examples` formats a parser state with %d): pse words them itself, in the grammar
+    and in an imported one."""
+    text = "%ignore[|/+/*%declare"
+    with pytest.raises(GrammarError, match=r"^grammar: lark cannot read the grammar: "
+                       r"Unexpected token .* at line 1 column \d+"):
+        pse.Grammar.from_lark(text)
+    (tmp_path / "broken.lark").write_text(text)
+    with pytest.raises(GrammarError, match=r"Unexpected token .* in .*broken\.lark"):
+        pse.Grammar("start: A\n%import broken.A\n", import_paths=[tmp_path]).compile()
+
+
 def test_imported_terminals_count_in_the_bounds(tmp_path):
     """Terminals put in place in an imported grammar count with their depth and spelled-out
     size where they are used: counted as one level and a few parts, terminals doubling over
