@@ -6,7 +6,8 @@ GBNF is character-level: rules `name ::= ...` of literals (`"..."` with `\\x`, `
 `\\t`, `\\r`, `\\n`, `\\\\`, `\\"`, `\\[`, `\\]` escapes), character classes (`[a-z]`, negated
 `[^...]`), `.` (any character), rule names, groups, `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`,
 `{,n}`, and tokens (`<[id]>` by id, `<text>` by text); `#` starts a comment; `root` is the
-start. A rule ends at the end of its line, except inside parentheses and after `|`. Lark with
+start. A line break inside a literal or a class is one of its characters (as llama.cpp reads
+it). A rule ends at the end of its line, except inside parentheses and after `|`. Lark with
 pse's scannerless reading has the same language: every literal and class becomes an anonymous
 terminal, there is nothing `%ignore`d, and a rule's name maps to a Lark name (lower case, `-`
 as `_`). In the BNF, a run of literals and classes (with their groups and repetitions, and
@@ -284,10 +285,12 @@ class _Reader:
         return ("tok", token)
 
     # -- characters ---------------------------------------------------------------------------
-    def char(self, where: str) -> str:
-        """One character of a literal or a class, its escape read."""
-        if self.pos >= len(self.text) or self.text[self.pos] in "\r\n":
-            raise self.error(f"unterminated {where}")
+    def char(self, where: str, opened: int) -> str:
+        """One character of a literal or a class, its escape read (a line break too, as
+        llama.cpp reads it; `opened`: where the literal or class opens, named if the text
+        ends first)."""
+        if self.pos >= len(self.text):
+            raise self.error(f"unterminated {where}", opened)
         c = self.text[self.pos]
         self.pos += 1
         if c != "\\":
@@ -309,10 +312,11 @@ class _Reader:
         raise self.error(f"unknown escape \\{e}", self.pos - 2)
 
     def literal(self) -> Item:
+        start = self.pos
         self.pos += 1  # the opening quote
         chars = []
         while self.peek() != '"':
-            chars.append(self.char("literal"))
+            chars.append(self.char("literal", start))
         self.pos += 1
         return ("lit", "".join(chars))
 
@@ -324,10 +328,10 @@ class _Reader:
             self.pos += 1
         parts = []
         while self.peek() != "]":
-            low = self.char("character class")
+            low = self.char("character class", start)
             if self.peek() == "-" and self.peek(2)[1:] not in ("]", ""):
                 self.pos += 1
-                high = self.char("character class")
+                high = self.char("character class", start)
                 if high < low:
                     raise self.error(f"range {low!r}-{high!r} runs backwards", start)
                 parts.append(_in_class(low) + "-" + _in_class(high))

@@ -39,7 +39,8 @@ class Grammar(StateMachine):
     Args:
         text: the grammar, in Lark's syntax.
         start: the start rule.
-        import_paths: folders searched by `%import` (lark's own `common` is always there).
+        import_paths: folders searched by `%import` (lark's own `common` is always there):
+            one folder (a str or path) or several.
         source_path: the file the grammar came from (relative `%import .x` are resolved
             beside it; named in errors).
 
@@ -51,21 +52,26 @@ class Grammar(StateMachine):
     built only if something asks for it (`state_graph`).
 
     Raises:
-        TypeError: `text` or `start` is not a str.
+        TypeError: `text` or `start` is not a str, a folder or `source_path` not a str or path.
         GrammarError: lark cannot read the grammar, a construct cannot be compiled (a
-            lookaround in a terminal, a `%declare`d terminal with no pattern), or the start
-            rule derives nothing; the message names the rule or terminal and its line.
+            lookaround in a terminal, a `%declare`d terminal with no pattern, a terminal that
+            matches no text), or the start rule derives nothing; the message names the rule
+            or terminal, and the line of a terminal or of a syntax error.
     """
 
-    def __init__(self, text: str, start: str = "start", import_paths: Iterable[str] = (),
-                 source_path: str | None = None) -> None:
+    def __init__(self, text: str, start: str = "start",
+                 import_paths: str | os.PathLike | Iterable[str | os.PathLike] = (),
+                 source_path: str | os.PathLike | None = None) -> None:
         if not isinstance(text, str):
             raise TypeError(f"the grammar text must be a str, got {type(text).__name__}")
         if not isinstance(start, str):
             raise TypeError(f"start must be a str (one rule name), got {type(start).__name__}")
-        self.text, self.start, self.source_path = text, start, source_path
+        if isinstance(import_paths, (str, os.PathLike)):  # (one folder, not its characters)
+            import_paths = [import_paths]
+        self.import_paths = [_path(p, "import_paths: a folder") for p in import_paths]
+        self.text, self.start = text, start
+        self.source_path = None if source_path is None else _path(source_path, "source_path")
         self.gbnf: str | None = None  # (see from_gbnf)
-        self.import_paths = [str(p) for p in import_paths]
         self._setup()
 
     def _setup(self) -> None:
@@ -197,23 +203,37 @@ class Grammar(StateMachine):
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, start: str = "start") -> Grammar:
-        """A grammar from a `.lark` file; `%import`s are also looked up in its folder.
+        """A grammar from a file: GBNF where its name ends with `.gbnf` (see `from_gbnf`),
+        else Lark (its `%import`s are also looked up in its folder).
 
         Args:
             path: the file.
-            start: the start rule.
+            start: the start rule (a GBNF grammar's is `root`).
 
         Raises:
             OSError: the file cannot be read.
-            GrammarError: see `Grammar`.
+            ValueError: a `start` other than the default for a GBNF file.
+            GrammarError: see `Grammar` and `from_gbnf`.
         """
         path = Path(path)
         text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".gbnf":
+            if start != "start":
+                raise ValueError(f"{path}: a GBNF grammar starts at its rule root, not "
+                                 f"{start!r} (start is for Lark grammars)")
+            return cls.from_gbnf(text)
         return cls(text, start=start, import_paths=[str(path.parent)], source_path=str(path))
 
     def __repr__(self) -> str:
         where = f", source_path={self.source_path!r}" if self.source_path else ""
         return f"Grammar(start={self.start!r}{where})"
+
+
+def _path(value, what: str) -> str:
+    """`value` (a str or path) as a str; TypeError naming `what` for anything else."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a str or a path, got {type(value).__name__}")
+    return os.fsdecode(value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -299,6 +319,9 @@ class _Builder:
                 self.terminals[name] = counted
                 return counted
             dfa = self.terminal_dfa(name)
+            if not any(dfa.accept):  # (lark takes it, and the rules using it match nothing)
+                raise self.terminal_error(name, GrammarError(
+                    f"regex {self.regex_of(name)!r} matches no text"))
             if self.ignored:
                 dfa = followed_by_ignored(dfa, self.ignored)
             key = ("lark", self.regex_of(name), self.ignore_key)

@@ -99,6 +99,14 @@ class StateMachine:
             self._compiled = _compile_machine(self)
         return self._compiled
 
+    def __getstate__(self) -> dict:
+        """What pickle and `copy.deepcopy` keep: all but the compiled structure (core tables,
+        which do not pickle); the copy compiles again when first used (or loads from the
+        compile cache)."""
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
+
     def cache_key(self) -> str | None:
         """A canonical description of the structure, for the compile cache (`pse.compile_cache`):
         equal descriptions must compile to equal tables. None (the default, and what every
@@ -176,9 +184,14 @@ class StateMachine:
         (a SpecialToken given by its text; one given by id matches no marked text).
 
         Raises:
+            TypeError: `text` is not a str or bytes.
             ValueError: a special token's mark is not closed.
         """
         from pse._core.stepper import consume_special, consume_tokens
+
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"matches takes the text as a str or bytes, not "
+                            f"{type(text).__name__}")
 
         if not (isinstance(text, str) and SPECIAL_MARK in text):
             live = consume_tokens(self.get_steppers(), [text])

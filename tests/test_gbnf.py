@@ -208,8 +208,9 @@ def test_tokens_by_id_and_by_text():
     ('root ::= "a"\nroot ::= "b"', "line 2, column 1", "defined twice (first at line 1)"),
     ('root ::= "a" other', "line 1, column 14", "undefined rule 'other'"),
     ('item ::= "a"', None, "no `root` rule"),
-    ('root ::= "a\n', "line 1, column 12", "unterminated literal"),
-    ('root ::= [a-', "line 1, column 13", "unterminated character class"),
+    ('root ::= "a\n', "line 1, column 10", "unterminated literal"),
+    ('root ::= "a" |\n  "b', "line 2, column 3", "unterminated literal"),
+    ('root ::= [a-', "line 1, column 10", "unterminated character class"),
     ('root ::= "\\q"', "line 1, column 11", "unknown escape \\q"),
     ('root ::= "\\x4"', "line 1, column 11", "\\x needs 2 hex digits"),
     ('root ::= "\\uD800"', "line 1, column 11", "not a Unicode scalar value"),
@@ -231,6 +232,19 @@ def test_errors_name_the_line_and_column(text, where, message):
     assert message in str(info.value)
     if where:
         assert f"GBNF {where}:" in str(info.value)
+
+
+def test_a_line_break_inside_a_literal_or_a_class_is_one_of_its_characters():
+    """llama.cpp reads a literal up to its closing quote and a class up to its `]`, line
+    breaks included (a grammar pasted with one in a literal was refused as unterminated)."""
+    text = 'root ::= "a\nb" [\n\t]+ "c"'
+    grammar, lark_text = Grammar.from_gbnf(text), to_lark(text)
+    parser = lark.Lark(lark_text.text, parser="earley", lexer="dynamic_complete",
+                       start=lark_text.start)
+    for sample, expected in [("a\nb\nc", True), ("a\nb\t\n\tc", True), ("ab\nc", False),
+                             ("a\nbc", False), ("a\r\nb\nc", False)]:
+        assert grammar.matches(sample) is expected, sample
+        assert lark_accepts(parser, sample) is expected, sample
 
 
 def test_a_grammar_that_matches_nothing_is_an_error():

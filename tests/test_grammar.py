@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings, strategies as st
 
-from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, Optional, Phrase, limits,
-                 StructuringEngine, Vocabulary, fill_next_token_bitmask_par)
+from pse import (AnyOf, Chain, Forward, Grammar, GrammarError, JsonSchema, Optional, Phrase,
+                 Regex, StructuringEngine, Vocabulary, fill_next_token_bitmask_par, limits)
 from pse._core.stepper import consume_tokens
 
 
@@ -398,6 +398,64 @@ def test_from_file_and_relative_import(tmp_path):
     grammar = Grammar.from_file(tmp_path / "main.lark")
     assert grammar.matches("x,y,x")
     assert not grammar.matches("x,,y")
+
+
+def test_from_file_reads_a_gbnf_file_as_gbnf(tmp_path):
+    (tmp_path / "digits.gbnf").write_text('root ::= "n=" [0-9]+\n')
+    grammar = Grammar.from_file(tmp_path / "digits.gbnf")
+    assert grammar.gbnf is not None and grammar.matches("n=42") and not grammar.matches("n=")
+    with pytest.raises(ValueError, match="starts at its rule root"):
+        Grammar.from_file(tmp_path / "digits.gbnf", start="other")
+
+
+def test_one_import_folder_may_be_given_alone(tmp_path):
+    """A str or path as import_paths is one folder (it was read as its characters, each a
+    folder); a folder or source_path of another type is a TypeError."""
+    (tmp_path / "words.lark").write_text("WORD: /[a-z]+/\n")
+    text = "start: WORD\n%import words (WORD)\n"
+    for folder in (str(tmp_path), tmp_path, [tmp_path]):
+        assert Grammar(text, import_paths=folder).matches("abc"), folder
+    with pytest.raises(TypeError, match="import_paths: a folder must be a str or a path"):
+        Grammar(text, import_paths=[5])
+    with pytest.raises(TypeError, match="source_path must be a str or a path"):
+        Grammar(text, source_path=5)
+    assert Grammar('start: "a"', source_path=tmp_path / "g.lark").source_path == str(
+        tmp_path / "g.lark")
+
+
+def test_a_terminal_that_matches_no_text_is_an_error_naming_it():
+    """lark takes a terminal whose regex matches nothing, and the rules using it then match
+    nothing: pse names it when the grammar is read (it was the compile's "the structure
+    matches nothing", naming neither the terminal nor its line)."""
+    for text in ("start: /[^\\x00-\\U0010FFFF]/\n",
+                 'start: "a" | NOTHING\nNOTHING: /[^\\x00-\\U0010FFFF]/\n'):
+        with pytest.raises(GrammarError, match=r"terminal .* \((line|used in rule start at "
+                                               r"line) \d\): regex .* matches no text"):
+            Grammar(text)
+    with pytest.raises(GrammarError, match=r"^GBNF: terminal .*line 1.*matches no text"):
+        Grammar.from_gbnf("root ::= [^\\x00-\\U0010FFFF]")
+
+
+def test_grammars_pickle_and_deep_copy_once_compiled():
+    """A compiled structure's core tables do not pickle: a machine is pickled and deep-copied
+    without them, and the copy compiles again (it raised TypeError once compiled)."""
+    import copy
+    import pickle
+
+    structures = [(Grammar('start: "a" b\nb: "b"+\n'), "abb", "a"),
+                  (Grammar.from_gbnf('root ::= "x" [0-9]+'), "x12", "x"),
+                  (Regex(r"[A-Z]{2}-\d{3}"), "AB-123", "AB-12"),
+                  (JsonSchema({"type": "integer"}), "12", "1.5")]
+    for structure, good, bad in structures:
+        assert structure.matches(good)  # (compiled)
+        for made in (pickle.loads(pickle.dumps(structure)), copy.deepcopy(structure)):
+            assert made.matches(good) and not made.matches(bad), structure
+        assert structure.matches(good) and not structure.matches(bad)
+
+
+def test_matches_names_a_text_of_the_wrong_type():
+    with pytest.raises(TypeError, match="matches takes the text as a str or bytes, not NoneType"):
+        Grammar('start: "a"').matches(None)
 
 
 def test_missing_import_is_a_grammar_error(tmp_path):

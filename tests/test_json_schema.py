@@ -12,7 +12,7 @@ import pytest
 
 from conftest import shared_vocab
 from json_schema_helpers import INSTANCES, SCHEMAS, assert_generations_validate, compact
-from pse import JsonSchema, SchemaError, StructuringEngine
+from pse import JsonSchema, SchemaError, StructuringEngine, Vocabulary
 
 
 # objects open to any key: agreement only (random generations of them seldom close in time)
@@ -48,8 +48,11 @@ def test_counts_beyond_32_bits():
 
 def test_schema_from_text_and_bad_schemas():
     assert JsonSchema('{"type": "integer"}').matches("12")
-    with pytest.raises(SchemaError, match="not valid JSON"):
+    with pytest.raises(SchemaError, match="not valid JSON") as raised:
         JsonSchema("{nope")
+    assert "pse.Grammar" not in str(raised.value)
+    with pytest.raises(SchemaError, match=r"not valid JSON.*pse\.Grammar\(text\) for a Lark"):
+        StructuringEngine(Vocabulary.from_tokens(["a", "b"])).configure('start: "a"')
     with pytest.raises(SchemaError, match="false"):
         JsonSchema(False)
     with pytest.raises(SchemaError, match="does not resolve"):

@@ -59,7 +59,11 @@ class JsonSchema(JsonValued):
             try:
                 schema = json.loads(schema)
             except json.JSONDecodeError as e:
-                raise SchemaError(f"the schema is not valid JSON: {e}") from None
+                text = schema.decode(errors="replace") if isinstance(schema, bytes) else schema
+                hint = "" if text.lstrip().startswith(("{", "true", "false")) else (
+                    " (text in another format is its own structure: pse.Grammar(text) for a "
+                    "Lark grammar, pse.Grammar.from_gbnf(text), pse.Regex(pattern))")
+                raise SchemaError(f"the schema is not valid JSON: {e}{hint}") from None
             except RecursionError:
                 raise SchemaError("the schema's JSON text nests too deeply to read") from None
         if not isinstance(schema, (dict, bool)):
